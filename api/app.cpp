@@ -1,0 +1,153 @@
+// Wires config, database, worker pool, router, metrics and the HTTP server together.
+#include "api/app.h"
+
+#include "api/handlers/ops_handlers.h"
+#include "api/handlers/test_handlers.h"
+#include "api/http_server.h"
+#include "api/openapi.h"
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "core/embedded_postgres.h"
+#include "core/error.h"
+#include "core/worker_pool.h"
+#include "migrations/embedded_migrations.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#ifndef GPURENT_COMMIT
+#define GPURENT_COMMIT "unknown"
+#endif
+
+namespace gpurent {
+namespace {
+
+constexpr std::size_t kWorkerQueueLimit = 4096;
+
+// Holds the embedded cluster when no DATABASE_URL is given.
+struct Database {
+  std::optional<EmbeddedPostgres> embedded;
+  std::string url;
+};
+
+void open_database(const Config& config, Database& db) {
+  if (!config.database_url.empty()) {
+    db.url = config.database_url;
+    return;
+  }
+  db.embedded.emplace(EmbeddedPostgresOptions{.data_dir = config.data_dir});
+  db.embedded->start();
+  db.url = db.embedded->url();
+  spdlog::info("embedded PostgreSQL ready in {}", db.embedded->data_dir());
+}
+
+int expected_schema_version() {
+  const auto& all = embedded_migrations();
+  return all.empty() ? 0 : all.back().version;
+}
+
+void add_runtime_collectors(http::Metrics& metrics, PgPool& pool, WorkerPool& workers) {
+  metrics.add_collector([&pool, &workers](std::string& out) {
+    PgPoolStats s = pool.stats();
+    char buf[2048];
+    std::snprintf(
+        buf, sizeof buf,
+        "# TYPE gpurent_db_pool_size gauge\ngpurent_db_pool_size %d\n"
+        "# TYPE gpurent_db_pool_open gauge\ngpurent_db_pool_open %d\n"
+        "# TYPE gpurent_db_pool_in_use gauge\ngpurent_db_pool_in_use %d\n"
+        "# TYPE gpurent_db_pool_waiting gauge\ngpurent_db_pool_waiting %d\n"
+        "# TYPE gpurent_db_pool_acquired_total counter\ngpurent_db_pool_acquired_total %llu\n"
+        "# TYPE gpurent_db_pool_wait_timeouts_total counter\n"
+        "gpurent_db_pool_wait_timeouts_total %llu\n"
+        "# TYPE gpurent_db_pool_connect_failures_total counter\n"
+        "gpurent_db_pool_connect_failures_total %llu\n"
+        "# TYPE gpurent_db_pool_broken_total counter\ngpurent_db_pool_broken_total %llu\n"
+        "# TYPE gpurent_worker_queue_depth gauge\ngpurent_worker_queue_depth %zu\n"
+        "# TYPE gpurent_worker_busy gauge\ngpurent_worker_busy %zu\n"
+        "# TYPE gpurent_build_info gauge\n"
+        "gpurent_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+        s.size, s.open, s.in_use, s.waiting, static_cast<unsigned long long>(s.acquired_total),
+        static_cast<unsigned long long>(s.wait_timeouts_total),
+        static_cast<unsigned long long>(s.connect_failures_total),
+        static_cast<unsigned long long>(s.broken_total), workers.queued(), workers.busy(),
+        GPURENT_VERSION, GPURENT_COMMIT);
+    out += buf;
+  });
+}
+
+}  // namespace
+
+int run_migrate(const Config& config) {
+  Database db;
+  open_database(config, db);
+  auto status = Migrator(db.url, embedded_migrations()).migrate();
+  spdlog::info("migrations: {} already applied, {} applied now", status.applied, status.pending);
+  return 0;
+}
+
+int run_server(const Config& config) {
+  Database db;
+  open_database(config, db);
+  if (config.migrate_on_start) {
+    auto status = Migrator(db.url, embedded_migrations()).migrate();
+    spdlog::info("migrations: {} already applied, {} applied now", status.applied, status.pending);
+  }
+
+  PgPool pool({.url = db.url,
+               .size = config.db_pool_size,
+               .wait_timeout = config.db_pool_wait,
+               .statement_timeout = config.db_statement_timeout});
+  WorkerPool workers(config.worker_threads, kWorkerQueueLimit);
+  TestClock test_clock;
+
+  http::Router router;
+  http::OpsState ops;
+  ops.pool = &pool;
+  ops.expected_schema_version = expected_schema_version();
+  http::add_ops_routes(router, ops);
+  http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
+  if (config.test_mode) {
+    spdlog::warn("test mode: test clock and test-only routes are enabled");
+    http::add_test_routes(router, test_state);
+  }
+
+  std::vector<std::string> labels;
+  for (const auto& r : router.routes()) labels.push_back(r.pattern);
+  http::Metrics metrics(std::move(labels));
+  add_runtime_collectors(metrics, pool, workers);
+  ops.metrics = &metrics;
+  ops.openapi = std::make_shared<const std::string>(
+      http::build_openapi(router, GPURENT_VERSION).dump());
+
+  http::StaticFiles static_files(config.web_root);
+  http::HttpServer server({.host = config.listen_host,
+                           .port = config.listen_port,
+                           .io_threads = config.io_threads,
+                           .body_limit = config.http_body_limit,
+                           .header_limit = config.http_header_limit,
+                           .read_timeout = config.http_read_timeout,
+                           .write_timeout = config.http_write_timeout,
+                           .idle_timeout = config.http_idle_timeout,
+                           .pipeline_limit = config.http_pipeline_limit,
+                           .shutdown_deadline = config.shutdown_deadline},
+                          router, metrics, workers, &static_files);
+  ops.shutting_down = [&server] { return server.shutting_down(); };
+  unsigned short port = server.listen();
+  if (!config.port_file.empty()) {
+    // Write then rename, so a reader never sees a half-written number.
+    std::string tmp = config.port_file + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::rename(tmp.c_str(), config.port_file.c_str());
+  }
+  spdlog::info("gpurentd {} listening on http://{}:{}", GPURENT_VERSION, config.listen_host, port);
+  server.run();
+  workers.stop();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace gpurent

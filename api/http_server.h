@@ -1,0 +1,55 @@
+// The HTTP/1.1 server (Boost.Beast underneath; this header keeps Beast out of its users).
+#pragma once
+
+#include "api/metrics.h"
+#include "api/router.h"
+#include "api/static_files.h"
+#include "core/worker_pool.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace gpurent::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  unsigned short port = 8080;
+  int io_threads = 2;
+  std::size_t body_limit = 1024 * 1024;
+  std::size_t header_limit = 16 * 1024;
+  std::chrono::milliseconds read_timeout{10'000};
+  std::chrono::milliseconds write_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{60'000};
+  std::size_t pipeline_limit = 8;
+  std::chrono::milliseconds shutdown_deadline{15'000};
+};
+
+class HttpServer {
+ public:
+  HttpServer(ServerOptions options, const Router& router, Metrics& metrics, WorkerPool& workers,
+             const StaticFiles* static_files);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens; returns the bound port (useful with port 0). Throws ConfigError
+  // when the address cannot be bound.
+  unsigned short listen();
+
+  // Serves until shutdown completes: on SIGINT/SIGTERM or shutdown(), stops accepting,
+  // lets in-flight requests finish until the deadline, then returns.
+  void run();
+
+  // Starts a graceful shutdown; safe from any thread.
+  void shutdown();
+  bool shutting_down() const;
+  std::size_t open_connections() const;
+
+  struct Impl;  // defined with the Beast code
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpurent::http

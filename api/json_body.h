@@ -1,0 +1,45 @@
+// Strict reading of JSON request bodies: malformed JSON is 400 invalid_json; unknown,
+// missing or mistyped fields are 400 invalid_request naming the field.
+#pragma once
+
+#include "api/http_types.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace gpurent::http {
+
+// Parses the body as one JSON value. Requires Content-Type application/json when a body
+// is present. Throws Error(kInvalidJson) with the parser's position on malformed input.
+nlohmann::json parse_json_body(const Request& request);
+
+// Reads fields from a JSON object; finish() rejects any field that was not read.
+class JsonObjectReader {
+ public:
+  // Throws invalid_request unless `value` is an object.
+  explicit JsonObjectReader(const nlohmann::json& value, std::string prefix = "");
+
+  std::int64_t required_int(const std::string& field, std::int64_t min, std::int64_t max);
+  std::optional<std::int64_t> optional_int(const std::string& field, std::int64_t min,
+                                           std::int64_t max);
+  std::string required_string(const std::string& field, std::size_t max_length);
+  std::optional<std::string> optional_string(const std::string& field, std::size_t max_length);
+  std::optional<bool> optional_bool(const std::string& field);
+
+  // Throws invalid_request naming the first field that no getter asked for.
+  void finish() const;
+
+ private:
+  const nlohmann::json* find(const std::string& field);
+  std::string path(const std::string& field) const { return prefix_ + field; }
+
+  const nlohmann::json& value_;
+  std::string prefix_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace gpurent::http

@@ -1,0 +1,46 @@
+// Error code → status mapping and JSON response construction.
+#include "api/responses.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent::http {
+
+int status_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidRequest:
+    case ErrorCode::kInvalidJson: return 400;
+    case ErrorCode::kUnauthenticated: return 401;
+    case ErrorCode::kInsufficientFunds: return 402;
+    case ErrorCode::kForbidden: return 403;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kMethodNotAllowed: return 405;
+    case ErrorCode::kInsufficientCapacity:
+    case ErrorCode::kInvalidState:
+    case ErrorCode::kConflict: return 409;
+    case ErrorCode::kPayloadTooLarge: return 413;
+    case ErrorCode::kIncompatibleImage:
+    case ErrorCode::kIdempotencyKeyReused:
+    case ErrorCode::kQuotaExceeded: return 422;
+    case ErrorCode::kRateLimited: return 429;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+Response json_response(int status, const nlohmann::json& body) {
+  Response r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+Response error_response(const Error& error) {
+  return json_response(status_for(error.code()), error.to_json());
+}
+
+Response error_response(ErrorCode code, std::string message) {
+  return error_response(Error(code, std::move(message)));
+}
+
+}  // namespace gpurent::http

@@ -1,0 +1,68 @@
+// gpurentd: the control plane. `gpurentd [serve] [--flags]`, `gpurentd migrate`.
+#include "api/app.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/migrator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+void print_usage() {
+  std::printf(
+      "usage: gpurentd [serve|migrate] [--key=value ...]\n\n"
+      "  serve    run the API and web panel (default)\n"
+      "  migrate  apply pending database migrations and exit\n\n"
+      "configuration (flag / environment / default):\n");
+  for (const auto& k : gpurent::config_keys()) {
+    std::printf("  --%-22s %-30s %s\n      %s\n", k.name.c_str(), k.env.c_str(),
+                k.default_value.empty() ? "(empty)" : k.default_value.c_str(), k.help.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command = "serve";
+  if (!args.empty() && args[0].rfind("--", 0) != 0) {
+    command = args[0];
+    args.erase(args.begin());
+  }
+  if (command == "help" || (!args.empty() && (args[0] == "--help" || args[0] == "-h"))) {
+    print_usage();
+    return 0;
+  }
+  if (!args.empty() && args[0] == "--version") {
+    std::printf("gpurentd %s\n", GPURENT_VERSION);
+    return 0;
+  }
+  gpurent::Config config;
+  try {
+    config = gpurent::load_config(args);
+  } catch (const gpurent::ConfigError& e) {
+    std::fprintf(stderr, "gpurentd: %s\n", e.what());
+    return 2;
+  }
+  gpurent::log::init(config.log_format, config.log_level);
+  try {
+    if (command == "serve") return gpurent::run_server(config);
+    if (command == "migrate") return gpurent::run_migrate(config);
+    std::fprintf(stderr, "gpurentd: unknown command '%s' (try --help)\n", command.c_str());
+    return 2;
+  } catch (const gpurent::ConfigError& e) {
+    spdlog::critical("{}", e.what());
+    return 2;
+  } catch (const gpurent::MigrationError& e) {
+    spdlog::critical("migration: {}", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    spdlog::critical("fatal: {}", e.what());
+    return 1;
+  }
+}

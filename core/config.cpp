@@ -1,0 +1,266 @@
+// Parses and validates configuration from defaults, a file, the environment and flags.
+#include "core/config.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+
+extern char** environ;
+
+namespace gpurent {
+namespace {
+
+using Setter = std::function<void(Config&, const std::string&)>;
+
+struct Field {
+  ConfigKey key;
+  Setter set;
+};
+
+[[noreturn]] void bad(const std::string& expected, const std::string& value) {
+  throw ConfigError("expected " + expected + ", got '" + value + "'");
+}
+
+long long parse_int(const std::string& v, long long lo, long long hi) {
+  long long out = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || ptr != v.data() + v.size() || out < lo || out > hi) {
+    bad("an integer from " + std::to_string(lo) + " to " + std::to_string(hi), v);
+  }
+  return out;
+}
+
+// "500ms", "10s", "2m", "1h".
+std::chrono::milliseconds parse_duration(const std::string& v) {
+  std::size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  std::string unit = v.substr(digits);
+  if (digits == 0 || digits > 9) bad("a duration such as 500ms, 10s or 2m", v);
+  long long n = std::stoll(v.substr(0, digits));
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "s") return std::chrono::seconds(n);
+  if (unit == "m") return std::chrono::minutes(n);
+  if (unit == "h") return std::chrono::hours(n);
+  bad("a duration such as 500ms, 10s or 2m", v);
+}
+
+// "1048576", "64KiB", "1MiB".
+std::size_t parse_size(const std::string& v) {
+  std::size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  std::string unit = v.substr(digits);
+  if (digits == 0 || digits > 12) bad("a size such as 1048576, 64KiB or 1MiB", v);
+  std::size_t n = std::stoull(v.substr(0, digits));
+  if (unit.empty() || unit == "B") return n;
+  if (unit == "KiB") return n * 1024;
+  if (unit == "MiB") return n * 1024 * 1024;
+  bad("a size such as 1048576, 64KiB or 1MiB", v);
+}
+
+bool parse_bool(const std::string& v) {
+  if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
+  bad("true or false", v);
+}
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> kFields = {
+      {{"listen", "GPURENT_LISTEN", "HTTP listen address host:port (port 0 picks a free one)",
+        "127.0.0.1:8080"},
+       [](Config& c, const std::string& v) {
+         auto colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0) bad("host:port", v);
+         c.listen_host = v.substr(0, colon);
+         if (c.listen_host.size() > 2 && c.listen_host.front() == '[' &&
+             c.listen_host.back() == ']') {
+           c.listen_host = c.listen_host.substr(1, c.listen_host.size() - 2);
+         }
+         c.listen_port = static_cast<unsigned short>(parse_int(v.substr(colon + 1), 0, 65535));
+       }},
+      {{"port_file", "GPURENT_PORT_FILE", "write the bound HTTP port to this file", ""},
+       [](Config& c, const std::string& v) { c.port_file = v; }},
+      {{"io_threads", "GPURENT_IO_THREADS", "network threads", "2"},
+       [](Config& c, const std::string& v) { c.io_threads = parse_int(v, 1, 64); }},
+      {{"worker_threads", "GPURENT_WORKER_THREADS", "threads for database and blocking work",
+        "4"},
+       [](Config& c, const std::string& v) { c.worker_threads = parse_int(v, 1, 256); }},
+      {{"http_body_limit", "GPURENT_HTTP_BODY_LIMIT", "largest request body (413 above)",
+        "1MiB"},
+       [](Config& c, const std::string& v) { c.http_body_limit = parse_size(v); }},
+      {{"http_header_limit", "GPURENT_HTTP_HEADER_LIMIT", "largest request header block",
+        "16KiB"},
+       [](Config& c, const std::string& v) { c.http_header_limit = parse_size(v); }},
+      {{"http_read_timeout", "GPURENT_HTTP_READ_TIMEOUT",
+        "time allowed to receive one whole request", "10s"},
+       [](Config& c, const std::string& v) { c.http_read_timeout = parse_duration(v); }},
+      {{"http_write_timeout", "GPURENT_HTTP_WRITE_TIMEOUT", "time allowed to send a response",
+        "10s"},
+       [](Config& c, const std::string& v) { c.http_write_timeout = parse_duration(v); }},
+      {{"http_idle_timeout", "GPURENT_HTTP_IDLE_TIMEOUT",
+        "keep-alive connection closes after this much silence", "60s"},
+       [](Config& c, const std::string& v) { c.http_idle_timeout = parse_duration(v); }},
+      {{"http_pipeline_limit", "GPURENT_HTTP_PIPELINE_LIMIT",
+        "pipelined requests queued per connection before reading pauses", "8"},
+       [](Config& c, const std::string& v) { c.http_pipeline_limit = parse_int(v, 1, 64); }},
+      {{"shutdown_deadline", "GPURENT_SHUTDOWN_DEADLINE",
+        "on SIGTERM, how long in-flight requests may take to finish", "15s"},
+       [](Config& c, const std::string& v) { c.shutdown_deadline = parse_duration(v); }},
+      {{"web_root", "GPURENT_WEB_ROOT", "folder of the web panel's static files", "web"},
+       [](Config& c, const std::string& v) { c.web_root = v; }},
+      {{"database_url", "DATABASE_URL",
+        "PostgreSQL connection URL; empty runs an embedded PostgreSQL in data_dir", ""},
+       [](Config& c, const std::string& v) { c.database_url = v; }},
+      {{"data_dir", "GPURENT_DATA_DIR", "embedded PostgreSQL data folder", "var/pg"},
+       [](Config& c, const std::string& v) {
+         if (v.empty()) bad("a folder path", v);
+         c.data_dir = v;
+       }},
+      {{"db_pool_size", "GPURENT_DB_POOL_SIZE", "database connections per process", "8"},
+       [](Config& c, const std::string& v) { c.db_pool_size = parse_int(v, 1, 512); }},
+      {{"db_pool_wait", "GPURENT_DB_POOL_WAIT",
+        "how long a request waits for a free connection before 503", "2s"},
+       [](Config& c, const std::string& v) { c.db_pool_wait = parse_duration(v); }},
+      {{"db_statement_timeout", "GPURENT_DB_STATEMENT_TIMEOUT",
+        "PostgreSQL statement_timeout for every connection", "10s"},
+       [](Config& c, const std::string& v) { c.db_statement_timeout = parse_duration(v); }},
+      {{"migrate_on_start", "GPURENT_MIGRATE_ON_START", "apply pending migrations at start-up",
+        "true"},
+       [](Config& c, const std::string& v) { c.migrate_on_start = parse_bool(v); }},
+      {{"log_format", "GPURENT_LOG_FORMAT",
+        "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
+       [](Config& c, const std::string& v) {
+         if (v == "auto") c.log_format = LogFormat::kAuto;
+         else if (v == "text") c.log_format = LogFormat::kText;
+         else if (v == "json") c.log_format = LogFormat::kJson;
+         else bad("auto, text or json", v);
+       }},
+      {{"log_level", "GPURENT_LOG_LEVEL", "trace, debug, info, warn, error", "info"},
+       [](Config& c, const std::string& v) {
+         if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error") {
+           bad("trace, debug, info, warn or error", v);
+         }
+         c.log_level = v;
+       }},
+      {{"test_mode", "GPURENT_TEST_MODE",
+        "enable the test clock and test-only routes; never in production", "false"},
+       [](Config& c, const std::string& v) { c.test_mode = parse_bool(v); }},
+  };
+  return kFields;
+}
+
+const Field* find_field(const std::string& name) {
+  for (const auto& f : fields()) {
+    if (f.key.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+void apply(Config& c, const Field& f, const std::string& value, const std::string& source) {
+  try {
+    f.set(c, value);
+  } catch (const ConfigError& e) {
+    throw ConfigError("config " + f.key.name + " (from " + source + "): " + e.what());
+  }
+}
+
+void apply_file(Config& c, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("config file " + path + " cannot be read");
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    auto eq = line.find('=');
+    std::string where = path + ":" + std::to_string(number);
+    if (eq == std::string::npos) throw ConfigError(where + ": expected key = value");
+    std::string key = trim(line.substr(0, eq));
+    const Field* f = find_field(key);
+    if (!f) throw ConfigError(where + ": unknown key '" + key + "'");
+    apply(c, *f, trim(line.substr(eq + 1)), where);
+  }
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> kKeys = [] {
+    std::vector<ConfigKey> keys;
+    for (const auto& f : fields()) keys.push_back(f.key);
+    keys.push_back({"config", "GPURENT_CONFIG", "configuration file of key = value lines", ""});
+    return keys;
+  }();
+  return kKeys;
+}
+
+Config load_config(const std::vector<std::string>& args) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return load_config(args, env);
+}
+
+Config load_config(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  std::map<std::string, std::string> env_map;
+  for (const auto& kv : env) {
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env_map[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+
+  // Flags as (name, value); --name=value or --name value.
+  std::vector<std::pair<std::string, std::string>> flags;
+  std::optional<std::string> config_file;
+  if (auto it = env_map.find("GPURENT_CONFIG"); it != env_map.end() && !it->second.empty()) {
+    config_file = it->second;
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) throw ConfigError("unexpected argument '" + a + "'");
+    std::string name = a.substr(2), value;
+    auto eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else {
+      if (i + 1 >= args.size()) throw ConfigError("flag --" + name + " needs a value");
+      value = args[++i];
+    }
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (name == "config") {
+      config_file = value;
+      continue;
+    }
+    if (!find_field(name)) throw ConfigError("unknown flag --" + name);
+    flags.emplace_back(name, value);
+  }
+
+  Config c;
+  if (config_file) apply_file(c, *config_file);
+  for (const auto& f : fields()) {
+    if (auto it = env_map.find(f.key.env); it != env_map.end()) {
+      apply(c, f, it->second, "environment " + f.key.env);
+    }
+  }
+  for (const auto& [name, value] : flags) apply(c, *find_field(name), value, "flag --" + name);
+
+  if (c.http_read_timeout.count() <= 0 || c.http_idle_timeout.count() <= 0 ||
+      c.http_write_timeout.count() <= 0) {
+    throw ConfigError("config: HTTP timeouts must be greater than zero");
+  }
+  if (c.http_body_limit == 0) throw ConfigError("config http_body_limit: must be at least 1");
+  return c;
+}
+
+}  // namespace gpurent

@@ -1,0 +1,62 @@
+// Server configuration: defaults, then a file, then the environment, then flags.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gpurent {
+
+enum class LogFormat { kAuto, kText, kJson };
+
+struct Config {
+  // HTTP listener.
+  std::string listen_host = "127.0.0.1";
+  unsigned short listen_port = 8080;
+  std::string port_file;  // when set, the bound port is written here (tests bind port 0)
+  int io_threads = 2;
+  int worker_threads = 4;
+  std::size_t http_body_limit = 1024 * 1024;
+  std::size_t http_header_limit = 16 * 1024;
+  std::chrono::milliseconds http_read_timeout{10'000};
+  std::chrono::milliseconds http_write_timeout{10'000};
+  std::chrono::milliseconds http_idle_timeout{60'000};
+  std::size_t http_pipeline_limit = 8;
+  std::chrono::milliseconds shutdown_deadline{15'000};
+  std::string web_root = "web";
+
+  // Database. Empty database_url means: run an embedded PostgreSQL in data_dir.
+  std::string database_url;
+  std::string data_dir = "var/pg";
+  int db_pool_size = 8;
+  std::chrono::milliseconds db_pool_wait{2'000};
+  std::chrono::milliseconds db_statement_timeout{10'000};
+  bool migrate_on_start = true;
+
+  // Logging.
+  LogFormat log_format = LogFormat::kAuto;
+  std::string log_level = "info";
+
+  // Enables the test clock and test-only routes. Never on in production.
+  bool test_mode = false;
+};
+
+// One row of the configuration table (README.md prints the same list).
+struct ConfigKey {
+  std::string name;  // file key and flag: --name=value
+  std::string env;   // environment variable
+  std::string help;
+  std::string default_value;
+};
+const std::vector<ConfigKey>& config_keys();
+
+// Loads the configuration. `args` are the command line after the program name and the
+// subcommand; the environment comes from `environ`. Throws ConfigError with one clear
+// line (which key, which source, what was expected) on any bad value or unknown key.
+Config load_config(const std::vector<std::string>& args);
+
+// Same, with an explicit environment (tests).
+Config load_config(const std::vector<std::string>& args, const std::vector<std::string>& env);
+
+}  // namespace gpurent

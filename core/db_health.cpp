@@ -1,0 +1,35 @@
+// Readiness query and the test-mode connection holder.
+#include "core/db_health.h"
+
+namespace gpurent {
+namespace {
+
+constexpr Statement kSchemaVersion = {
+    "schema_version",
+    "SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0"
+    " ELSE (SELECT coalesce(max(version), 0) FROM schema_migrations) END"};
+
+constexpr Statement kSleep = {"test_sleep", "SELECT pg_sleep($1::double precision / 1000)"};
+
+}  // namespace
+
+DbHealth check_database(PgPool& pool) {
+  DbHealth health;
+  try {
+    health.schema_version = pool.transact("readiness", [](PgPool::Lease& lease, pqxx::work& tx) {
+      return lease.exec(tx, kSchemaVersion)[0][0].as<int>();
+    });
+    health.reachable = true;
+  } catch (const std::exception& e) {
+    health.error = e.what();
+  }
+  return health;
+}
+
+void hold_database_connection(PgPool& pool, std::chrono::milliseconds duration) {
+  pool.transact("test_sleep", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kSleep, static_cast<long long>(duration.count()));
+  });
+}
+
+}  // namespace gpurent

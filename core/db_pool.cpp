@@ -1,0 +1,100 @@
+// PgPool: bounded connections, lazy connect, reconnect after a broken connection.
+#include "core/db_pool.h"
+
+
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+
+namespace gpurent {
+
+PgPool::PgPool(PgPoolOptions options) : options_(std::move(options)) {}
+
+PgPool::~PgPool() = default;
+
+PgPool::Lease::~Lease() {
+  if (slot_) pool_->release(std::move(slot_));
+}
+
+void PgPool::Lease::prepare(const Statement& s) {
+  if (slot_->prepared.count(s.name)) return;
+  slot_->conn->prepare(s.name, s.sql);
+  slot_->prepared.insert(s.name);
+}
+
+std::unique_ptr<PgPool::Slot> PgPool::connect() {
+  auto slot = std::make_unique<Slot>();
+  slot->conn = std::make_unique<pqxx::connection>(options_.url);
+  pqxx::nontransaction tx(*slot->conn, "session_setup");
+  // Every statement on this connection is bounded, and times are read in UTC.
+  tx.exec("SET statement_timeout = " +
+          std::to_string(options_.statement_timeout.count()) + "; SET TIME ZONE 'UTC'");
+  return slot;
+}
+
+PgPool::Lease PgPool::acquire() {
+  std::unique_lock lock(mutex_);
+  auto deadline = std::chrono::steady_clock::now() + options_.wait_timeout;
+  ++waiting_;
+  bool ready = cv_.wait_until(lock, deadline, [this] {
+    return !idle_.empty() || open_ < options_.size;
+  });
+  --waiting_;
+  if (!ready) {
+    ++wait_timeouts_total_;
+    throw Error(ErrorCode::kUnavailable,
+                "The service is busy: no database connection was free in time.");
+  }
+  ++acquired_total_;
+  ++in_use_;
+  if (!idle_.empty()) {
+    auto slot = std::move(idle_.back());
+    idle_.pop_back();
+    return Lease(this, std::move(slot));
+  }
+  // Open a new connection outside the lock: connecting takes a round trip or more.
+  ++open_;
+  lock.unlock();
+  try {
+    return Lease(this, connect());
+  } catch (const std::exception& e) {
+    lock.lock();
+    --open_;
+    --in_use_;
+    ++connect_failures_total_;
+    lock.unlock();
+    cv_.notify_one();
+    spdlog::warn("database connection failed: {}", e.what());
+    throw Error(ErrorCode::kUnavailable, "The database is unreachable.");
+  }
+}
+
+void PgPool::release(std::unique_ptr<Slot> slot) {
+  bool reuse = !slot->broken && slot->conn && slot->conn->is_open();
+  std::vector<std::unique_ptr<Slot>> stale;
+  {
+    std::lock_guard lock(mutex_);
+    --in_use_;
+    if (reuse) {
+      idle_.push_back(std::move(slot));
+    } else {
+      // One broken connection usually means the server restarted or the network dropped:
+      // the idle ones are stale too, so close them all and reconnect on demand.
+      --open_;
+      ++broken_total_;
+      open_ -= static_cast<int>(idle_.size());
+      stale.swap(idle_);
+    }
+  }
+  cv_.notify_all();
+  // Connections close here, outside the lock.
+}
+
+PgPoolStats PgPool::stats() const {
+  std::lock_guard lock(mutex_);
+  return {options_.size,       open_,
+          in_use_,             waiting_,
+          acquired_total_,     wait_timeouts_total_,
+          connect_failures_total_, broken_total_};
+}
+
+}  // namespace gpurent

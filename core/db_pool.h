@@ -1,0 +1,145 @@
+// A bounded pool of PostgreSQL connections (libpqxx 6) with RAII leases.
+#pragma once
+
+#include "core/error.h"
+
+#include <pqxx/pqxx>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpurent {
+
+// A named SQL statement. The name shows in logs and pg_stat_statements; the SQL is always
+// parameterised ($1, $2, …) and never built by concatenation.
+struct Statement {
+  const char* name;
+  const char* sql;
+};
+
+struct PgPoolOptions {
+  std::string url;
+  int size = 8;
+  std::chrono::milliseconds wait_timeout{2'000};
+  std::chrono::milliseconds statement_timeout{10'000};
+};
+
+struct PgPoolStats {
+  int size = 0;
+  int open = 0;
+  int in_use = 0;
+  int waiting = 0;
+  std::uint64_t acquired_total = 0;
+  std::uint64_t wait_timeouts_total = 0;
+  std::uint64_t connect_failures_total = 0;
+  std::uint64_t broken_total = 0;
+};
+
+class PgPool {
+  struct Slot {
+    std::unique_ptr<pqxx::connection> conn;
+    std::set<std::string> prepared;  // statements prepared on this connection
+    bool broken = false;
+  };
+
+ public:
+  explicit PgPool(PgPoolOptions options);
+  ~PgPool();
+  PgPool(const PgPool&) = delete;
+  PgPool& operator=(const PgPool&) = delete;
+
+  // A connection on loan; returned to the pool when destroyed.
+  class Lease {
+   public:
+    Lease(Lease&& other) noexcept : pool_(other.pool_), slot_(std::move(other.slot_)) {}
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+
+    pqxx::connection& conn() { return *slot_->conn; }
+
+    // Prepares `s` on this connection the first time it is used here.
+    void prepare(const Statement& s);
+
+    template <typename... Args>
+    pqxx::result exec(pqxx::transaction_base& tx, const Statement& s, Args&&... args) {
+      prepare(s);
+      return tx.exec_prepared(s.name, std::forward<Args>(args)...);
+    }
+
+    // The connection failed; the pool closes it instead of reusing it.
+    void mark_broken() { slot_->broken = true; }
+
+   private:
+    friend class PgPool;
+    Lease(PgPool* pool, std::unique_ptr<Slot> slot) : pool_(pool), slot_(std::move(slot)) {}
+    PgPool* pool_;
+    std::unique_ptr<Slot> slot_;
+  };
+
+  // Waits up to the pool's wait timeout for a connection. Throws Error(kUnavailable) when
+  // none frees up in time or the database cannot be reached.
+  Lease acquire();
+
+  PgPoolStats stats() const;
+  const PgPoolOptions& options() const { return options_; }
+
+  // Runs fn(lease, tx) in a read-write transaction named `name` and commits it. Retries
+  // serialization failures and deadlocks a few times; maps a lost connection, a statement
+  // timeout or an unreachable database to Error(kUnavailable).
+  template <typename Fn>
+  auto transact(const char* name, Fn&& fn) {
+    for (int attempt = 1;; ++attempt) {
+      Lease lease = acquire();
+      try {
+        pqxx::work tx(lease.conn(), name);
+        if constexpr (std::is_void_v<decltype(fn(lease, tx))>) {
+          fn(lease, tx);
+          tx.commit();
+          return;
+        } else {
+          auto result = fn(lease, tx);
+          tx.commit();
+          return result;
+        }
+      } catch (const pqxx::transaction_rollback&) {
+        if (attempt >= kMaxAttempts) throw Error(ErrorCode::kConflict, "The database kept "
+                                                 "refusing the transaction; try again.");
+      } catch (const pqxx::broken_connection&) {
+        lease.mark_broken();
+        throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
+      } catch (const pqxx::sql_error& e) {
+        if (!lease.conn().is_open()) lease.mark_broken();
+        if (e.sqlstate() == "57014") {
+          throw Error(ErrorCode::kUnavailable, "The database did not answer in time.");
+        }
+        throw;
+      }
+    }
+  }
+
+ private:
+  static constexpr int kMaxAttempts = 3;
+
+  std::unique_ptr<Slot> connect();
+  void release(std::unique_ptr<Slot> slot);
+
+  PgPoolOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Slot>> idle_;
+  int open_ = 0;  // connections that exist, idle or leased, plus ones being opened
+  int in_use_ = 0;
+  int waiting_ = 0;
+  std::uint64_t acquired_total_ = 0;
+  std::uint64_t wait_timeouts_total_ = 0;
+  std::uint64_t connect_failures_total_ = 0;
+  std::uint64_t broken_total_ = 0;
+};
+
+}  // namespace gpurent
