@@ -12,8 +12,8 @@
 #include "core/worker_pool.h"
 #include "migrations/embedded_migrations.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -120,8 +120,8 @@ int run_server(const Config& config) {
   http::Metrics metrics(std::move(labels));
   add_runtime_collectors(metrics, pool, workers);
   ops.metrics = &metrics;
-  ops.openapi = std::make_shared<const std::string>(
-      http::build_openapi(router, GPURENT_VERSION).dump());
+  ops.openapi =
+      std::make_shared<const std::string>(http::build_openapi(router, GPURENT_VERSION).dump());
 
   http::StaticFiles static_files(config.web_root);
   http::HttpServer server({.host = config.listen_host,
@@ -145,6 +145,9 @@ int run_server(const Config& config) {
   }
   spdlog::info("gpurentd {} listening on http://{}:{}", GPURENT_VERSION, config.listen_host, port);
   server.run();
+  // Past the deadline some requests may still be in the database: cancel them so the
+  // workers can finish and the process exits now rather than at the statement timeout.
+  pool.cancel_all();
   workers.stop();
   spdlog::info("stopped");
   return 0;

@@ -13,7 +13,8 @@ Response invoke(const Route& route, const Request& request) {
   try {
     return route.handler(request);
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::kInternal) spdlog::error("{} {}: {}", method_name(request.method), route.pattern, e.what());
+    if (e.code() == ErrorCode::kInternal)
+      spdlog::error("{} {}: {}", method_name(request.method), route.pattern, e.what());
     return error_response(e);
   } catch (const std::exception& e) {
     spdlog::error("{} {} failed: {}", method_name(request.method), route.pattern, e.what());
@@ -26,8 +27,9 @@ Response not_found_response() {
 }
 
 Response method_not_allowed_response(const std::string& allow) {
-  Response r = error_response(ErrorCode::kMethodNotAllowed,
-                              "This resource does not accept that method; it accepts " + allow + ".");
+  Response r =
+      error_response(ErrorCode::kMethodNotAllowed,
+                     "This resource does not accept that method; it accepts " + allow + ".");
   r.set_header("Allow", allow);
   return r;
 }

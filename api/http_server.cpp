@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/id.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,10 +21,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <deque>
@@ -74,8 +73,8 @@ struct OwnedRequest {
 void fill_view(Request& view, const BeastRequest& message, const HeaderSource& headers,
                std::string_view request_id, std::string_view remote_ip) {
   auto target = message.target();
-  view.method = parse_method(std::string_view(message.method_string().data(),
-                                               message.method_string().size()));
+  view.method = parse_method(
+      std::string_view(message.method_string().data(), message.method_string().size()));
   view.target = std::string_view(target.data(), target.size());
   auto q = view.target.find('?');
   view.path = view.target.substr(0, q);
@@ -90,8 +89,14 @@ void fill_view(Request& view, const BeastRequest& message, const HeaderSource& h
 
 struct HttpServer::Impl {
   Impl(ServerOptions o, const Router& r, Metrics& m, WorkerPool& w, const StaticFiles* s)
-      : options(std::move(o)), router(r), metrics(m), workers(w), statics(s),
-        ioc(options.io_threads), acceptor(net::make_strand(ioc)), signals(ioc, SIGINT, SIGTERM),
+      : options(std::move(o)),
+        router(r),
+        metrics(m),
+        workers(w),
+        statics(s),
+        ioc(options.io_threads),
+        acceptor(net::make_strand(ioc)),
+        signals(ioc, SIGINT, SIGTERM),
         drain_timer(ioc) {}
 
   void accept();
@@ -158,78 +163,80 @@ class Session : public std::enable_shared_from_this<Session> {
     bool close = false;
   };
 
+  // Starts reading the next request. Before its first byte the idle timeout applies; from
+  // the first byte, the whole request must arrive within the read timeout. Reading and
+  // parsing are done by hand (read_some + parser.put) so each request costs one read.
   void do_read() {
     if (closing_ || reading_ || queue_.size() >= server_.options.pipeline_limit) return;
     reading_ = true;
+    request_started_ = false;
+    header_checked_ = false;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.header_limit));
     parser_->body_limit(server_.options.body_limit);
-    if (buffer_.size() > 0) return start_request();
-    // Between requests, the idle timeout applies; once bytes arrive, the read timeout.
-    idle_wait_ = true;
-    stream_.expires_after(server_.options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(8192),
+    if (buffer_.size() > 0) return parse_buffered();
+    read_more();
+  }
+
+  void read_more() {
+    if (request_started_) {
+      stream_.expires_at(read_deadline_);
+    } else {
+      idle_wait_ = true;
+      stream_.expires_after(server_.options.idle_timeout);
+    }
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->idle_wait_ = false;
-                              if (ec) return self->close();
+                              if (ec) return self->close();  // timeout, EOF, reset
                               self->buffer_.commit(n);
-                              self->start_request();
+                              self->parse_buffered();
                             });
   }
 
-  void start_request() {
-    started_ = Clock::now();
-    stream_.expires_after(server_.options.read_timeout);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                               self->on_header(ec);
-                             });
-  }
-
-  void on_header(beast::error_code ec) {
-    if (ec == bhttp::error::header_limit) {
-      return reject(431, ErrorCode::kInvalidRequest, "The request headers are too large.");
+  void parse_buffered() {
+    if (!request_started_) {
+      request_started_ = true;
+      started_ = Clock::now();
+      read_deadline_ = started_ + server_.options.read_timeout;
     }
-    if (ec == bhttp::error::body_limit) return reject_too_large();
-    if (ec) {
-      if (ec == beast::error::timeout || ec == bhttp::error::end_of_stream ||
-          ec == net::error::eof || ec == net::error::operation_aborted) {
-        return close();
+    for (;;) {
+      beast::error_code ec;
+      std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) break;
+      if (ec == bhttp::error::header_limit) {
+        return reject(431, ErrorCode::kInvalidRequest, "The request headers are too large.");
       }
-      return reject(400, ErrorCode::kInvalidRequest, "The request is not valid HTTP/1.1.");
+      if (ec == bhttp::error::body_limit) return reject_too_large();
+      if (ec) return reject(400, ErrorCode::kInvalidRequest, "The request is not valid HTTP/1.1.");
+      if (parser_->is_header_done() && !header_checked_) {
+        header_checked_ = true;
+        if (auto length = parser_->content_length();
+            length && *length > server_.options.body_limit) {
+          return reject_too_large();
+        }
+        parser_->eager(true);
+      }
+      if (parser_->is_done()) return on_request();
+      if (used == 0) break;
     }
-    if (auto length = parser_->content_length(); length && *length > server_.options.body_limit) {
-      return reject_too_large();
+    if (parser_->is_header_done() && !continue_sent_ && buffer_.size() == 0) {
+      auto expect = parser_->get()[bhttp::field::expect];
+      if (beast::iequals(expect, "100-continue") && queue_.empty() && !writing_) {
+        // curl and others wait for this before sending a large body.
+        continue_sent_ = true;
+        static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        writing_ = true;
+        return net::async_write(stream_, net::buffer(kContinue),
+                                [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                  self->writing_ = false;
+                                  if (ec) return self->close();
+                                  self->read_more();
+                                });
+      }
     }
-    if (parser_->is_done()) return on_request();
-    auto expect = parser_->get()[bhttp::field::expect];
-    if (beast::iequals(expect, "100-continue") && queue_.empty() && !writing_) {
-      // curl and others wait for this before sending a large body.
-      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      return net::async_write(stream_, net::buffer(kContinue),
-                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                if (ec) return self->close();
-                                self->read_body();
-                              });
-    }
-    read_body();
-  }
-
-  void read_body() {
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        if (ec == bhttp::error::body_limit) return self->reject_too_large();
-                        if (ec) {
-                          if (ec == beast::error::timeout || ec == net::error::eof ||
-                              ec == bhttp::error::partial_message ||
-                              ec == net::error::operation_aborted) {
-                            return self->close();
-                          }
-                          return self->reject(400, ErrorCode::kInvalidRequest,
-                                              "The request body is not valid HTTP/1.1.");
-                        }
-                        self->on_request();
-                      });
+    read_more();
   }
 
   void reject_too_large() {
@@ -257,6 +264,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_request() {
     reading_ = false;
+    continue_sent_ = false;
     BeastRequest& message = parser_->get();
     std::uint64_t seq = next_seq_++;
     queue_.push_back({started_});
@@ -274,8 +282,7 @@ class Session : public std::enable_shared_from_this<Session> {
     fill_view(view, message, headers, request_id, remote_ip_);
     RouteMatch match = server_.router.match(view.method, view.path);
 
-    if (match.kind == RouteMatch::Kind::kFound &&
-        match.route->execution == Execution::kWorker) {
+    if (match.kind == RouteMatch::Kind::kFound && match.route->execution == Execution::kWorker) {
       auto owned = std::make_shared<OwnedRequest>(parser_->release());
       owned->request_id = std::move(request_id);
       owned->remote_ip = remote_ip_;
@@ -290,8 +297,8 @@ class Session : public std::enable_shared_from_this<Session> {
                   });
       });
       if (!posted) {
-        Response r = error_response(ErrorCode::kUnavailable,
-                                    "The server is busy; try again shortly.");
+        Response r =
+            error_response(ErrorCode::kUnavailable, "The server is busy; try again shortly.");
         r.set_header("Retry-After", "1");
         complete(seq, owned->view, std::move(r), route->index, route->quiet);
       }
@@ -339,10 +346,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (writing_ || queue_.empty() || !queue_.front().ready) return;
     writing_ = true;
     stream_.expires_after(server_.options.write_timeout);
-    net::async_write(stream_, net::buffer(queue_.front().wire),
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_write(ec);
-                     });
+    net::async_write(
+        stream_, net::buffer(queue_.front().wire),
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
   }
 
   void on_write(beast::error_code ec) {
@@ -393,11 +399,16 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  std::deque<Slot> queue_;  // responses in request order; front is next to write
+  std::deque<Slot> queue_;      // responses in request order; front is next to write
   std::uint64_t base_seq_ = 0;  // sequence number of queue_.front()
   std::uint64_t next_seq_ = 0;
   Clock::time_point started_;
   std::string remote_ip_;
+  static constexpr std::size_t kReadChunk = 8192;
+  Clock::time_point read_deadline_;
+  bool request_started_ = false;
+  bool header_checked_ = false;
+  bool continue_sent_ = false;
   std::size_t drained_ = 0;
   bool reading_ = false;
   bool idle_wait_ = false;
@@ -495,9 +506,13 @@ void HttpServer::run() {
   for (auto& t : threads) t.join();
 }
 
-void HttpServer::shutdown() { impl_->begin_shutdown(); }
+void HttpServer::shutdown() {
+  impl_->begin_shutdown();
+}
 
-bool HttpServer::shutting_down() const { return impl_->stopping.load(); }
+bool HttpServer::shutting_down() const {
+  return impl_->stopping.load();
+}
 
 std::size_t HttpServer::open_connections() const {
   std::lock_guard lock(impl_->sessions_mutex);

@@ -16,14 +16,22 @@ Method parse_method(std::string_view name) {
 
 std::string_view method_name(Method m) {
   switch (m) {
-    case Method::kGet: return "GET";
-    case Method::kHead: return "HEAD";
-    case Method::kPost: return "POST";
-    case Method::kPut: return "PUT";
-    case Method::kPatch: return "PATCH";
-    case Method::kDelete: return "DELETE";
-    case Method::kOptions: return "OPTIONS";
-    case Method::kOther: return "OTHER";
+    case Method::kGet:
+      return "GET";
+    case Method::kHead:
+      return "HEAD";
+    case Method::kPost:
+      return "POST";
+    case Method::kPut:
+      return "PUT";
+    case Method::kPatch:
+      return "PATCH";
+    case Method::kDelete:
+      return "DELETE";
+    case Method::kOptions:
+      return "OPTIONS";
+    case Method::kOther:
+      return "OTHER";
   }
   return "OTHER";
 }
@@ -65,7 +73,8 @@ std::optional<std::string> Request::query_param(std::string_view name) const {
     rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
     auto eq = pair.find('=');
     std::string_view key = pair.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
     auto decoded_key = percent_decode(key, true);
     if (decoded_key && *decoded_key == name) return percent_decode(value, true);
   }
@@ -81,33 +90,60 @@ std::string_view Request::path_param(std::string_view name) const {
 
 std::string_view reason_phrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 402: return "Payment Required";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 304:
+      return "Not Modified";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 402:
+      return "Payment Required";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
   }
 }
 

@@ -30,17 +30,21 @@ nlohmann::json parse_json_body(const Request& request) {
   try {
     return nlohmann::json::parse(request.body);
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error(ErrorCode::kInvalidJson,
-                "The request body is not valid JSON (error at byte " + std::to_string(e.byte) + ").",
-                {{"offset", e.byte}});
+    throw Error(
+        ErrorCode::kInvalidJson,
+        "The request body is not valid JSON (error at byte " + std::to_string(e.byte) + ").",
+        {{"offset", e.byte}});
   }
 }
 
 JsonObjectReader::JsonObjectReader(const nlohmann::json& value, std::string prefix)
     : value_(value), prefix_(std::move(prefix)) {
   if (!value_.is_object()) {
+    // The prefix is "spec." for fields inside "spec"; the object itself is "spec".
+    std::string field = prefix_.empty() ? "body" : prefix_;
+    if (field.size() > 1 && field.back() == '.') field.pop_back();
     throw Error(ErrorCode::kInvalidRequest, "The request body must be a JSON object.",
-                {{"field", prefix_.empty() ? "body" : prefix_}, {"reason", "must be an object"}});
+                {{"field", field}, {"reason", "must be an object"}});
   }
 }
 
@@ -57,13 +61,13 @@ std::optional<std::int64_t> JsonObjectReader::optional_int(const std::string& fi
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) throw Error::invalid_field(path(field), "must be an integer");
   if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
-    throw Error::invalid_field(path(field), "must be between " + std::to_string(min) + " and " +
-                                                std::to_string(max));
+    throw Error::invalid_field(
+        path(field), "must be between " + std::to_string(min) + " and " + std::to_string(max));
   }
   auto n = v->get<std::int64_t>();
   if (n < min || n > max) {
-    throw Error::invalid_field(path(field), "must be between " + std::to_string(min) + " and " +
-                                                std::to_string(max));
+    throw Error::invalid_field(
+        path(field), "must be between " + std::to_string(min) + " and " + std::to_string(max));
   }
   return n;
 }

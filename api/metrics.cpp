@@ -10,7 +10,7 @@ namespace {
 constexpr std::size_t kShards = 4;
 constexpr std::size_t kStatusSlots = Metrics::kStatuses.size() + 5;  // + 1xx..5xx "other"
 constexpr std::size_t kMethods = 8;
-const char* const kMethodNames[kMethods] = {"GET", "HEAD", "POST", "PUT",
+const char* const kMethodNames[kMethods] = {"GET",   "HEAD",   "POST",    "PUT",
                                             "PATCH", "DELETE", "OPTIONS", "OTHER"};
 
 std::size_t method_slot(const char* method) {
@@ -52,7 +52,8 @@ struct Metrics::Shard {
 Metrics::Metrics(std::vector<std::string> route_labels) : labels_(std::move(route_labels)) {
   labels_.push_back("static");
   labels_.push_back("unmatched");
-  for (std::size_t i = 0; i < kShards; ++i) shards_.push_back(std::make_unique<Shard>(labels_.size()));
+  for (std::size_t i = 0; i < kShards; ++i)
+    shards_.push_back(std::make_unique<Shard>(labels_.size()));
 }
 
 Metrics::~Metrics() = default;
@@ -91,10 +92,11 @@ std::string Metrics::render() const {
         if (total == 0) continue;
         std::string status = s < kStatuses.size() ? std::to_string(kStatuses[s])
                                                   : std::to_string(s - kStatuses.size() + 1) + "xx";
-        std::snprintf(line, sizeof line,
-                      "gpurent_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
-                      labels_[r].c_str(), kMethodNames[m], status.c_str(),
-                      static_cast<unsigned long long>(total));
+        std::snprintf(
+            line, sizeof line,
+            "gpurent_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
+            labels_[r].c_str(), kMethodNames[m], status.c_str(),
+            static_cast<unsigned long long>(total));
         out += line;
       }
     }

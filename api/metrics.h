@@ -20,9 +20,8 @@ class Metrics {
                                                     400, 401, 402, 403, 404, 405, 408, 409,
                                                     413, 415, 422, 429, 431, 500, 501, 503};
   // Histogram bucket upper bounds in seconds.
-  static constexpr std::array<double, 14> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                      0.025,  0.05,  0.1,    0.25,  0.5,
-                                                      1,      2.5,   5,      10};
+  static constexpr std::array<double, 14> kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
   // `route_labels[i]` names route i; two more slots count static files and unmatched paths.
   explicit Metrics(std::vector<std::string> route_labels);

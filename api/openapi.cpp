@@ -87,8 +87,7 @@ nlohmann::json build_openapi(const Router& router, const std::string& version) {
                   {"currency", {{"type", "string"}, {"pattern", "^[A-Z]{3}$"}}}}}}}}},
             {"securitySchemes",
              {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}},
-              {"session",
-               {{"type", "apiKey"}, {"in", "cookie"}, {"name", "gpurent_session"}}}}}}}};
+              {"session", {{"type", "apiKey"}, {"in", "cookie"}, {"name", "gpurent_session"}}}}}}}};
 }
 
 }  // namespace gpurent::http

@@ -8,22 +8,34 @@ namespace gpurent::http {
 int status_for(ErrorCode code) {
   switch (code) {
     case ErrorCode::kInvalidRequest:
-    case ErrorCode::kInvalidJson: return 400;
-    case ErrorCode::kUnauthenticated: return 401;
-    case ErrorCode::kInsufficientFunds: return 402;
-    case ErrorCode::kForbidden: return 403;
-    case ErrorCode::kNotFound: return 404;
-    case ErrorCode::kMethodNotAllowed: return 405;
+    case ErrorCode::kInvalidJson:
+      return 400;
+    case ErrorCode::kUnauthenticated:
+      return 401;
+    case ErrorCode::kInsufficientFunds:
+      return 402;
+    case ErrorCode::kForbidden:
+      return 403;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kMethodNotAllowed:
+      return 405;
     case ErrorCode::kInsufficientCapacity:
     case ErrorCode::kInvalidState:
-    case ErrorCode::kConflict: return 409;
-    case ErrorCode::kPayloadTooLarge: return 413;
+    case ErrorCode::kConflict:
+      return 409;
+    case ErrorCode::kPayloadTooLarge:
+      return 413;
     case ErrorCode::kIncompatibleImage:
     case ErrorCode::kIdempotencyKeyReused:
-    case ErrorCode::kQuotaExceeded: return 422;
-    case ErrorCode::kRateLimited: return 429;
-    case ErrorCode::kUnavailable: return 503;
-    case ErrorCode::kInternal: return 500;
+    case ErrorCode::kQuotaExceeded:
+      return 422;
+    case ErrorCode::kRateLimited:
+      return 429;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kInternal:
+      return 500;
   }
   return 500;
 }

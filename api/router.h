@@ -22,8 +22,8 @@ struct Route {
   std::string pattern;  // "/v1/rentals/{id}"
   Handler handler;
   Execution execution = Execution::kWorker;
-  std::string summary;  // one line for the OpenAPI document
-  std::string tag;      // OpenAPI grouping
+  std::string summary;     // one line for the OpenAPI document
+  std::string tag;         // OpenAPI grouping
   bool documented = true;  // false for test-only routes
   bool quiet = false;      // access log at debug level (probes that run every second)
   std::size_t index = 0;   // position in routes(); metrics key

@@ -26,12 +26,18 @@ std::string_view StaticFiles::content_type_for(std::string_view name) {
     std::string_view ext, type;
   };
   static constexpr Entry kTypes[] = {
-      {".html", "text/html; charset=utf-8"},   {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
-      {".json", "application/json"},          {".map", "application/json"},
-      {".svg", "image/svg+xml"},              {".png", "image/png"},
-      {".jpg", "image/jpeg"},                 {".ico", "image/x-icon"},
-      {".woff2", "font/woff2"},               {".txt", "text/plain; charset=utf-8"},
+      {".html", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".mjs", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".json", "application/json"},
+      {".map", "application/json"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".jpg", "image/jpeg"},
+      {".ico", "image/x-icon"},
+      {".woff2", "font/woff2"},
+      {".txt", "text/plain; charset=utf-8"},
       {".webmanifest", "application/manifest+json"},
   };
   for (const auto& e : kTypes) {

@@ -25,6 +25,7 @@ if(GPURENT_SANITIZE)
   target_compile_options(gpurent_options INTERFACE
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(gpurent_options INTERFACE -fsanitize=address,undefined)
+  target_sources(gpurent_options INTERFACE ${PROJECT_SOURCE_DIR}/cmake/lsan_suppressions.cpp)
 endif()
 
 # Build identity for /metrics' build_info: the commit when built from a checkout.

@@ -11,8 +11,7 @@ Timestamp SystemClock::now() const {
 }
 
 Timestamp TestClock::now() const {
-  return std::chrono::time_point_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now()) +
+  return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()) +
          std::chrono::microseconds(offset_us_.load());
 }
 
@@ -22,8 +21,8 @@ void TestClock::advance(std::chrono::microseconds by) {
 }
 
 std::string format_rfc3339(Timestamp t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(
-      std::chrono::time_point_cast<std::chrono::seconds>(t));
+  std::time_t secs =
+      std::chrono::system_clock::to_time_t(std::chrono::time_point_cast<std::chrono::seconds>(t));
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[32];

@@ -49,6 +49,13 @@ std::chrono::milliseconds parse_duration(const std::string& v) {
   bad("a duration such as 500ms, 10s or 2m", v);
 }
 
+// A timeout of zero would expire at once; checked here so the error names key and source.
+std::chrono::milliseconds parse_positive_duration(const std::string& v) {
+  auto d = parse_duration(v);
+  if (d.count() <= 0) bad("a duration greater than zero", v);
+  return d;
+}
+
 // "1048576", "64KiB", "1MiB".
 std::size_t parse_size(const std::string& v) {
   std::size_t digits = 0;
@@ -86,31 +93,31 @@ const std::vector<Field>& fields() {
        [](Config& c, const std::string& v) { c.port_file = v; }},
       {{"io_threads", "GPURENT_IO_THREADS", "network threads", "2"},
        [](Config& c, const std::string& v) { c.io_threads = parse_int(v, 1, 64); }},
-      {{"worker_threads", "GPURENT_WORKER_THREADS", "threads for database and blocking work",
-        "4"},
+      {{"worker_threads", "GPURENT_WORKER_THREADS", "threads for database and blocking work", "4"},
        [](Config& c, const std::string& v) { c.worker_threads = parse_int(v, 1, 256); }},
-      {{"http_body_limit", "GPURENT_HTTP_BODY_LIMIT", "largest request body (413 above)",
-        "1MiB"},
-       [](Config& c, const std::string& v) { c.http_body_limit = parse_size(v); }},
-      {{"http_header_limit", "GPURENT_HTTP_HEADER_LIMIT", "largest request header block",
-        "16KiB"},
+      {{"http_body_limit", "GPURENT_HTTP_BODY_LIMIT", "largest request body (413 above)", "1MiB"},
+       [](Config& c, const std::string& v) {
+         c.http_body_limit = parse_size(v);
+         if (c.http_body_limit == 0) bad("a size of at least 1 byte", v);
+       }},
+      {{"http_header_limit", "GPURENT_HTTP_HEADER_LIMIT", "largest request header block", "16KiB"},
        [](Config& c, const std::string& v) { c.http_header_limit = parse_size(v); }},
       {{"http_read_timeout", "GPURENT_HTTP_READ_TIMEOUT",
         "time allowed to receive one whole request", "10s"},
-       [](Config& c, const std::string& v) { c.http_read_timeout = parse_duration(v); }},
+       [](Config& c, const std::string& v) { c.http_read_timeout = parse_positive_duration(v); }},
       {{"http_write_timeout", "GPURENT_HTTP_WRITE_TIMEOUT", "time allowed to send a response",
         "10s"},
-       [](Config& c, const std::string& v) { c.http_write_timeout = parse_duration(v); }},
+       [](Config& c, const std::string& v) { c.http_write_timeout = parse_positive_duration(v); }},
       {{"http_idle_timeout", "GPURENT_HTTP_IDLE_TIMEOUT",
         "keep-alive connection closes after this much silence", "60s"},
-       [](Config& c, const std::string& v) { c.http_idle_timeout = parse_duration(v); }},
+       [](Config& c, const std::string& v) { c.http_idle_timeout = parse_positive_duration(v); }},
       {{"http_pipeline_limit", "GPURENT_HTTP_PIPELINE_LIMIT",
         "pipelined requests queued per connection before reading pauses", "8"},
        [](Config& c, const std::string& v) { c.http_pipeline_limit = parse_int(v, 1, 64); }},
       {{"shutdown_deadline", "GPURENT_SHUTDOWN_DEADLINE",
         "on SIGTERM, how long in-flight requests may take to finish", "15s"},
        [](Config& c, const std::string& v) { c.shutdown_deadline = parse_duration(v); }},
-      {{"web_root", "GPURENT_WEB_ROOT", "folder of the web panel's static files", "web"},
+      {{"web_root", "GPURENT_WEB_ROOT", "folder of the web panel's static files", "web/public"},
        [](Config& c, const std::string& v) { c.web_root = v; }},
       {{"database_url", "DATABASE_URL",
         "PostgreSQL connection URL; empty runs an embedded PostgreSQL in data_dir", ""},
@@ -134,10 +141,14 @@ const std::vector<Field>& fields() {
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {
-         if (v == "auto") c.log_format = LogFormat::kAuto;
-         else if (v == "text") c.log_format = LogFormat::kText;
-         else if (v == "json") c.log_format = LogFormat::kJson;
-         else bad("auto, text or json", v);
+         if (v == "auto")
+           c.log_format = LogFormat::kAuto;
+         else if (v == "text")
+           c.log_format = LogFormat::kText;
+         else if (v == "json")
+           c.log_format = LogFormat::kJson;
+         else
+           bad("auto, text or json", v);
        }},
       {{"log_level", "GPURENT_LOG_LEVEL", "trace, debug, info, warn, error", "info"},
        [](Config& c, const std::string& v) {
@@ -255,11 +266,6 @@ Config load_config(const std::vector<std::string>& args, const std::vector<std::
   }
   for (const auto& [name, value] : flags) apply(c, *find_field(name), value, "flag --" + name);
 
-  if (c.http_read_timeout.count() <= 0 || c.http_idle_timeout.count() <= 0 ||
-      c.http_write_timeout.count() <= 0) {
-    throw ConfigError("config: HTTP timeouts must be greater than zero");
-  }
-  if (c.http_body_limit == 0) throw ConfigError("config http_body_limit: must be at least 1");
   return c;
 }
 

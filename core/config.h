@@ -24,7 +24,7 @@ struct Config {
   std::chrono::milliseconds http_idle_timeout{60'000};
   std::size_t http_pipeline_limit = 8;
   std::chrono::milliseconds shutdown_deadline{15'000};
-  std::string web_root = "web";
+  std::string web_root = "web/public";
 
   // Database. Empty database_url means: run an embedded PostgreSQL in data_dir.
   std::string database_url;

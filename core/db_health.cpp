@@ -4,10 +4,11 @@
 namespace gpurent {
 namespace {
 
-constexpr Statement kSchemaVersion = {
-    "schema_version",
-    "SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0"
-    " ELSE (SELECT coalesce(max(version), 0) FROM schema_migrations) END"};
+// Two statements: a query naming a missing table fails at planning, even in a dead branch.
+constexpr Statement kHasMigrationsTable = {"has_migrations_table",
+                                           "SELECT to_regclass('schema_migrations') IS NOT NULL"};
+constexpr Statement kSchemaVersion = {"schema_version",
+                                      "SELECT coalesce(max(version), 0) FROM schema_migrations"};
 
 constexpr Statement kSleep = {"test_sleep", "SELECT pg_sleep($1::double precision / 1000)"};
 
@@ -17,6 +18,7 @@ DbHealth check_database(PgPool& pool) {
   DbHealth health;
   try {
     health.schema_version = pool.transact("readiness", [](PgPool::Lease& lease, pqxx::work& tx) {
+      if (!lease.exec(tx, kHasMigrationsTable)[0][0].as<bool>()) return 0;
       return lease.exec(tx, kSchemaVersion)[0][0].as<int>();
     });
     health.reachable = true;

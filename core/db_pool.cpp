@@ -1,9 +1,8 @@
 // PgPool: bounded connections, lazy connect, reconnect after a broken connection.
 #include "core/db_pool.h"
 
-
-#include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
+#include <pqxx/pqxx>
 
 namespace gpurent {
 
@@ -26,8 +25,8 @@ std::unique_ptr<PgPool::Slot> PgPool::connect() {
   slot->conn = std::make_unique<pqxx::connection>(options_.url);
   pqxx::nontransaction tx(*slot->conn, "session_setup");
   // Every statement on this connection is bounded, and times are read in UTC.
-  tx.exec("SET statement_timeout = " +
-          std::to_string(options_.statement_timeout.count()) + "; SET TIME ZONE 'UTC'");
+  tx.exec("SET statement_timeout = " + std::to_string(options_.statement_timeout.count()) +
+          "; SET TIME ZONE 'UTC'");
   return slot;
 }
 
@@ -35,9 +34,8 @@ PgPool::Lease PgPool::acquire() {
   std::unique_lock lock(mutex_);
   auto deadline = std::chrono::steady_clock::now() + options_.wait_timeout;
   ++waiting_;
-  bool ready = cv_.wait_until(lock, deadline, [this] {
-    return !idle_.empty() || open_ < options_.size;
-  });
+  bool ready =
+      cv_.wait_until(lock, deadline, [this] { return !idle_.empty() || open_ < options_.size; });
   --waiting_;
   if (!ready) {
     ++wait_timeouts_total_;
@@ -49,15 +47,20 @@ PgPool::Lease PgPool::acquire() {
   if (!idle_.empty()) {
     auto slot = std::move(idle_.back());
     idle_.pop_back();
+    leased_.insert(slot.get());
     return Lease(this, std::move(slot));
   }
   // Open a new connection outside the lock: connecting takes a round trip or more.
   ++open_;
   lock.unlock();
   try {
-    return Lease(this, connect());
-  } catch (const std::exception& e) {
+    auto slot = connect();
     lock.lock();
+    leased_.insert(slot.get());
+    lock.unlock();
+    return Lease(this, std::move(slot));
+  } catch (const std::exception& e) {
+    if (!lock.owns_lock()) lock.lock();
     --open_;
     --in_use_;
     ++connect_failures_total_;
@@ -74,6 +77,7 @@ void PgPool::release(std::unique_ptr<Slot> slot) {
   {
     std::lock_guard lock(mutex_);
     --in_use_;
+    leased_.erase(slot.get());
     if (reuse) {
       idle_.push_back(std::move(slot));
     } else {
@@ -89,12 +93,27 @@ void PgPool::release(std::unique_ptr<Slot> slot) {
   // Connections close here, outside the lock.
 }
 
+void PgPool::cancel_all() {
+  std::lock_guard lock(mutex_);
+  for (Slot* slot : leased_) {
+    try {
+      slot->conn->cancel_query();
+    } catch (const std::exception& e) {
+      spdlog::warn("cancelling a query failed: {}", e.what());
+    }
+  }
+}
+
 PgPoolStats PgPool::stats() const {
   std::lock_guard lock(mutex_);
-  return {options_.size,       open_,
-          in_use_,             waiting_,
-          acquired_total_,     wait_timeouts_total_,
-          connect_failures_total_, broken_total_};
+  return {options_.size,
+          open_,
+          in_use_,
+          waiting_,
+          acquired_total_,
+          wait_timeouts_total_,
+          connect_failures_total_,
+          broken_total_};
 }
 
 }  // namespace gpurent

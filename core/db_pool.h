@@ -87,6 +87,10 @@ class PgPool {
   Lease acquire();
 
   PgPoolStats stats() const;
+
+  // Asks PostgreSQL to cancel whatever the leased connections are running (shutdown past
+  // its deadline: the queries fail, their requests end, the process can exit).
+  void cancel_all();
   const PgPoolOptions& options() const { return options_; }
 
   // Runs fn(lease, tx) in a read-write transaction named `name` and commits it. Retries
@@ -108,8 +112,10 @@ class PgPool {
           return result;
         }
       } catch (const pqxx::transaction_rollback&) {
-        if (attempt >= kMaxAttempts) throw Error(ErrorCode::kConflict, "The database kept "
-                                                 "refusing the transaction; try again.");
+        if (attempt >= kMaxAttempts)
+          throw Error(ErrorCode::kConflict,
+                      "The database kept "
+                      "refusing the transaction; try again.");
       } catch (const pqxx::broken_connection&) {
         lease.mark_broken();
         throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
@@ -133,6 +139,7 @@ class PgPool {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Slot>> idle_;
+  std::set<Slot*> leased_;
   int open_ = 0;  // connections that exist, idle or leased, plus ones being opened
   int in_use_ = 0;
   int waiting_ = 0;

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
+#include <pqxx/pqxx>
 
 #include <cstring>
 #include <filesystem>
@@ -32,8 +32,7 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-EmbeddedPostgres::EmbeddedPostgres(EmbeddedPostgresOptions options)
-    : options_(std::move(options)) {
+EmbeddedPostgres::EmbeddedPostgres(EmbeddedPostgresOptions options) : options_(std::move(options)) {
   data_dir_ = fs::absolute(options_.data_dir).lexically_normal().string();
   if (data_dir_.size() > 1 && data_dir_.back() == '/') data_dir_.pop_back();
   // The socket lives in the data folder unless that path is too long for a unix socket.
@@ -137,12 +136,13 @@ void EmbeddedPostgres::start() {
   if (run({options_.bin_dir + "/pg_ctl", "-D", data_dir_, "status"}).exit_code == 0) {
     spdlog::warn("adopting the PostgreSQL server left running in {}", data_dir_);
   } else {
-    std::string opts = "-k " + socket_dir_ + " -c listen_addresses='' -p " +
-                       std::to_string(kPort) + " -c max_connections=200 -c fsync=on";
+    std::string opts = "-k " + socket_dir_ + " -c listen_addresses='' -p " + std::to_string(kPort) +
+                       " -c max_connections=200 -c fsync=on";
     auto r = run({options_.bin_dir + "/pg_ctl", "-D", data_dir_, "-l", data_dir_ + "/server.log",
                   "-o", opts, "-w", "-t", "60", "start"});
     if (r.exit_code != 0) {
-      throw ConfigError("PostgreSQL did not start: " + r.output + read_file(data_dir_ + "/server.log"));
+      throw ConfigError("PostgreSQL did not start: " + r.output +
+                        read_file(data_dir_ + "/server.log"));
     }
   }
   running_ = true;
@@ -151,8 +151,8 @@ void EmbeddedPostgres::start() {
 
 void EmbeddedPostgres::stop() {
   if (!running_) return;
-  auto r = run({options_.bin_dir + "/pg_ctl", "-D", data_dir_, "-m", "fast", "-w", "-t", "60",
-                "stop"});
+  auto r =
+      run({options_.bin_dir + "/pg_ctl", "-D", data_dir_, "-m", "fast", "-w", "-t", "60", "stop"});
   if (r.exit_code != 0) spdlog::warn("pg_ctl stop: {}", r.output);
   running_ = false;
 }

@@ -9,10 +9,10 @@
 namespace gpurent {
 
 struct EmbeddedPostgresOptions {
-  std::string data_dir;                             // created by initdb when missing
+  std::string data_dir;  // created by initdb when missing
   std::string bin_dir = "/usr/lib/postgresql/15/bin";
-  std::string database = "gpurent";                 // created on first start
-  std::string system_user = "postgres";             // who runs the server when we are root
+  std::string database = "gpurent";      // created on first start
+  std::string system_user = "postgres";  // who runs the server when we are root
 };
 
 // Owns the cluster for its lifetime. While one instance holds a data folder, another (in
@@ -30,6 +30,9 @@ class EmbeddedPostgres {
   // Fast shutdown; waits for the server to exit. Idempotent.
   void stop();
   bool running() const { return running_; }
+  // Leaves the server running when this object goes away (a harness that outlives us
+  // stops it later through another instance, which adopts it).
+  void detach() { running_ = false; }
 
   // libpq URL for a database of this cluster (default: the configured one).
   std::string url(const std::string& database = "") const;

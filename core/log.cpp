@@ -34,8 +34,9 @@ class JsonFormatter final : public spdlog::formatter {
     std::string line;
     line.reserve(128 + msg.payload.size());
     auto secs = std::chrono::system_clock::to_time_t(msg.time);
-    auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      msg.time.time_since_epoch()).count() % 1000;
+    auto millis =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count() %
+        1000;
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char ts[64];
@@ -68,11 +69,21 @@ class JsonFormatter final : public spdlog::formatter {
 void append_json_escaped(std::string& out, std::string_view s) {
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -101,12 +112,16 @@ void init(LogFormat format, const std::string& level) {
   spdlog::set_default_logger(logger);
 }
 
-std::string_view current_request_id() { return t_request_id; }
+std::string_view current_request_id() {
+  return t_request_id;
+}
 
 RequestScope::RequestScope(std::string_view request_id) : previous_(std::move(t_request_id)) {
   t_request_id.assign(request_id.data(), request_id.size());
 }
 
-RequestScope::~RequestScope() { t_request_id = std::move(previous_); }
+RequestScope::~RequestScope() {
+  t_request_id = std::move(previous_);
+}
 
 }  // namespace gpurent::log

@@ -3,8 +3,8 @@
 
 #include "core/crypto.h"
 
-#include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
+#include <pqxx/pqxx>
 
 #include <algorithm>
 #include <map>
@@ -39,8 +39,8 @@ std::vector<Migration> migrations_from_files(const std::vector<EmbeddedFile>& fi
     bool ok = digits >= 1 && digits <= 6 && f.name.size() > digits + 5 && f.name[digits] == '_' &&
               f.name.ends_with(".sql");
     if (!ok) throw MigrationError("migration file " + f.name + " is not named NNNN_name.sql");
-    out.push_back({std::stoi(f.name.substr(0, digits)), f.name, f.content,
-                   crypto::sha256_hex(f.content)});
+    out.push_back(
+        {std::stoi(f.name.substr(0, digits)), f.name, f.content, crypto::sha256_hex(f.content)});
   }
   std::sort(out.begin(), out.end(),
             [](const Migration& a, const Migration& b) { return a.version < b.version; });
@@ -56,8 +56,12 @@ std::vector<Migration> migrations_from_files(const std::vector<EmbeddedFile>& fi
 Migrator::Migrator(std::string database_url, std::vector<Migration> migrations)
     : url_(std::move(database_url)), migrations_(std::move(migrations)) {}
 
-MigrationStatus Migrator::migrate() { return run(true); }
-MigrationStatus Migrator::check() { return run(false); }
+MigrationStatus Migrator::migrate() {
+  return run(true);
+}
+MigrationStatus Migrator::check() {
+  return run(false);
+}
 
 MigrationStatus Migrator::run(bool apply) {
   pqxx::connection conn(url_);
@@ -107,8 +111,7 @@ MigrationStatus Migrator::run(bool apply) {
   for (const auto& m : migrations_) {
     if (applied.count(m.version)) continue;
     if (m.version < highest) {
-      throw MigrationError("migration " + m.name + " is numbered below " +
-                           applied[highest].name +
+      throw MigrationError("migration " + m.name + " is numbered below " + applied[highest].name +
                            ", which is already applied; give it a higher number");
     }
     ++status.pending;

@@ -9,8 +9,8 @@
 namespace gpurent {
 
 struct Migration {
-  int version;           // from the file name: 0007_add_rentals.sql → 7
-  std::string name;      // the file name
+  int version;       // from the file name: 0007_add_rentals.sql → 7
+  std::string name;  // the file name
   std::string sql;
   std::string checksum;  // SHA-256 of sql
 };

@@ -1,9 +1,9 @@
 // Runs an external program (initdb, pg_ctl) and captures its output, optionally as another user.
 #pragma once
 
+#include <sys/types.h>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace gpurent {

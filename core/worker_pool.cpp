@@ -10,7 +10,9 @@ WorkerPool::WorkerPool(int threads, std::size_t queue_limit) : queue_limit_(queu
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
 }
 
-WorkerPool::~WorkerPool() { stop(); }
+WorkerPool::~WorkerPool() {
+  stop();
+}
 
 bool WorkerPool::post(std::function<void()> task) {
   {
@@ -61,6 +63,8 @@ void WorkerPool::run() {
     } catch (const std::exception& e) {
       // Tasks report their own errors; one that escapes is a bug, but must not kill the pool.
       spdlog::error("worker task threw: {}", e.what());
+    } catch (...) {
+      spdlog::error("worker task threw a non-standard exception");
     }
     std::lock_guard lock(mutex_);
     --busy_;

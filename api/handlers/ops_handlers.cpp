@@ -25,36 +25,35 @@ void add_ops_routes(Router& router, OpsState& state) {
               .tag = "operations",
               .quiet = true});
 
-  router.add({.method = Method::kGet,
-              .pattern = "/readyz",
-              .handler =
-                  [&state](const Request&) {
-                    if (state.shutting_down && state.shutting_down()) {
-                      return error_response(ErrorCode::kUnavailable, "The server is shutting down.");
-                    }
-                    DbHealth db = check_database(*state.pool);
-                    if (!db.reachable) {
-                      return error_response(Error(ErrorCode::kUnavailable,
-                                                  "The database is unreachable.",
-                                                  {{"database", "unreachable"}}));
-                    }
-                    if (db.schema_version != state.expected_schema_version) {
-                      return error_response(Error(
-                          ErrorCode::kUnavailable, "The database schema is not current.",
-                          {{"schema_version", db.schema_version},
-                           {"expected_schema_version", state.expected_schema_version}}));
-                    }
-                    Response r = json_response(
-                        200, {{"status", "ready"},
-                              {"database", "ok"},
-                              {"schema_version", db.schema_version}});
-                    r.set_header("Cache-Control", "no-store");
-                    return r;
-                  },
-              .execution = Execution::kWorker,
-              .summary = "Readiness: the database answers and its schema is current.",
-              .tag = "operations",
-              .quiet = true});
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/readyz",
+       .handler =
+           [&state](const Request&) {
+             if (state.shutting_down && state.shutting_down()) {
+               return error_response(ErrorCode::kUnavailable, "The server is shutting down.");
+             }
+             DbHealth db = check_database(*state.pool);
+             if (!db.reachable) {
+               return error_response(Error(ErrorCode::kUnavailable, "The database is unreachable.",
+                                           {{"database", "unreachable"}}));
+             }
+             if (db.schema_version != state.expected_schema_version) {
+               return error_response(
+                   Error(ErrorCode::kUnavailable, "The database schema is not current.",
+                         {{"schema_version", db.schema_version},
+                          {"expected_schema_version", state.expected_schema_version}}));
+             }
+             Response r = json_response(
+                 200,
+                 {{"status", "ready"}, {"database", "ok"}, {"schema_version", db.schema_version}});
+             r.set_header("Cache-Control", "no-store");
+             return r;
+           },
+       .execution = Execution::kWorker,
+       .summary = "Readiness: the database answers and its schema is current.",
+       .tag = "operations",
+       .quiet = true});
 
   router.add({.method = Method::kGet,
               .pattern = "/metrics",

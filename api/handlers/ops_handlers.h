@@ -13,9 +13,9 @@ namespace gpurent::http {
 
 struct OpsState {
   PgPool* pool = nullptr;
-  int expected_schema_version = 0;       // the newest migration this build carries
-  std::function<bool()> shutting_down;   // readyz turns 503 while draining
-  Metrics* metrics = nullptr;            // set once all routes are registered
+  int expected_schema_version = 0;             // the newest migration this build carries
+  std::function<bool()> shutting_down;         // readyz turns 503 while draining
+  Metrics* metrics = nullptr;                  // set once all routes are registered
   std::shared_ptr<const std::string> openapi;  // likewise
 };
 

@@ -15,9 +15,9 @@ constexpr std::int64_t kMaxSleepMs = 60'000;
 constexpr std::int64_t kMaxAdvanceSeconds = 10LL * 366 * 24 * 3600;
 
 nlohmann::json clock_json(const TestClock& clock) {
-  return {{"now", format_rfc3339(clock.now())},
-          {"offset_seconds",
-           std::chrono::duration_cast<std::chrono::seconds>(clock.offset()).count()}};
+  return {
+      {"now", format_rfc3339(clock.now())},
+      {"offset_seconds", std::chrono::duration_cast<std::chrono::seconds>(clock.offset()).count()}};
 }
 
 }  // namespace
@@ -29,7 +29,8 @@ void add_test_routes(Router& router, TestRoutesState& state) {
                   [&state](const Request& req) {
                     auto ms_text = req.query_param("ms").value_or("");
                     std::int64_t ms = -1;
-                    auto [p, ec] = std::from_chars(ms_text.data(), ms_text.data() + ms_text.size(), ms);
+                    auto [p, ec] =
+                        std::from_chars(ms_text.data(), ms_text.data() + ms_text.size(), ms);
                     if (ec != std::errc() || p != ms_text.data() + ms_text.size() || ms < 0 ||
                         ms > kMaxSleepMs) {
                       throw Error::invalid_field("ms", "must be an integer from 0 to 60000");
@@ -42,13 +43,14 @@ void add_test_routes(Router& router, TestRoutesState& state) {
               .tag = "test",
               .documented = false});
 
-  router.add({.method = Method::kGet,
-              .pattern = "/v1/admin/test-clock",
-              .handler = [&state](const Request&) { return json_response(200, clock_json(*state.clock)); },
-              .execution = Execution::kInline,
-              .summary = "Test mode: read the test clock.",
-              .tag = "test",
-              .documented = false});
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/admin/test-clock",
+       .handler = [&state](const Request&) { return json_response(200, clock_json(*state.clock)); },
+       .execution = Execution::kInline,
+       .summary = "Test mode: read the test clock.",
+       .tag = "test",
+       .documented = false});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/admin/test-clock",

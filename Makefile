@@ -1,0 +1,47 @@
+# gpurent: the two commands of README.md, and a few more for development.
+#   make run   install what is missing, build, serve on http://127.0.0.1:8080
+#   make test  install what is missing, build with sanitizers, run every test
+.PHONY: run test build build-test bench format format-check clean
+
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+build/release/build.ninja:
+	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DGPURENT_BUILD_TESTS=OFF -DGPURENT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+
+build/test/build.ninja:
+	cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPURENT_SANITIZE=ON \
+	  -DGPURENT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+
+build: build/release/build.ninja
+	@scripts/bootstrap
+	cmake --build build/release -j $(JOBS)
+
+run:
+	@scripts/bootstrap
+	@$(MAKE) --no-print-directory build
+	./build/release/cmd/gpurentd serve
+
+build-test: build/test/build.ninja
+	cmake --build build/test -j $(JOBS)
+
+test:
+	@scripts/bootstrap
+	@$(MAKE) --no-print-directory build-test
+	cd build/test && ctest -j $(JOBS) --output-on-failure --timeout 300
+
+bench:
+	@scripts/bootstrap --bench
+	cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPURENT_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	bench/http/run.sh build/bench
+
+format:
+	scripts/format
+
+format-check:
+	scripts/format --check
+
+clean:
+	rm -rf build

@@ -1,0 +1,180 @@
+// PgPool against a real PostgreSQL: bounds, waiting, timeouts, reconnects, prepared statements.
+#include "core/db_pool.h"
+#include "tests/support/pg_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+namespace gpurent {
+namespace {
+
+using testing::TestDatabase;
+using namespace std::chrono_literals;
+
+constexpr Statement kBackendPid = {"backend_pid", "SELECT pg_backend_pid()"};
+constexpr Statement kAddOne = {"add_one", "SELECT $1::int + 1"};
+
+PgPoolOptions options(const TestDatabase& db, int size, std::chrono::milliseconds wait = 2000ms,
+                      std::chrono::milliseconds statement_timeout = 5000ms) {
+  return {
+      .url = db.url(), .size = size, .wait_timeout = wait, .statement_timeout = statement_timeout};
+}
+
+int backend_pid(PgPool& pool) {
+  return pool.transact("pid", [](PgPool::Lease& lease, pqxx::work& tx) {
+    return lease.exec(tx, kBackendPid)[0][0].as<int>();
+  });
+}
+
+TEST(PgPool, ReusesConnectionsAndRunsPreparedStatements) {
+  TestDatabase db;
+  PgPool pool(options(db, 2));
+  int first = backend_pid(pool);
+  EXPECT_EQ(backend_pid(pool), first) << "an idle connection should be reused";
+  int n = pool.transact("add", [](PgPool::Lease& lease, pqxx::work& tx) {
+    return lease.exec(tx, kAddOne, 41)[0][0].as<int>();
+  });
+  EXPECT_EQ(n, 42);
+  auto s = pool.stats();
+  EXPECT_EQ(s.open, 1);
+  EXPECT_EQ(s.in_use, 0);
+}
+
+TEST(PgPool, ExhaustionWaitsThenTimesOutAsUnavailable) {
+  TestDatabase db;
+  PgPool pool(options(db, 1, 200ms));
+  auto held = pool.acquire();
+  auto start = std::chrono::steady_clock::now();
+  try {
+    auto second = pool.acquire();
+    FAIL() << "acquire should time out while the only connection is leased";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 190ms) << "it must wait before giving up";
+  EXPECT_EQ(pool.stats().wait_timeouts_total, 1u);
+}
+
+TEST(PgPool, WaiterGetsTheConnectionWhenReleased) {
+  TestDatabase db;
+  PgPool pool(options(db, 1, 5000ms));
+  auto held = std::make_unique<PgPool::Lease>(pool.acquire());
+  auto waiter = std::async(std::launch::async, [&] {
+    auto lease = pool.acquire();
+    return true;
+  });
+  EXPECT_EQ(waiter.wait_for(100ms), std::future_status::timeout) << "waiter must block";
+  held.reset();
+  EXPECT_TRUE(waiter.get());
+}
+
+TEST(PgPool, StatementTimeoutBecomesUnavailable) {
+  TestDatabase db;
+  PgPool pool(options(db, 1, 1000ms, 100ms));
+  try {
+    pool.transact("slow", [](PgPool::Lease&, pqxx::work& tx) { tx.exec("SELECT pg_sleep(2)"); });
+    FAIL() << "statement_timeout should cancel the query";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+  }
+  EXPECT_EQ(backend_pid(pool) > 0, true) << "the connection stays usable after a timeout";
+}
+
+TEST(PgPool, ReconnectsAfterTheServerKillsTheConnection) {
+  TestDatabase db;
+  PgPool pool(options(db, 2));
+  int old_pid = backend_pid(pool);
+  {
+    pqxx::connection admin(db.url());
+    pqxx::nontransaction tx(admin);
+    tx.exec_params("SELECT pg_terminate_backend($1)", old_pid);
+  }
+  // The first use of the dead connection fails cleanly as unavailable…
+  try {
+    backend_pid(pool);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+  }
+  // …and the pool then opens a new one, with its prepared statements prepared again.
+  int new_pid = backend_pid(pool);
+  EXPECT_NE(new_pid, old_pid);
+  EXPECT_GE(pool.stats().broken_total, 1u);
+}
+
+TEST(PgPool, RetriesSerializationFailures) {
+  TestDatabase db;
+  PgPool pool(options(db, 1));
+  int calls = 0;
+  int result = pool.transact("retry", [&](PgPool::Lease&, pqxx::work&) {
+    if (++calls == 1) throw pqxx::serialization_failure("simulated");
+    return 7;
+  });
+  EXPECT_EQ(result, 7);
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(PgPool, RollsBackWhenTheFunctionThrows) {
+  TestDatabase db;
+  PgPool pool(options(db, 1));
+  pool.transact("create",
+                [](PgPool::Lease&, pqxx::work& tx) { tx.exec("CREATE TABLE t (x int)"); });
+  EXPECT_THROW(pool.transact("insert",
+                             [](PgPool::Lease&, pqxx::work& tx) {
+                               tx.exec("INSERT INTO t VALUES (1)");
+                               throw Error(ErrorCode::kConflict, "changed my mind");
+                             }),
+               Error);
+  int count = pool.transact("count", [](PgPool::Lease&, pqxx::work& tx) {
+    return tx.exec("SELECT count(*) FROM t")[0][0].as<int>();
+  });
+  EXPECT_EQ(count, 0);
+}
+
+TEST(PgPool, ManyThreadsShareASmallPool) {
+  TestDatabase db;
+  PgPool pool(options(db, 3, 10000ms));
+  pool.transact("create",
+                [](PgPool::Lease&, pqxx::work& tx) { tx.exec("CREATE TABLE hits (n int)"); });
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        try {
+          pool.transact("hit", [](PgPool::Lease&, pqxx::work& tx) {
+            tx.exec("INSERT INTO hits VALUES (1)");
+          });
+        } catch (...) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto stats = pool.stats();
+  EXPECT_LE(stats.open, 3);
+  EXPECT_EQ(stats.in_use, 0);
+  int count = pool.transact("count", [](PgPool::Lease&, pqxx::work& tx) {
+    return tx.exec("SELECT count(*) FROM hits")[0][0].as<int>();
+  });
+  EXPECT_EQ(count, 200);
+}
+
+TEST(PgPool, UnreachableDatabaseIsUnavailableNotACrash) {
+  PgPool pool({.url = "postgresql://gpurent@/nope?host=/nonexistent-socket-dir", .size = 1});
+  try {
+    pool.acquire();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+  }
+  EXPECT_EQ(pool.stats().open, 0) << "a failed connect must give its slot back";
+  EXPECT_EQ(pool.stats().connect_failures_total, 1u);
+}
+
+}  // namespace
+}  // namespace gpurent

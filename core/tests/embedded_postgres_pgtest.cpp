@@ -1,0 +1,92 @@
+// EmbeddedPostgres: initdb, start, stop, restart with data kept, lock against a second owner.
+#include "core/embedded_postgres.h"
+#include "core/error.h"
+#include "tests/support/pg_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include <filesystem>
+
+namespace gpurent {
+namespace {
+
+class EmbeddedPostgresTest : public ::testing::Test {
+ protected:
+  void SetUp() override { root_ = testing::make_temp_dir("gpurent-embedded"); }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::string root_;
+};
+
+int count_rows(const std::string& url, const std::string& table) {
+  pqxx::connection c(url);
+  pqxx::nontransaction tx(c);
+  return tx.exec("SELECT count(*) FROM " + tx.quote_name(table))[0][0].as<int>();
+}
+
+TEST_F(EmbeddedPostgresTest, InitialisesStartsAndKeepsDataAcrossRestarts) {
+  EmbeddedPostgres pg({.data_dir = root_ + "/pg"});
+  pg.start();
+  EXPECT_TRUE(std::filesystem::exists(root_ + "/pg/PG_VERSION"));
+  {
+    pqxx::connection c(pg.url());
+    pqxx::nontransaction tx(c);
+    tx.exec("CREATE TABLE kept (x int); INSERT INTO kept VALUES (1), (2)");
+  }
+  pg.stop();
+  EXPECT_THROW(pqxx::connection c(pg.url()), pqxx::broken_connection);
+  pg.start();
+  EXPECT_EQ(count_rows(pg.url(), "kept"), 2);
+}
+
+TEST_F(EmbeddedPostgresTest, ListensOnNoTcpPort) {
+  EmbeddedPostgres pg({.data_dir = root_ + "/pg"});
+  pg.start();
+  pqxx::connection c(pg.url());
+  pqxx::nontransaction tx(c);
+  EXPECT_EQ(tx.exec("SHOW listen_addresses")[0][0].as<std::string>(), "");
+}
+
+TEST_F(EmbeddedPostgresTest, SecondOwnerOfTheSameFolderIsRefusedClearly) {
+  EmbeddedPostgres first({.data_dir = root_ + "/pg"});
+  first.start();
+  try {
+    EmbeddedPostgres second({.data_dir = root_ + "/pg"});
+    FAIL() << "a second owner must not touch a folder in use";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("in use by another gpurentd"), std::string::npos)
+        << e.what();
+  }
+  // The first is unharmed.
+  pqxx::connection c(first.url());
+  EXPECT_TRUE(c.is_open());
+}
+
+TEST_F(EmbeddedPostgresTest, AdoptsAServerLeftRunningByACrashedOwner) {
+  std::string url;
+  {
+    EmbeddedPostgres crashed({.data_dir = root_ + "/pg"});
+    crashed.start();
+    url = crashed.url();
+    crashed.detach();  // like a process that died without stopping its server
+  }
+  EmbeddedPostgres next({.data_dir = root_ + "/pg"});
+  next.start();
+  pqxx::connection c(next.url());
+  EXPECT_TRUE(c.is_open());
+  next.stop();
+  EXPECT_THROW(pqxx::connection c2(url), pqxx::broken_connection);
+}
+
+TEST_F(EmbeddedPostgresTest, LongFolderPathsGetASocketUnderTmp) {
+  std::string deep = root_ + "/" + std::string(60, 'd') + "/" + std::string(40, 'e');
+  EmbeddedPostgres pg({.data_dir = deep + "/pg"});
+  EXPECT_EQ(pg.socket_dir().rfind("/tmp/gpurent-pg-", 0), 0u) << pg.socket_dir();
+  pg.start();
+  pqxx::connection c(pg.url());
+  EXPECT_TRUE(c.is_open());
+}
+
+}  // namespace
+}  // namespace gpurent

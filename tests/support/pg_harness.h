@@ -1,0 +1,53 @@
+// The test run's PostgreSQL: one throwaway cluster per run, a fresh database per test.
+#pragma once
+
+#include "core/embedded_postgres.h"
+
+#include <memory>
+#include <string>
+
+namespace gpurent::testing {
+
+// A new folder under /tmp that the PostgreSQL system user can enter (mode 0755), for
+// clusters that tests start themselves. Not removed automatically.
+std::string make_temp_dir(const std::string& prefix = "gpurent-test");
+
+// Where the run's cluster is. Under CTest, the pg_cluster fixture started it and wrote its
+// state file (GPURENT_TEST_STATE); a binary run by hand starts one for itself in /tmp.
+class TestCluster {
+ public:
+  static TestCluster& get();
+  // Stops a cluster this process started (no-op for the fixture's).
+  static void shutdown();
+
+  // URL of a database in the cluster.
+  std::string url(const std::string& database) const;
+  // The migrated database that every TestDatabase is cloned from.
+  static constexpr const char* kTemplate = "gpurent_template";
+
+  // Creates the template: a database with every embedded migration applied.
+  static void prepare_template(const std::string& admin_url, const std::string& template_url);
+
+ private:
+  std::string socket_dir_;
+  std::unique_ptr<EmbeddedPostgres> owned_;
+  friend class ClusterAccess;
+};
+
+// A database of its own for one test; dropped (with FORCE) when destroyed.
+class TestDatabase {
+ public:
+  enum class Kind { kMigrated, kEmpty };
+  explicit TestDatabase(Kind kind = Kind::kMigrated);
+  ~TestDatabase();
+  TestDatabase(const TestDatabase&) = delete;
+  TestDatabase& operator=(const TestDatabase&) = delete;
+
+  const std::string& name() const { return name_; }
+  std::string url() const;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace gpurent::testing

@@ -1,0 +1,117 @@
+// ServerProcess: fork/exec gpurentd with its output in a temp folder.
+#include "tests/support/server_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace gpurent::testing {
+
+ServerProcess::ServerProcess(ServerOptions options) {
+  char dir[] = "/tmp/gpurentd-test-XXXXXX";
+  if (!mkdtemp(dir)) throw std::runtime_error("mkdtemp failed");
+  dir_ = dir;
+  chmod(dir, 0755);  // an embedded cluster inside runs as the postgres user when we are root
+  std::string port_file = dir_ + "/port";
+  std::vector<std::string> args = {GPURENTD_PATH,
+                                   "serve",
+                                   "--listen=127.0.0.1:0",
+                                   "--port_file=" + port_file,
+                                   "--log_format=json",
+                                   "--io_threads=2",
+                                   "--web_root=" + std::string(GPURENT_SOURCE_DIR) + "/web/public"};
+  if (options.test_mode) args.push_back("--test_mode=true");
+  if (options.database_url.empty()) {
+    args.push_back("--data_dir=" + dir_ + "/pg");
+  }
+  for (const auto& f : options.flags) args.push_back(f);
+
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    // The server's configuration comes from this test alone.
+    if (kv.rfind("GPURENT_", 0) == 0 || kv.rfind("DATABASE_URL=", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  if (!options.database_url.empty()) env.push_back("DATABASE_URL=" + options.database_url);
+  for (const auto& [k, v] : options.env) env.push_back(k + "=" + v);
+
+  std::string log_path = dir_ + "/server.log";
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  if (!options.wait_ready) return;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(port_file);
+    if (in >> port_) return;
+    if (!running()) {
+      throw std::runtime_error("gpurentd exited during start-up (code " +
+                               std::to_string(exit_code_) + "):\n" + logs());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error("gpurentd did not start listening within 60 s:\n" + logs());
+}
+
+ServerProcess::~ServerProcess() {
+  if (running()) {
+    send_signal(SIGTERM);
+    if (wait_exit(std::chrono::seconds(15)) == -2) {
+      send_signal(SIGKILL);
+      wait_exit(std::chrono::seconds(5));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void ServerProcess::send_signal(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+bool ServerProcess::running() {
+  if (pid_ <= 0 || exit_code_ != -3) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == 0) return true;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return false;
+}
+
+int ServerProcess::wait_exit(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return -2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return exit_code_;
+}
+
+std::string ServerProcess::logs() const {
+  std::ifstream in(dir_ + "/server.log");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace gpurent::testing
