@@ -66,8 +66,30 @@ class JsonFormatter final : public spdlog::formatter {
 
 }  // namespace
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence starting at s[i], or 0 when it is not one.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  std::size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  }
+  unsigned char c1 = byte(i + 1);
+  if (n == 3 && ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0)))
+    return 0;  // overlong, surrogate
+  if (n == 4 && ((c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90)))
+    return 0;  // overlong, > U+10FFFF
+  return n;
+}
+
+}  // namespace
+
 void append_json_escaped(std::string& out, std::string_view s) {
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"':
         out += "\\\"";
@@ -85,12 +107,19 @@ void append_json_escaped(std::string& out, std::string_view s) {
         out += "\\t";
         break;
       default:
-        if (c < 0x20) {
+        if (c < 0x20 || c == 0x7f) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
-        } else {
+        } else if (c < 0x80) {
           out.push_back(static_cast<char>(c));
+        } else if (std::size_t n = utf8_sequence_length(s, i)) {
+          out.append(s.substr(i, n));
+          i += n - 1;
+        } else {
+          // Client-supplied text (a request target) may hold invalid UTF-8; a log line
+          // must stay valid JSON, so such bytes become U+FFFD.
+          out += "\\ufffd";
         }
     }
   }

@@ -256,6 +256,28 @@ TEST_F(HttpServerE2E, OpenApiDocumentsTheOperationalRoutes) {
   EXPECT_FALSE(doc["paths"].contains("/v1/test/sleep")) << "test-only routes stay undocumented";
 }
 
+TEST_F(HttpServerE2E, TestClockMovesForwardOnlyThroughTheTestRoute) {
+  auto before = http_request(port(), "GET", "/v1/admin/test-clock").json();
+  auto moved = http_request(port(), "POST", "/v1/admin/test-clock", R"({"advance_seconds": 86400})",
+                            {{"Content-Type", "application/json"}});
+  ASSERT_EQ(moved.status, 200) << moved.body;
+  EXPECT_EQ(moved.json()["offset_seconds"].get<long long>(),
+            before["offset_seconds"].get<long long>() + 86400);
+  EXPECT_GT(moved.json()["now"].get<std::string>(), before["now"].get<std::string>());
+  auto backwards =
+      http_request(port(), "POST", "/v1/admin/test-clock", R"({"advance_seconds": -1})",
+                   {{"Content-Type", "application/json"}});
+  EXPECT_EQ(backwards.status, 400);
+  EXPECT_EQ(backwards.json()["error"]["details"]["field"], "advance_seconds");
+}
+
+TEST(TestRoutes, AbsentWithoutTestMode) {
+  TestDatabase db;
+  ServerProcess server({.database_url = db.url(), .test_mode = false});
+  EXPECT_EQ(http_request(server.port(), "GET", "/v1/admin/test-clock").status, 404);
+  EXPECT_EQ(http_request(server.port(), "GET", "/v1/test/sleep?ms=1").status, 404);
+}
+
 TEST_F(HttpServerE2E, ManyClientsAtOnce) {
   std::vector<std::thread> clients;
   std::atomic<int> ok{0};

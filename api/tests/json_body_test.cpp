@@ -1,0 +1,260 @@
+// Tests strict JSON body handling: parse_json_body and JsonObjectReader's field checks.
+#include "api/json_body.h"
+
+#include "core/error.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <functional>
+#include <limits>
+
+namespace gpurent::http {
+namespace {
+
+using nlohmann::json;
+using testing::HasSubstr;
+
+class OneHeader final : public HeaderSource {
+ public:
+  OneHeader(std::string name, std::string value)
+      : name_(std::move(name)), value_(std::move(value)) {}
+  std::string_view get(std::string_view name) const override {
+    if (name.size() != name_.size()) return {};
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(name[i])) !=
+          std::tolower(static_cast<unsigned char>(name_[i]))) {
+        return {};
+      }
+    }
+    return value_;
+  }
+
+ private:
+  std::string name_, value_;
+};
+
+// Runs f and returns the gpurent::Error it throws; fails the test if it throws none.
+Error caught(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a gpurent::Error";
+  return Error(ErrorCode::kInternal, "none thrown");
+}
+
+class ParseJsonBodyTest : public testing::Test {
+ protected:
+  Request request(std::string_view body) {
+    Request r;
+    r.method = Method::kPost;
+    r.body = body;
+    r.headers = &headers_;
+    return r;
+  }
+  void set_content_type(std::string value) {
+    headers_ = OneHeader("Content-Type", std::move(value));
+  }
+
+  OneHeader headers_{"Content-Type", "application/json"};
+};
+
+TEST_F(ParseJsonBodyTest, ParsesAnObject) {
+  json j = parse_json_body(request(R"({"gpu_count": 8, "name": "train"})"));
+  EXPECT_EQ(j["gpu_count"], 8);
+  EXPECT_EQ(j["name"], "train");
+}
+
+TEST_F(ParseJsonBodyTest, AcceptsContentTypeParametersAndCase) {
+  for (std::string ct : {"application/json; charset=utf-8", "Application/JSON",
+                         "application/json ;charset=UTF-8", "application/json;"}) {
+    set_content_type(ct);
+    EXPECT_NO_THROW(parse_json_body(request("{}"))) << ct;
+  }
+}
+
+TEST_F(ParseJsonBodyTest, WrongContentTypeIsInvalidRequestNamingTheHeader) {
+  for (std::string ct : {"text/plain", "application/x-www-form-urlencoded", "application/jsonx",
+                         "application/json-patch+json", "json", "", "multipart/form-data"}) {
+    SCOPED_TRACE(ct);
+    set_content_type(ct);
+    Error e = caught([&] { parse_json_body(request("{}")); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+    EXPECT_EQ(e.details().value("field", ""), "Content-Type");
+  }
+}
+
+TEST_F(ParseJsonBodyTest, MissingContentTypeIsInvalidRequest) {
+  Request r = request("{}");
+  r.headers = nullptr;
+  Error e = caught([&] { parse_json_body(r); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+  EXPECT_EQ(e.details().value("field", ""), "Content-Type");
+}
+
+TEST_F(ParseJsonBodyTest, EmptyBodyIsRejected) {
+  Error e = caught([&] { parse_json_body(request("")); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+  EXPECT_THAT(e.what(), HasSubstr("empty"));
+}
+
+TEST_F(ParseJsonBodyTest, MalformedJsonReportsTheOffset) {
+  //                                       0123456789
+  Error e = caught([&] { parse_json_body(request(R"({"a": 1,})")); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+  ASSERT_TRUE(e.details().contains("offset"));
+  EXPECT_EQ(e.details()["offset"], 9);  // nlohmann counts bytes from 1: the '}'
+  EXPECT_THAT(e.what(), HasSubstr("byte 9"));
+}
+
+TEST_F(ParseJsonBodyTest, OffsetMovesWithTheError) {
+  Error early = caught([&] { parse_json_body(request("x")); });
+  Error late = caught([&] { parse_json_body(request(R"({"name": "ok", "n": tru})")); });
+  EXPECT_LT(early.details()["offset"].get<int>(), late.details()["offset"].get<int>());
+}
+
+TEST_F(ParseJsonBodyTest, RejectsMalformedInputs) {
+  for (std::string bad : {"{", "{\"a\":}", "{'a': 1}", "{\"a\": 1} trailing", "[1,2,]",
+                          "{\"a\": NaN}", "{\"a\": 01}", "\"\xff\"", "{\"a\": \"\xC3\"}"}) {
+    SCOPED_TRACE(bad);
+    Error e = caught([&] { parse_json_body(request(bad)); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+    EXPECT_TRUE(e.details().contains("offset"));
+  }
+}
+
+TEST_F(ParseJsonBodyTest, AnyJsonValueParses) {
+  // Whether it must be an object is JsonObjectReader's call.
+  EXPECT_EQ(parse_json_body(request("[1,2]")), json::array({1, 2}));
+  EXPECT_EQ(parse_json_body(request("42")), 42);
+}
+
+TEST(JsonObjectReader, RequiresAnObject) {
+  for (json value : {json::array(), json(1), json("s"), json(nullptr), json(true)}) {
+    Error e = caught([&] { JsonObjectReader reader(value); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest) << value;
+    EXPECT_EQ(e.details().value("field", ""), "body") << value;
+  }
+}
+
+TEST(JsonObjectReader, NestedNonObjectNamesThePrefix) {
+  json value = json::array();
+  Error e = caught([&] { JsonObjectReader reader(value, "spec."); });
+  EXPECT_EQ(e.details().value("field", ""), "spec");
+}
+
+TEST(JsonObjectReader, ReadsTypedFields) {
+  json value = json::parse(R"({"count": 4, "name": "job", "dry_run": true, "note": null})");
+  JsonObjectReader r(value);
+  EXPECT_EQ(r.required_int("count", 1, 8), 4);
+  EXPECT_EQ(r.required_string("name", 10), "job");
+  EXPECT_EQ(r.optional_bool("dry_run"), true);
+  EXPECT_EQ(r.optional_string("note", 10), std::nullopt);  // null reads as absent
+  EXPECT_EQ(r.optional_int("days", 1, 30), std::nullopt);
+  EXPECT_NO_THROW(r.finish());
+}
+
+TEST(JsonObjectReader, MissingRequiredFieldIsNamed) {
+  json value = json::object();
+  JsonObjectReader r(value, "spec.");
+  Error e = caught([&] { r.required_int("gpu_count", 1, 8); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+  EXPECT_EQ(e.details()["field"], "spec.gpu_count");
+  EXPECT_THAT(e.details()["reason"].get<std::string>(), HasSubstr("required"));
+  Error s = caught([&] { r.required_string("name", 10); });
+  EXPECT_EQ(s.details()["field"], "spec.name");
+}
+
+TEST(JsonObjectReader, NullRequiredFieldIsMissing) {
+  json value = json::parse(R"({"name": null})");
+  JsonObjectReader r(value);
+  Error e = caught([&] { r.required_string("name", 10); });
+  EXPECT_EQ(e.details()["field"], "name");
+}
+
+TEST(JsonObjectReader, WrongTypesAreNamed) {
+  json value = json::parse(
+      R"({"as_string": "5", "as_float": 5.5, "as_bool": true, "num": 1, "obj": {}, "str": "x"})");
+  struct Case {
+    std::string field;
+    std::function<void(JsonObjectReader&)> read;
+  };
+  std::vector<Case> cases = {
+      {"as_string", [](JsonObjectReader& r) { r.required_int("as_string", 0, 10); }},
+      {"as_float", [](JsonObjectReader& r) { r.required_int("as_float", 0, 10); }},
+      {"as_bool", [](JsonObjectReader& r) { r.optional_int("as_bool", 0, 10); }},
+      {"num", [](JsonObjectReader& r) { r.required_string("num", 10); }},
+      {"obj", [](JsonObjectReader& r) { r.optional_string("obj", 10); }},
+      {"str", [](JsonObjectReader& r) { r.optional_bool("str"); }},
+      {"num", [](JsonObjectReader& r) { r.optional_bool("num"); }},
+  };
+  for (const auto& c : cases) {
+    JsonObjectReader r(value);
+    Error e = caught([&] { c.read(r); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest) << c.field;
+    EXPECT_EQ(e.details()["field"], c.field);
+    EXPECT_THAT(e.details()["reason"].get<std::string>(), HasSubstr("must be"));
+  }
+}
+
+TEST(JsonObjectReader, IntegerRange) {
+  json value = json::parse(R"({"low": 0, "min": 1, "max": 8, "high": 9, "neg": -3})");
+  JsonObjectReader r(value);
+  EXPECT_EQ(r.required_int("min", 1, 8), 1);
+  EXPECT_EQ(r.required_int("max", 1, 8), 8);
+  EXPECT_EQ(r.required_int("neg", -5, 5), -3);
+  Error low = caught([&] { r.required_int("low", 1, 8); });
+  EXPECT_EQ(low.details()["field"], "low");
+  EXPECT_THAT(low.details()["reason"].get<std::string>(), HasSubstr("between 1 and 8"));
+  Error high = caught([&] { r.optional_int("high", 1, 8); });
+  EXPECT_EQ(high.details()["field"], "high");
+}
+
+TEST(JsonObjectReader, HugeUnsignedIsOutOfRangeNotWrapped) {
+  json value = json::parse(R"({"n": 18446744073709551615, "m": 9223372036854775808})");
+  JsonObjectReader r(value);
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(caught([&] { r.required_int("n", -1, kMax); }).details()["field"], "n");
+  EXPECT_EQ(caught([&] { r.required_int("m", 0, kMax); }).details()["field"], "m");
+  EXPECT_EQ(caught([&] { r.required_int("m", 0, 100); }).details()["field"], "m");
+}
+
+TEST(JsonObjectReader, StringMaxLengthInBytes) {
+  json value = json::parse(R"({"exact": "abcd", "long": "abcde", "utf8": "жж"})");
+  JsonObjectReader r(value);
+  EXPECT_EQ(r.required_string("exact", 4), "abcd");
+  Error e = caught([&] { r.required_string("long", 4); });
+  EXPECT_EQ(e.details()["field"], "long");
+  EXPECT_THAT(e.details()["reason"].get<std::string>(), HasSubstr("4"));
+  EXPECT_EQ(r.required_string("utf8", 4), "жж");
+  EXPECT_EQ(caught([&] { r.required_string("utf8", 3); }).details()["field"], "utf8");
+}
+
+TEST(JsonObjectReader, FinishRejectsUnreadFields) {
+  json value = json::parse(R"({"name": "a", "nmae": "typo"})");
+  JsonObjectReader r(value, "spec.");
+  r.required_string("name", 10);
+  Error e = caught([&] { r.finish(); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+  EXPECT_EQ(e.details()["field"], "spec.nmae");
+  EXPECT_THAT(e.what(), HasSubstr("spec.nmae"));
+}
+
+TEST(JsonObjectReader, FinishCountsFieldsAskedForEvenWhenNull) {
+  json value = json::parse(R"({"a": null})");
+  JsonObjectReader r(value);
+  EXPECT_EQ(r.optional_int("a", 0, 1), std::nullopt);
+  EXPECT_NO_THROW(r.finish());
+}
+
+TEST(JsonObjectReader, FinishOnEmptyObject) {
+  json value = json::object();
+  JsonObjectReader r(value);
+  EXPECT_NO_THROW(r.finish());
+}
+
+}  // namespace
+}  // namespace gpurent::http

@@ -1,0 +1,132 @@
+// Tests build_openapi: the document lists exactly the router's documented routes.
+#include "api/openapi.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace gpurent::http {
+namespace {
+
+using nlohmann::json;
+
+Route route(Method method, std::string pattern, std::string summary, bool documented = true) {
+  Route r;
+  r.method = method;
+  r.pattern = std::move(pattern);
+  r.summary = std::move(summary);
+  r.tag = "rentals";
+  r.documented = documented;
+  r.handler = [](const Request&) { return Response{}; };
+  return r;
+}
+
+class OpenApiTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    router_.add(route(Method::kGet, "/v1/rentals", "List rentals"));
+    router_.add(route(Method::kPost, "/v1/rentals", "Create a rental"));
+    router_.add(route(Method::kGet, "/v1/rentals/{id}", "Get a rental"));
+    router_.add(route(Method::kDelete, "/v1/orgs/{org_id}/members/{user_id}", "Remove a member"));
+    router_.add(route(Method::kPatch, "/v1/rentals/{id}", "Rename a rental"));
+    router_.add(route(Method::kGet, "/v1/test/sleep", "Sleeps", /*documented=*/false));
+    router_.add(route(Method::kPost, "/v1/rentals/{id}", "Test-only poke", /*documented=*/false));
+    doc_ = build_openapi(router_, "1.2.3");
+  }
+
+  Router router_;
+  json doc_;
+};
+
+TEST_F(OpenApiTest, Header) {
+  EXPECT_EQ(doc_["openapi"], "3.1.0");
+  EXPECT_EQ(doc_["info"]["version"], "1.2.3");
+  EXPECT_TRUE(doc_["info"]["title"].is_string());
+}
+
+TEST_F(OpenApiTest, EveryDocumentedRouteIsPresentWithLowercaseMethod) {
+  for (const auto& r : router_.routes()) {
+    if (!r.documented) continue;
+    std::string method(method_name(r.method));
+    for (auto& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    ASSERT_TRUE(doc_["paths"].contains(r.pattern)) << r.pattern;
+    ASSERT_TRUE(doc_["paths"][r.pattern].contains(method)) << method << " " << r.pattern;
+    const auto& op = doc_["paths"][r.pattern][method];
+    EXPECT_EQ(op["summary"], r.summary);
+    EXPECT_EQ(op["tags"], json::array({"rentals"}));
+  }
+  EXPECT_EQ(doc_["paths"]["/v1/rentals"].size(), 2u);
+  EXPECT_TRUE(doc_["paths"]["/v1/rentals"].contains("get"));
+  EXPECT_TRUE(doc_["paths"]["/v1/rentals"].contains("post"));
+  EXPECT_TRUE(doc_["paths"]["/v1/rentals/{id}"].contains("patch"));
+  EXPECT_TRUE(doc_["paths"]["/v1/orgs/{org_id}/members/{user_id}"].contains("delete"));
+}
+
+TEST_F(OpenApiTest, UndocumentedRoutesAreAbsent) {
+  EXPECT_FALSE(doc_["paths"].contains("/v1/test/sleep"));
+  EXPECT_FALSE(doc_["paths"]["/v1/rentals/{id}"].contains("post"));
+  EXPECT_EQ(doc_["paths"]["/v1/rentals/{id}"].size(), 2u);  // get, patch
+  EXPECT_EQ(doc_["paths"].size(), 3u);
+}
+
+TEST_F(OpenApiTest, PathParametersAreListedInOrder) {
+  const auto& params = doc_["paths"]["/v1/orgs/{org_id}/members/{user_id}"]["delete"]["parameters"];
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0]["name"], "org_id");
+  EXPECT_EQ(params[1]["name"], "user_id");
+  for (const auto& p : params) {
+    EXPECT_EQ(p["in"], "path");
+    EXPECT_EQ(p["required"], true);
+    EXPECT_EQ(p["schema"]["type"], "string");
+  }
+  const auto& one = doc_["paths"]["/v1/rentals/{id}"]["get"]["parameters"];
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0]["name"], "id");
+}
+
+TEST_F(OpenApiTest, RoutesWithoutParametersListNone) {
+  EXPECT_FALSE(doc_["paths"]["/v1/rentals"]["get"].contains("parameters"));
+}
+
+TEST_F(OpenApiTest, OperationIdsAreUnique) {
+  std::set<std::string> ids;
+  for (const auto& [path, ops] : doc_["paths"].items()) {
+    for (const auto& [method, op] : ops.items()) {
+      ASSERT_TRUE(op["operationId"].is_string()) << method << " " << path;
+      EXPECT_TRUE(ids.insert(op["operationId"].get<std::string>()).second) << op["operationId"];
+    }
+  }
+  EXPECT_EQ(ids.size(), 5u);
+  EXPECT_EQ(doc_["paths"]["/v1/rentals/{id}"]["get"]["operationId"], "get_v1_rentals_id");
+}
+
+TEST_F(OpenApiTest, ErrorsReferenceTheSharedSchema) {
+  const auto& schemas = doc_["components"]["schemas"];
+  ASSERT_TRUE(schemas.contains("Error"));
+  EXPECT_EQ(schemas["Error"]["required"], json::array({"error"}));
+  const auto& inner = schemas["Error"]["properties"]["error"];
+  EXPECT_TRUE(inner["properties"].contains("code"));
+  EXPECT_TRUE(inner["properties"].contains("message"));
+  EXPECT_TRUE(inner["properties"].contains("details"));
+  ASSERT_TRUE(schemas.contains("Money"));
+  EXPECT_EQ(schemas["Money"]["properties"]["amount_minor"]["type"], "integer");
+  for (const auto& [path, ops] : doc_["paths"].items()) {
+    for (const auto& [method, op] : ops.items()) {
+      EXPECT_EQ(op["responses"]["default"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/Error")
+          << method << " " << path;
+    }
+  }
+}
+
+TEST(BuildOpenApi, EmptyRouterHasNoPaths) {
+  Router router;
+  json doc = build_openapi(router, "0");
+  EXPECT_TRUE(doc["paths"].is_object());
+  EXPECT_TRUE(doc["paths"].empty());
+  EXPECT_TRUE(doc["components"]["schemas"].contains("Error"));
+}
+
+}  // namespace
+}  // namespace gpurent::http
