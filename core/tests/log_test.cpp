@@ -140,7 +140,7 @@ TEST(AppendJsonEscaped, EscapesQuotesBackslashesAndControls) {
   EXPECT_EQ(escaped("a\tb"), "a\\tb");
   EXPECT_EQ(escaped(std::string_view("\0", 1)), "\\u0000");
   EXPECT_EQ(escaped("\x01\x1f"), "\\u0001\\u001f");
-  EXPECT_EQ(escaped("\x7f"), "\x7f");          // DEL is legal inside a JSON string
+  EXPECT_EQ(escaped("\x7f"), "\\u007f") << "DEL is escaped too, keeping log lines printable";
   EXPECT_EQ(escaped("\xD0\xB6"), "\xD0\xB6");  // UTF-8 passes through
   EXPECT_EQ(escaped(""), "");
 }
@@ -162,8 +162,10 @@ TEST(AppendJsonEscaped, KeepsValidUtf8AndReplacesInvalidBytes) {
   std::string valid = "Привет, GPU 🚀";
   EXPECT_EQ(nlohmann::json::parse("\"" + escaped(valid) + "\"").get<std::string>(), valid);
   // A lone continuation byte, a truncated sequence, an overlong form and a surrogate.
-  for (std::string bad : {std::string("a\x80b"), std::string("a\xe2\x82"), std::string("\xc0\xaf"),
-                          std::string("\xed\xa0\x80")}) {
+  for (std::string bad :
+       {std::string("a\x80"
+                    "b"),
+        std::string("a\xe2\x82"), std::string("\xc0\xaf"), std::string("\xed\xa0\x80")}) {
     std::string doc = "\"" + escaped(bad) + "\"";
     EXPECT_NO_THROW(nlohmann::json::parse(doc)) << doc;
     EXPECT_NE(doc.find("\\ufffd"), std::string::npos) << doc;
