@@ -1,8 +1,12 @@
 // Wires config, database, worker pool, router, metrics and the HTTP server together.
 #include "api/app.h"
 
+#include "api/auth.h"
+#include "api/handlers/auth_handlers.h"
 #include "api/handlers/ops_handlers.h"
+#include "api/handlers/ssh_key_handlers.h"
 #include "api/handlers/test_handlers.h"
+#include "api/handlers/token_handlers.h"
 #include "api/http_server.h"
 #include "api/openapi.h"
 #include "core/clock.h"
@@ -10,13 +14,20 @@
 #include "core/embedded_postgres.h"
 #include "core/error.h"
 #include "core/worker_pool.h"
+#include "identity/identity_store.h"
+#include "identity/password.h"
+#include "identity/ssh_key_store.h"
+#include "identity/token_store.h"
 #include "migrations/embedded_migrations.h"
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "core/crypto.h"
+
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <optional>
 
 #ifndef GPURENT_COMMIT
@@ -89,6 +100,35 @@ int run_migrate(const Config& config) {
   return 0;
 }
 
+int run_admin_create(const Config& config, const std::string& email_arg, bool password_from_stdin) {
+  std::string email = http::validated_email(email_arg);
+  std::string password;
+  bool generated = false;
+  if (password_from_stdin) {
+    std::getline(std::cin, password);
+    if (!password.empty() && password.back() == '\r') password.pop_back();
+    if (auto why = identity::password_policy_violation(password); !why.empty()) {
+      throw ConfigError("password " + why);
+    }
+  } else {
+    // 18 random bytes as hex: 144 bits, shown once and never stored.
+    auto raw = crypto::random_bytes(18);
+    password = crypto::to_hex(raw.data(), raw.size());
+    generated = true;
+  }
+  Database db;
+  open_database(config, db);
+  Migrator(db.url, embedded_migrations()).migrate();
+  PgPool pool({.url = db.url, .size = 1});
+  SystemClock clock;
+  identity::IdentityStore store(pool, clock);
+  auto user = store.create_platform_admin(email, identity::hash_password(password));
+  std::printf("created platform admin %s (%s)\n", user.email.c_str(), user.id.c_str());
+  if (generated)
+    std::printf("password: %s\n(shown once; it is stored only as a hash)\n", password.c_str());
+  return 0;
+}
+
 int run_server(const Config& config) {
   Database db;
   open_database(config, db);
@@ -102,13 +142,28 @@ int run_server(const Config& config) {
                .wait_timeout = config.db_pool_wait,
                .statement_timeout = config.db_statement_timeout});
   WorkerPool workers(config.worker_threads, kWorkerQueueLimit);
+  SystemClock system_clock;
   TestClock test_clock;
+  const Clock& clock = config.test_mode ? static_cast<const Clock&>(test_clock) : system_clock;
+  identity::IdentityStore identity_store(pool, clock);
+  identity::SshKeyStore ssh_key_store(pool, clock);
+  identity::TokenStore token_store(pool, clock);
+  http::Authenticator authenticator(
+      identity_store, token_store,
+      {.idle = config.session_idle, .absolute = config.session_absolute});
 
   http::Router router;
   http::OpsState ops;
   ops.pool = &pool;
   ops.expected_schema_version = expected_schema_version();
   http::add_ops_routes(router, ops);
+  http::AuthRoutesState auth_state{
+      .store = &identity_store, .auth = &authenticator, .signup_enabled = config.signup_enabled};
+  http::add_auth_routes(router, auth_state);
+  http::TokenRoutesState token_state{.store = &token_store, .auth = &authenticator};
+  http::add_token_routes(router, token_state);
+  http::SshKeyRoutesState ssh_key_state{.store = &ssh_key_store, .auth = &authenticator};
+  http::add_ssh_key_routes(router, ssh_key_state);
   http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
   if (config.test_mode) {
     spdlog::warn("test mode: test clock and test-only routes are enabled");

@@ -3,10 +3,16 @@
 
 #include "core/config.h"
 
+#include <string>
+
 namespace gpurent {
 
 // Runs the server until SIGINT/SIGTERM; returns the process exit code.
 int run_server(const Config& config);
+
+// Creates a platform admin (`gpurentd admin create --email E [--password-stdin]`): the
+// password comes from the first line of stdin or is generated and printed once.
+int run_admin_create(const Config& config, const std::string& email, bool password_from_stdin);
 
 // Applies pending migrations and exits; returns the process exit code.
 int run_migrate(const Config& config);

@@ -29,6 +29,8 @@ class JsonObjectReader {
   std::string required_string(const std::string& field, std::size_t max_length);
   std::optional<std::string> optional_string(const std::string& field, std::size_t max_length);
   std::optional<bool> optional_bool(const std::string& field);
+  // Any JSON value (nullptr when absent or null), for fields with their own validation.
+  const nlohmann::json* optional_value(const std::string& field) { return find(field); }
 
   // Throws invalid_request naming the first field that no getter asked for.
   void finish() const;

@@ -15,9 +15,12 @@ namespace {
 
 void print_usage() {
   std::printf(
-      "usage: gpurentd [serve|migrate] [--key=value ...]\n\n"
-      "  serve    run the API and web panel (default)\n"
-      "  migrate  apply pending database migrations and exit\n\n"
+      "usage: gpurentd [serve|migrate] [--key=value ...]\n"
+      "       gpurentd admin create --email EMAIL [--password-stdin] [--key=value ...]\n\n"
+      "  serve         run the API and web panel (default)\n"
+      "  migrate       apply pending database migrations and exit\n"
+      "  admin create  create a platform admin; the password is read from stdin's first\n"
+      "                line with --password-stdin, otherwise generated and printed once\n\n"
       "configuration (flag / environment / default):\n");
   for (const auto& k : gpurent::config_keys()) {
     std::printf("  --%-22s %-30s %s\n      %s\n", k.name.c_str(), k.env.c_str(),
@@ -42,6 +45,34 @@ int main(int argc, char** argv) {
     std::printf("gpurentd %s\n", GPURENT_VERSION);
     return 0;
   }
+  // `admin create` takes its own arguments before the configuration flags.
+  std::string admin_email;
+  bool password_stdin = false;
+  if (command == "admin") {
+    if (args.empty() || args[0] != "create") {
+      std::fprintf(stderr, "gpurentd: usage: gpurentd admin create --email EMAIL\n");
+      return 2;
+    }
+    args.erase(args.begin());
+    for (auto it = args.begin(); it != args.end();) {
+      if (*it == "--password-stdin") {
+        password_stdin = true;
+        it = args.erase(it);
+      } else if (it->rfind("--email=", 0) == 0) {
+        admin_email = it->substr(8);
+        it = args.erase(it);
+      } else if (*it == "--email" && it + 1 != args.end()) {
+        admin_email = *(it + 1);
+        it = args.erase(it, it + 2);
+      } else {
+        ++it;
+      }
+    }
+    if (admin_email.empty()) {
+      std::fprintf(stderr, "gpurentd: admin create needs --email EMAIL\n");
+      return 2;
+    }
+  }
   gpurent::Config config;
   try {
     config = gpurent::load_config(args);
@@ -53,9 +84,13 @@ int main(int argc, char** argv) {
   try {
     if (command == "serve") return gpurent::run_server(config);
     if (command == "migrate") return gpurent::run_migrate(config);
+    if (command == "admin") return gpurent::run_admin_create(config, admin_email, password_stdin);
     std::fprintf(stderr, "gpurentd: unknown command '%s' (try --help)\n", command.c_str());
     return 2;
   } catch (const gpurent::ConfigError& e) {
+    spdlog::critical("{}", e.what());
+    return 2;
+  } catch (const gpurent::Error& e) {
     spdlog::critical("{}", e.what());
     return 2;
   } catch (const gpurent::MigrationError& e) {

@@ -138,6 +138,20 @@ const std::vector<Field>& fields() {
       {{"migrate_on_start", "GPURENT_MIGRATE_ON_START", "apply pending migrations at start-up",
         "true"},
        [](Config& c, const std::string& v) { c.migrate_on_start = parse_bool(v); }},
+      {{"signup_enabled", "GPURENT_SIGNUP_ENABLED", "allow POST /v1/auth/signup", "true"},
+       [](Config& c, const std::string& v) { c.signup_enabled = parse_bool(v); }},
+      {{"session_idle", "GPURENT_SESSION_IDLE", "a panel session ends after this much inactivity",
+        "12h"},
+       [](Config& c, const std::string& v) {
+         c.session_idle =
+             std::chrono::duration_cast<std::chrono::seconds>(parse_positive_duration(v));
+       }},
+      {{"session_absolute", "GPURENT_SESSION_ABSOLUTE",
+        "a panel session ends this long after sign-in, active or not", "168h"},
+       [](Config& c, const std::string& v) {
+         c.session_absolute =
+             std::chrono::duration_cast<std::chrono::seconds>(parse_positive_duration(v));
+       }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

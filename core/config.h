@@ -34,6 +34,11 @@ struct Config {
   std::chrono::milliseconds db_statement_timeout{10'000};
   bool migrate_on_start = true;
 
+  // Identity.
+  bool signup_enabled = true;
+  std::chrono::seconds session_idle{12 * 3600};
+  std::chrono::seconds session_absolute{7 * 24 * 3600};
+
   // Logging.
   LogFormat log_format = LogFormat::kAuto;
   std::string log_level = "info";

@@ -1,0 +1,62 @@
+// Who is calling: resolves a session cookie (with CSRF on unsafe methods) or, as later
+// capabilities add them, an API token, into a Principal acting for one org.
+#pragma once
+
+#include "api/http_types.h"
+#include "identity/identity_store.h"
+#include "identity/token_store.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::http {
+
+inline constexpr std::string_view kSessionCookie = "gpurent_session";
+
+struct Principal {
+  identity::User user;
+  std::optional<std::string> org_id;  // the org acted for
+  std::string role;                   // role in org_id; empty when none
+  std::vector<std::string> scopes;
+  std::string session_id_hash;      // set for cookie sessions
+  std::string token_id;             // set for API tokens
+  identity::Guardrails guardrails;  // the token's limits (API tokens only)
+};
+
+// Scopes a role grants to its sessions (API tokens carry their own, within these).
+std::vector<std::string> scopes_for_role(std::string_view role);
+
+// The value of one cookie from the Cookie header; empty when absent.
+std::string_view cookie_value(const Request& request, std::string_view name);
+
+bool is_unsafe_method(Method method);
+
+// The org the principal acts for; Error(kForbidden) when it acts for none (a user with
+// no membership, or a platform admin outside any org).
+const std::string& require_org(const Principal& principal);
+
+// Error(kForbidden) unless the principal's role (sessions) or token carries `scope`.
+void require_scope(const Principal& principal, std::string_view scope);
+
+class Authenticator {
+ public:
+  Authenticator(identity::IdentityStore& store, identity::TokenStore& tokens,
+                identity::SessionPolicy policy)
+      : store_(store), tokens_(tokens), policy_(policy) {}
+
+  // Throws Error(kUnauthenticated) without valid credentials, Error(kForbidden) when a
+  // cookie-authenticated unsafe request lacks the session's CSRF token.
+  Principal authenticate(const Request& request) const;
+
+  const identity::SessionPolicy& policy() const { return policy_; }
+
+ private:
+  Principal authenticate_token(std::string_view token) const;
+
+  identity::IdentityStore& store_;
+  identity::TokenStore& tokens_;
+  identity::SessionPolicy policy_;
+};
+
+}  // namespace gpurent::http

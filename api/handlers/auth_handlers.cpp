@@ -1,0 +1,195 @@
+// Identity routes: each turns one request into one IdentityStore call.
+#include "api/handlers/auth_handlers.h"
+
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/crypto.h"
+#include "core/error.h"
+#include "identity/password.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent::http {
+namespace {
+
+// A hash of nothing in particular: verifying against it when the email is unknown makes
+// "no such user" take as long as "wrong password".
+const std::string& dummy_hash() {
+  static const std::string kHash = identity::hash_password("no user has this password");
+  return kHash;
+}
+
+bool has_control_characters(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+std::string trimmed(std::string s) {
+  auto b = s.find_first_not_of(" \t");
+  auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+nlohmann::json user_json(const identity::User& u) {
+  return {{"id", u.id},
+          {"email", u.email},
+          {"is_platform_admin", u.is_platform_admin},
+          {"created_at", u.created_at}};
+}
+
+nlohmann::json me_json(const Principal& p) {
+  return {{"user", user_json(p.user)},
+          {"current_org_id", p.org_id ? nlohmann::json(*p.org_id) : nlohmann::json(nullptr)},
+          {"role", p.role.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.role)},
+          {"scopes", p.scopes}};
+}
+
+identity::AuditContext audit_context(const Request& r) {
+  return {std::string(r.remote_ip), std::string(r.request_id)};
+}
+
+std::string session_cookie(const Request& r, const std::string& value, long long max_age) {
+  std::string cookie(kSessionCookie);
+  cookie.append("=").append(value).append("; Path=/; HttpOnly; SameSite=Lax; Max-Age=");
+  cookie.append(std::to_string(max_age));
+  // Behind a TLS-terminating proxy the browser must only send the cookie over TLS.
+  if (r.header("X-Forwarded-Proto") == "https") cookie += "; Secure";
+  return cookie;
+}
+
+}  // namespace
+
+std::string validated_email(const std::string& raw) {
+  std::string email = trimmed(raw);
+  auto at = email.find('@');
+  bool ok = email.size() >= 3 && email.size() <= 254 && at != std::string::npos && at > 0 &&
+            email.find('@', at + 1) == std::string::npos && at + 1 < email.size() &&
+            email.find(' ') == std::string::npos && !has_control_characters(email) &&
+            email.find('.', at) != std::string::npos && email.back() != '.';
+  if (!ok) throw Error::invalid_field("email", "must be an email address");
+  return email;
+}
+
+void add_auth_routes(Router& router, AuthRoutesState& state) {
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/auth/signup",
+       .handler =
+           [&state](const Request& req) {
+             if (!state.signup_enabled) {
+               throw Error(ErrorCode::kForbidden, "Sign-up is disabled on this service.");
+             }
+             auto body = parse_json_body(req);
+             JsonObjectReader in(body);
+             std::string email = validated_email(in.required_string("email", 254));
+             std::string password = in.required_string("password", 1024);
+             std::string org_name = trimmed(in.required_string("org_name", 200));
+             in.finish();
+             if (auto why = identity::password_policy_violation(password); !why.empty()) {
+               throw Error::invalid_field("password", why);
+             }
+             if (org_name.empty() || has_control_characters(org_name)) {
+               throw Error::invalid_field("org_name", "must be 1 to 200 printable characters");
+             }
+             auto [user, org] = state.store->create_user_with_org(
+                 email, identity::hash_password(password), org_name, audit_context(req));
+             return json_response(
+                 201, {{"user", user_json(user)}, {"org", {{"id", org.id}, {"name", org.name}}}});
+           },
+       .summary = "Create an account and its organisation.",
+       .tag = "identity"});
+
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/auth/login",
+       .handler =
+           [&state](const Request& req) {
+             auto body = parse_json_body(req);
+             JsonObjectReader in(body);
+             std::string email = in.required_string("email", 254);
+             std::string password = in.required_string("password", 1024);
+             in.finish();
+             auto login = state.store->find_login(trimmed(email));
+             bool ok = identity::verify_password(password, login ? login->second : dummy_hash());
+             if (!login || !ok) {
+               state.store->audit("user.login_failed", std::nullopt,
+                                  login ? std::optional(login->first.id) : std::nullopt,
+                                  login ? login->first.id : "", audit_context(req));
+               throw Error(ErrorCode::kUnauthenticated, "The email or password is wrong.");
+             }
+             const auto& user = login->first;
+             auto memberships = state.store->memberships(user.id);
+             std::optional<std::string> current;
+             if (!memberships.empty()) current = memberships.front().org.id;
+             auto session = state.store->create_session(user.id, current, state.auth->policy(),
+                                                        std::string(req.remote_ip));
+             state.store->audit("user.login", current, user.id, user.id, audit_context(req));
+             nlohmann::json orgs = nlohmann::json::array();
+             for (const auto& m : memberships) {
+               orgs.push_back({{"id", m.org.id}, {"name", m.org.name}, {"role", m.role}});
+             }
+             Response r = json_response(200, {{"user", user_json(user)},
+                                              {"orgs", orgs},
+                                              {"current_org_id", current ? nlohmann::json(*current)
+                                                                         : nlohmann::json(nullptr)},
+                                              {"csrf_token", session.csrf_token}});
+             r.set_header("Set-Cookie", session_cookie(req, session.cookie_value,
+                                                       state.auth->policy().absolute.count()));
+             r.set_header("Cache-Control", "no-store");
+             return r;
+           },
+       .summary = "Sign in; sets the session cookie and returns the CSRF token.",
+       .tag = "identity"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/auth/logout",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    state.store->delete_session(p.session_id_hash);
+                    state.store->audit("user.logout", p.org_id, p.user.id, p.user.id,
+                                       audit_context(req));
+                    Response r;
+                    r.status = 204;
+                    r.set_header("Set-Cookie", session_cookie(req, "", 0));
+                    return r;
+                  },
+              .summary = "Sign out: the session ends at once.",
+              .tag = "identity"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/me",
+              .handler =
+                  [&state](const Request& req) {
+                    Response r = json_response(200, me_json(state.auth->authenticate(req)));
+                    r.set_header("Cache-Control", "no-store");
+                    return r;
+                  },
+              .summary = "The caller: user, current org, role and scopes.",
+              .tag = "identity"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/session/org",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    std::string org_id = in.required_string("org_id", 64);
+                    in.finish();
+                    auto role = state.store->role_in(p.user.id, org_id);
+                    // Not a member looks exactly like no such org.
+                    if (!role) throw Error(ErrorCode::kNotFound, "No such organisation.");
+                    state.store->set_session_org(p.session_id_hash, org_id);
+                    p.org_id = org_id;
+                    p.role = *role;
+                    p.scopes = scopes_for_role(*role);
+                    return json_response(200, me_json(p));
+                  },
+              .summary = "Switch the session's current organisation.",
+              .tag = "identity"});
+}
+
+}  // namespace gpurent::http

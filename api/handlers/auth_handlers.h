@@ -1,0 +1,21 @@
+// Sign-up, login, logout, /v1/me and switching the session's org (API.md "Identity").
+#pragma once
+
+#include "api/auth.h"
+#include "api/router.h"
+#include "identity/identity_store.h"
+
+namespace gpurent::http {
+
+struct AuthRoutesState {
+  identity::IdentityStore* store = nullptr;
+  Authenticator* auth = nullptr;
+  bool signup_enabled = true;
+};
+
+void add_auth_routes(Router& router, AuthRoutesState& state);
+
+// Field checks shared with the admin command line.
+std::string validated_email(const std::string& email);  // throws invalid_request("email")
+
+}  // namespace gpurent::http

@@ -1,0 +1,167 @@
+// SSH key routes: each turns one request into one SshKeyStore call, for the caller's org only.
+#include "api/handlers/ssh_key_handlers.h"
+
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/id.h"
+#include "identity/ssh_public_key.h"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+
+namespace gpurent::http {
+namespace {
+
+constexpr int kDefaultLimit = 50;
+constexpr int kMaxLimit = 500;
+constexpr std::size_t kMaxNameChars = 200;
+// Four bytes per character at most in UTF-8; the character count is checked after trimming.
+constexpr std::size_t kMaxNameBytes = 4 * kMaxNameChars;
+// The body limit bounds the key text; the parser refuses a pasted private key whatever its
+// size (before its own length check), so the reader must not cut it off first.
+constexpr std::size_t kMaxKeyTextBytes = std::size_t(1) << 30;
+
+// C0 controls, DEL and the C1 controls (U+0080..U+009F, encoded 0xC2 0x80..0x9F).
+bool has_control_characters(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) return true;
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) < 0xA0) return true;
+  }
+  return false;
+}
+
+// Code points in valid UTF-8 (the JSON parser has already refused anything else).
+std::size_t utf8_length(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) {
+    if ((c & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+std::string trimmed(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+identity::AuditContext audit_context(const Request& r) {
+  return {std::string(r.remote_ip), std::string(r.request_id)};
+}
+
+nlohmann::json key_json(const identity::SshKeyRecord& k) {
+  return {{"id", k.id},
+          {"name", k.name},
+          {"type", k.type},
+          {"bits", k.bits},
+          {"fingerprint", k.fingerprint},
+          {"public_key", k.public_key},
+          {"created_at", k.created_at}};
+}
+
+int limit_param(const Request& req) {
+  auto raw = req.query_param("limit");
+  if (!raw) return kDefaultLimit;
+  int n = 0;
+  auto [end, ec] = std::from_chars(raw->data(), raw->data() + raw->size(), n);
+  if (raw->empty() || ec != std::errc() || end != raw->data() + raw->size() || n < 1 ||
+      n > kMaxLimit) {
+    throw Error::invalid_field("limit", "must be an integer between 1 and 500");
+  }
+  return n;
+}
+
+std::optional<std::string> cursor_param(const Request& req) {
+  auto raw = req.query_param("cursor");
+  if (raw && raw->empty()) throw Error::invalid_field("cursor", "is not a cursor from this list");
+  return raw;
+}
+
+// The key id from the path; a malformed one is simply a key that does not exist.
+std::string key_id(const Request& req) {
+  std::string id(req.path_param("id"));
+  if (!is_valid_id(id_prefix::kSshKey, id)) throw Error(ErrorCode::kNotFound, "No such SSH key.");
+  return id;
+}
+
+}  // namespace
+
+void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/ssh-keys",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const std::string& org_id = require_org(p);
+                    int limit = limit_param(req);
+                    auto page = state.store->list(org_id, limit, cursor_param(req));
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& k : page.items) items.push_back(key_json(k));
+                    return json_response(
+                        200, {{"items", std::move(items)},
+                              {"next_cursor", page.next_cursor ? nlohmann::json(*page.next_cursor)
+                                                               : nlohmann::json(nullptr)}});
+                  },
+              .summary = "The organisation's SSH keys, oldest first.",
+              .tag = "identity"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/ssh-keys",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const std::string& org_id = require_org(p);
+                    require_scope(p, "ssh-keys:write");
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    std::string name = trimmed(in.required_string("name", kMaxNameBytes));
+                    std::string text = in.required_string("public_key", kMaxKeyTextBytes);
+                    in.finish();
+                    if (name.empty() || utf8_length(name) > kMaxNameChars ||
+                        has_control_characters(name)) {
+                      throw Error::invalid_field("name", "must be 1 to 200 printable characters");
+                    }
+                    // Throws invalid_request naming public_key, without echoing key material.
+                    auto key = identity::parse_ssh_public_key(text);
+                    auto record =
+                        state.store->create(org_id, name, key, p.user.id, audit_context(req));
+                    return json_response(201, key_json(record));
+                  },
+              .summary = "Register an SSH public key for the organisation.",
+              .tag = "identity"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/ssh-keys/{id}",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const std::string& org_id = require_org(p);
+                    auto key = state.store->get(org_id, key_id(req));
+                    if (!key) throw Error(ErrorCode::kNotFound, "No such SSH key.");
+                    return json_response(200, key_json(*key));
+                  },
+              .summary = "One SSH key of the organisation.",
+              .tag = "identity"});
+
+  router.add({.method = Method::kDelete,
+              .pattern = "/v1/ssh-keys/{id}",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const std::string& org_id = require_org(p);
+                    require_scope(p, "ssh-keys:write");
+                    if (!state.store->remove(org_id, key_id(req), p.user.id, audit_context(req))) {
+                      throw Error(ErrorCode::kNotFound, "No such SSH key.");
+                    }
+                    Response r;
+                    r.status = 204;
+                    return r;
+                  },
+              .summary = "Remove an SSH key from the organisation.",
+              .tag = "identity"});
+}
+
+}  // namespace gpurent::http

@@ -1,0 +1,140 @@
+// Token routes: create (shown once), list (never the secret), revoke (effective at once).
+#include "api/handlers/token_handlers.h"
+
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/money.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace gpurent::http {
+namespace {
+
+constexpr int kMaxExpiryDays = 3650;
+
+nlohmann::json optional_json(const auto& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json token_json(const identity::TokenRecord& t) {
+  return {{"id", t.id},
+          {"name", t.name},
+          {"prefix", t.prefix},
+          {"scopes", t.scopes},
+          {"created_at", t.created_at},
+          {"created_by", t.created_by},
+          {"expires_at", optional_json(t.expires_at)},
+          {"last_used_at", optional_json(t.last_used_at)},
+          {"max_concurrent_gpus", optional_json(t.guardrails.max_concurrent_gpus)},
+          {"max_days", optional_json(t.guardrails.max_days)},
+          {"spend_limit_minor", optional_json(t.guardrails.spend_limit_minor)}};
+}
+
+std::vector<std::string> read_scopes(const nlohmann::json& body, const Principal& caller) {
+  auto it = body.find("scopes");
+  if (it == body.end() || !it->is_array() || it->empty() || it->size() > 16) {
+    throw Error::invalid_field("scopes", "must be a non-empty list of scopes");
+  }
+  std::vector<std::string> scopes;
+  for (const auto& s : *it) {
+    if (!s.is_string() || !identity::is_valid_scope(s.get<std::string>())) {
+      throw Error::invalid_field("scopes",
+                                 "must hold only known scopes (rentals:read, "
+                                 "rentals:write, billing:read, ssh-keys:write, "
+                                 "members:write, tokens:write)");
+    }
+    auto scope = s.get<std::string>();
+    // Nobody can mint a token stronger than themselves.
+    if (std::find(caller.scopes.begin(), caller.scopes.end(), scope) == caller.scopes.end()) {
+      throw Error(ErrorCode::kForbidden, "You cannot grant " + scope + ", which you do not have.",
+                  {{"scope", scope}});
+    }
+    if (std::find(scopes.begin(), scopes.end(), scope) == scopes.end()) scopes.push_back(scope);
+  }
+  return scopes;
+}
+
+identity::AuditContext audit_context(const Request& r) {
+  return {std::string(r.remote_ip), std::string(r.request_id)};
+}
+
+}  // namespace
+
+void add_token_routes(Router& router, TokenRoutesState& state) {
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/api-tokens",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const auto& org = require_org(p);
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& t : state.store->list(org)) items.push_back(token_json(t));
+                    return json_response(200, {{"items", items}, {"next_cursor", nullptr}});
+                  },
+              .summary = "The org's live API tokens (never their secrets).",
+              .tag = "identity"});
+
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/api-tokens",
+       .handler =
+           [&state](const Request& req) {
+             Principal p = state.auth->authenticate(req);
+             const auto& org = require_org(p);
+             require_scope(p, "tokens:write");
+             auto body = parse_json_body(req);
+             JsonObjectReader in(body);
+             std::string name = in.required_string("name", 200);
+             if (name.empty() || std::any_of(name.begin(), name.end(), [](unsigned char c) {
+                   return c < 0x20 || c == 0x7f;
+                 })) {
+               throw Error::invalid_field("name", "must be 1 to 200 printable characters");
+             }
+             in.optional_value("scopes");  // validated by read_scopes
+             auto scopes = read_scopes(body, p);
+             auto days = in.optional_int("expires_in_days", 1, kMaxExpiryDays);
+             identity::Guardrails g;
+             if (auto v = in.optional_int("max_concurrent_gpus", 0, 100000))
+               g.max_concurrent_gpus = *v;
+             if (auto v = in.optional_int("max_days", 1, 3650)) g.max_days = *v;
+             if (const auto* limit = in.optional_value("spend_limit")) {
+               g.spend_limit_minor = Money::from_json(*limit, "spend_limit").amount_minor();
+               if (*g.spend_limit_minor < 0) {
+                 throw Error::invalid_field("spend_limit.amount_minor", "must not be negative");
+               }
+             }
+             in.finish();
+             auto [record, token] =
+                 state.store->create(org, p.user.id, name, scopes, days, g, audit_context(req));
+             auto out = token_json(record);
+             out["token"] = token;
+             Response r = json_response(201, out);
+             r.set_header("Cache-Control", "no-store");
+             return r;
+           },
+       .summary = "Create an API token; the token is shown only in this response.",
+       .tag = "identity"});
+
+  router.add({.method = Method::kDelete,
+              .pattern = "/v1/api-tokens/{id}",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const auto& org = require_org(p);
+                    require_scope(p, "tokens:write");
+                    if (!state.store->revoke(org, std::string(req.path_param("id")), p.user.id,
+                                             audit_context(req))) {
+                      throw Error(ErrorCode::kNotFound, "No such API token.");
+                    }
+                    Response r;
+                    r.status = 204;
+                    return r;
+                  },
+              .summary = "Revoke an API token; it stops working on the next request.",
+              .tag = "identity"});
+}
+
+}  // namespace gpurent::http

@@ -1,0 +1,198 @@
+// IdentityStore: named, parameterised statements over the identity tables.
+#include "identity/identity_store.h"
+
+#include "core/crypto.h"
+#include "core/error.h"
+#include "core/id.h"
+
+namespace gpurent::identity {
+namespace {
+
+// Timestamps leave the database as RFC 3339 UTC with second precision, as the API prints them.
+#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+constexpr Statement kInsertOrg = {"identity_insert_org",
+                                  "INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3)"};
+constexpr Statement kInsertUser = {
+    "identity_insert_user",
+    "INSERT INTO users (id, email, password_hash, is_platform_admin, created_at)"
+    " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING id"};
+constexpr Statement kInsertMembership = {
+    "identity_insert_membership",
+    "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)"};
+constexpr Statement kFindLogin = {
+    "identity_find_login",
+    "SELECT id, email, is_platform_admin, " RFC3339("created_at") ", password_hash FROM users"
+    " WHERE lower(email) = lower($1) AND disabled_at IS NULL"};
+constexpr Statement kMemberships = {
+    "identity_memberships",
+    "SELECT o.id, o.name, m.role FROM memberships m JOIN orgs o ON o.id = m.org_id"
+    " WHERE m.user_id = $1 ORDER BY m.created_at, o.id"};
+constexpr Statement kRoleIn = {"identity_role_in",
+                               "SELECT role FROM memberships WHERE user_id = $1 AND org_id = $2"};
+constexpr Statement kInsertSession = {
+    "identity_insert_session",
+    "INSERT INTO sessions (id_hash, user_id, current_org_id, csrf_token, created_at,"
+    " last_seen_at, expires_at, ip) VALUES ($1, $2, $3, $4, $5, $5, $6, $7)"};
+constexpr Statement kTouchSession = {
+    "identity_touch_session",
+    "UPDATE sessions s SET last_seen_at = $2 FROM users u"
+    " WHERE s.id_hash = $1 AND u.id = s.user_id AND u.disabled_at IS NULL"
+    " AND s.expires_at > $2 AND s.last_seen_at > $2::timestamptz - make_interval(secs => $3)"
+    " RETURNING u.id, u.email, u.is_platform_admin, " RFC3339(
+        "u.created_at") ", s.current_org_id, s.csrf_token"};
+constexpr Statement kDeleteSession = {"identity_delete_session",
+                                      "DELETE FROM sessions WHERE id_hash = $1"};
+constexpr Statement kSetSessionOrg = {"identity_set_session_org",
+                                      "UPDATE sessions SET current_org_id = $2 WHERE id_hash = $1"};
+constexpr Statement kInsertAudit = {
+    "identity_insert_audit",
+    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
+
+std::string random_token(std::size_t bytes) {
+  auto raw = crypto::random_bytes(bytes);
+  return crypto::to_hex(raw.data(), raw.size());
+}
+
+std::string timestamp_text(Timestamp t) {
+  // Microsecond precision, so ordering within one second survives.
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  auto base = format_rfc3339(t);
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%06lld",
+                static_cast<long long>(((us % 1000000) + 1000000) % 1000000));
+  return base.substr(0, base.size() - 1) + frac + "Z";
+}
+
+User user_from(const pqxx::row& row) {
+  return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<bool>(),
+          row[3].as<std::string>()};
+}
+
+}  // namespace
+
+bool is_valid_role(std::string_view role) {
+  for (const char* r : kRoles) {
+    if (role == r) return true;
+  }
+  return false;
+}
+
+std::pair<User, Org> IdentityStore::create_user_with_org(const std::string& email,
+                                                         const std::string& password_hash,
+                                                         const std::string& org_name,
+                                                         const AuditContext& audit_ctx) {
+  return pool_.transact("identity_signup", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto now = timestamp_text(clock_.now());
+    User user{new_id(id_prefix::kUser), email, false, format_rfc3339(clock_.now())};
+    Org org{new_id(id_prefix::kOrg), org_name};
+    if (lease.exec(tx, kInsertUser, user.id, email, password_hash, false, now).empty()) {
+      throw Error(ErrorCode::kConflict, "An account with this email already exists.",
+                  {{"field", "email"}});
+    }
+    lease.exec(tx, kInsertOrg, org.id, org.name, now);
+    lease.exec(tx, kInsertMembership, org.id, user.id, "owner", now);
+    lease.exec(tx, kInsertAudit, now, org.id, user.id, "user.signup", user.id, audit_ctx.ip,
+               audit_ctx.request_id, "{}");
+    return std::make_pair(user, org);
+  });
+}
+
+User IdentityStore::create_platform_admin(const std::string& email,
+                                          const std::string& password_hash) {
+  return pool_.transact("identity_create_admin", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto now = timestamp_text(clock_.now());
+    User user{new_id(id_prefix::kUser), email, true, format_rfc3339(clock_.now())};
+    if (lease.exec(tx, kInsertUser, user.id, email, password_hash, true, now).empty()) {
+      throw Error(ErrorCode::kConflict, "An account with this email already exists.",
+                  {{"field", "email"}});
+    }
+    lease.exec(tx, kInsertAudit, now, nullptr, nullptr, "admin.create_platform_admin", user.id, "",
+               "", "{}");
+    return user;
+  });
+}
+
+std::optional<std::pair<User, std::string>> IdentityStore::find_login(const std::string& email) {
+  return pool_.transact("identity_find_login", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = lease.exec(tx, kFindLogin, email);
+    std::optional<std::pair<User, std::string>> out;
+    if (!rows.empty()) out.emplace(user_from(rows[0]), rows[0][4].as<std::string>());
+    return out;
+  });
+}
+
+std::vector<Membership> IdentityStore::memberships(const std::string& user_id) {
+  return pool_.transact("identity_memberships", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::vector<Membership> out;
+    for (const auto& row : lease.exec(tx, kMemberships, user_id)) {
+      out.push_back(
+          {{row[0].as<std::string>(), row[1].as<std::string>()}, row[2].as<std::string>()});
+    }
+    return out;
+  });
+}
+
+std::optional<std::string> IdentityStore::role_in(const std::string& user_id,
+                                                  const std::string& org_id) {
+  return pool_.transact("identity_role_in", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = lease.exec(tx, kRoleIn, user_id, org_id);
+    return rows.empty() ? std::nullopt : std::optional<std::string>(rows[0][0].as<std::string>());
+  });
+}
+
+NewSession IdentityStore::create_session(const std::string& user_id,
+                                         const std::optional<std::string>& current_org_id,
+                                         const SessionPolicy& policy, const std::string& ip) {
+  NewSession s{random_token(32), random_token(32)};
+  pool_.transact("identity_create_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto now = clock_.now();
+    lease.exec(tx, kInsertSession, crypto::sha256_hex(s.cookie_value), user_id, current_org_id,
+               s.csrf_token, timestamp_text(now), timestamp_text(now + policy.absolute), ip);
+  });
+  return s;
+}
+
+std::optional<Session> IdentityStore::find_session(const std::string& cookie_value,
+                                                   const SessionPolicy& policy) {
+  std::string id_hash = crypto::sha256_hex(cookie_value);
+  return pool_.transact("identity_find_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = lease.exec(tx, kTouchSession, id_hash, timestamp_text(clock_.now()),
+                           static_cast<long long>(policy.idle.count()));
+    std::optional<Session> out;
+    if (rows.empty()) return out;
+    const auto& row = rows[0];
+    Session s;
+    s.id_hash = id_hash;
+    s.user = user_from(row);
+    if (!row[4].is_null()) s.current_org_id = row[4].as<std::string>();
+    s.csrf_token = row[5].as<std::string>();
+    out = std::move(s);
+    return out;
+  });
+}
+
+void IdentityStore::delete_session(const std::string& id_hash) {
+  pool_.transact("identity_delete_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kDeleteSession, id_hash);
+  });
+}
+
+void IdentityStore::set_session_org(const std::string& id_hash, const std::string& org_id) {
+  pool_.transact("identity_set_session_org", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kSetSessionOrg, id_hash, org_id);
+  });
+}
+
+void IdentityStore::audit(const std::string& action, const std::optional<std::string>& org_id,
+                          const std::optional<std::string>& actor_user_id,
+                          const std::string& target, const AuditContext& ctx,
+                          const std::string& details_json) {
+  pool_.transact("identity_audit", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id, action,
+               target, ctx.ip, ctx.request_id, details_json);
+  });
+}
+
+}  // namespace gpurent::identity

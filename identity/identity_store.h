@@ -1,0 +1,95 @@
+// Users, organisations, memberships and browser sessions in PostgreSQL.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::identity {
+
+inline constexpr const char* kRoles[] = {"owner", "admin", "member", "billing", "viewer"};
+bool is_valid_role(std::string_view role);
+
+struct User {
+  std::string id;
+  std::string email;
+  bool is_platform_admin = false;
+  std::string created_at;  // RFC 3339
+};
+
+struct Org {
+  std::string id;
+  std::string name;
+};
+
+struct Membership {
+  Org org;
+  std::string role;
+};
+
+struct SessionPolicy {
+  std::chrono::seconds idle{std::chrono::hours(12)};
+  std::chrono::seconds absolute{std::chrono::hours(24 * 7)};
+};
+
+// A session as created: the cookie value and CSRF token exist in plain text only here.
+struct NewSession {
+  std::string cookie_value;
+  std::string csrf_token;
+};
+
+struct Session {
+  std::string id_hash;
+  User user;
+  std::optional<std::string> current_org_id;
+  std::string csrf_token;
+};
+
+// Context written with every audit row.
+struct AuditContext {
+  std::string ip;
+  std::string request_id;
+};
+
+class IdentityStore {
+ public:
+  IdentityStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
+
+  // Sign-up: a user, an org and an owner membership in one transaction. Throws
+  // Error(kConflict) when the email is taken (compared case-insensitively).
+  std::pair<User, Org> create_user_with_org(const std::string& email,
+                                            const std::string& password_hash,
+                                            const std::string& org_name, const AuditContext& audit);
+
+  // A platform admin (gpurentd admin create). Throws Error(kConflict) when the email is taken.
+  User create_platform_admin(const std::string& email, const std::string& password_hash);
+
+  // The user and their password hash, for login.
+  std::optional<std::pair<User, std::string>> find_login(const std::string& email);
+
+  std::vector<Membership> memberships(const std::string& user_id);
+  std::optional<std::string> role_in(const std::string& user_id, const std::string& org_id);
+
+  NewSession create_session(const std::string& user_id,
+                            const std::optional<std::string>& current_org_id,
+                            const SessionPolicy& policy, const std::string& ip);
+  // The live session for a cookie value (not expired by idle or absolute time); refreshes
+  // its last-seen time.
+  std::optional<Session> find_session(const std::string& cookie_value, const SessionPolicy& policy);
+  void delete_session(const std::string& id_hash);
+  void set_session_org(const std::string& id_hash, const std::string& org_id);
+
+  void audit(const std::string& action, const std::optional<std::string>& org_id,
+             const std::optional<std::string>& actor_user_id, const std::string& target,
+             const AuditContext& ctx, const std::string& details_json = "{}");
+
+ private:
+  PgPool& pool_;
+  const Clock& clock_;
+};
+
+}  // namespace gpurent::identity

@@ -1,0 +1,161 @@
+// SshKeyStore: named, parameterised statements over ssh_keys; every one filters by org.
+#include "identity/ssh_key_store.h"
+
+#include "core/error.h"
+#include "core/id.h"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cstdio>
+
+namespace gpurent::identity {
+namespace {
+
+// Timestamps leave the database as RFC 3339 UTC with second precision, as the API prints them.
+#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+// The exact creation time in microseconds since the epoch: half of a page cursor.
+#define CURSOR_MICROS "(extract(epoch FROM created_at) * 1000000)::bigint"
+#define KEY_COLUMNS \
+  "id, name, type, bits, fingerprint, public_key, " RFC3339("created_at") ", " CURSOR_MICROS
+
+constexpr Statement kInsertKey = {
+    "ssh_key_insert",
+    "INSERT INTO ssh_keys (id, org_id, name, type, bits, public_key, fingerprint, created_by,"
+    " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+    " ON CONFLICT DO NOTHING RETURNING " KEY_COLUMNS};
+constexpr Statement kListFirst = {"ssh_key_list_first", "SELECT " KEY_COLUMNS
+                                                        " FROM ssh_keys WHERE org_id = $1"
+                                                        " ORDER BY created_at, id LIMIT $2"};
+constexpr Statement kListAfter = {
+    "ssh_key_list_after",
+    "SELECT " KEY_COLUMNS
+    " FROM ssh_keys WHERE org_id = $1"
+    " AND (created_at, id) > ($2::timestamptz, $3) ORDER BY created_at, id LIMIT $4"};
+constexpr Statement kGetKey = {
+    "ssh_key_get", "SELECT " KEY_COLUMNS " FROM ssh_keys WHERE org_id = $1 AND id = $2"};
+constexpr Statement kDeleteKey = {
+    "ssh_key_delete",
+    "DELETE FROM ssh_keys WHERE org_id = $1 AND id = $2 RETURNING name, fingerprint"};
+constexpr Statement kInsertAudit = {
+    "ssh_key_insert_audit",
+    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
+
+// Microsecond precision, so ordering within one second survives.
+std::string timestamp_text(Timestamp t) {
+  auto us = t.time_since_epoch().count();
+  auto base = format_rfc3339(std::chrono::floor<std::chrono::seconds>(t));
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%06lld",
+                static_cast<long long>(((us % 1000000) + 1000000) % 1000000));
+  std::string out = base.substr(0, base.size() - 1);
+  out.append(frac).append("Z");
+  return out;
+}
+
+struct Row {
+  SshKeyRecord record;
+  long long cursor_micros = 0;
+};
+
+Row row_from(const pqxx::row& row) {
+  Row r;
+  r.record = {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
+              row[3].as<int>(),         row[4].as<std::string>(), row[5].as<std::string>(),
+              row[6].as<std::string>()};
+  r.cursor_micros = row[7].as<long long>();
+  return r;
+}
+
+// A cursor is "<micros>.<key id>" of the last key on the previous page.
+std::string make_cursor(const Row& r) {
+  std::string out = std::to_string(r.cursor_micros);
+  out.append(".").append(r.record.id);
+  return out;
+}
+
+struct CursorPosition {
+  Timestamp created_at;
+  std::string id;
+};
+
+CursorPosition parse_cursor(const std::string& cursor) {
+  auto bad = [] { return Error::invalid_field("cursor", "is not a cursor from this list"); };
+  auto dot = cursor.find('.');
+  if (dot == std::string::npos || dot == 0 || dot > 18) throw bad();
+  long long micros = 0;
+  auto [end, ec] = std::from_chars(cursor.data(), cursor.data() + dot, micros);
+  if (ec != std::errc() || end != cursor.data() + dot || micros < 0) throw bad();
+  std::string id = cursor.substr(dot + 1);
+  if (!is_valid_id(id_prefix::kSshKey, id)) throw bad();
+  return {Timestamp(std::chrono::microseconds(micros)), std::move(id)};
+}
+
+}  // namespace
+
+SshKeyRecord SshKeyStore::create(const std::string& org_id, const std::string& name,
+                                 const SshPublicKey& key, const std::string& created_by,
+                                 const AuditContext& ctx) {
+  return pool_.transact("ssh_key_create", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto now = timestamp_text(clock_.now());
+    auto rows = lease.exec(tx, kInsertKey, new_id(id_prefix::kSshKey), org_id, name, key.type,
+                           key.bits, key.canonical(), key.fingerprint, created_by, now);
+    if (rows.empty()) {
+      throw Error(ErrorCode::kConflict, "This organisation already has this SSH key.",
+                  {{"field", "public_key"}, {"fingerprint", key.fingerprint}});
+    }
+    SshKeyRecord record = row_from(rows[0]).record;
+    nlohmann::json details = {{"name", record.name}, {"fingerprint", record.fingerprint}};
+    lease.exec(tx, kInsertAudit, now, org_id, created_by, "ssh_key.create", record.id, ctx.ip,
+               ctx.request_id, details.dump());
+    return record;
+  });
+}
+
+SshKeyPage SshKeyStore::list(const std::string& org_id, int limit,
+                             const std::optional<std::string>& cursor) {
+  std::optional<CursorPosition> after;
+  if (cursor) after = parse_cursor(*cursor);
+  return pool_.transact("ssh_key_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    // One row more than asked says whether another page follows.
+    auto rows = after ? lease.exec(tx, kListAfter, org_id, timestamp_text(after->created_at),
+                                   after->id, limit + 1)
+                      : lease.exec(tx, kListFirst, org_id, limit + 1);
+    SshKeyPage page;
+    std::optional<Row> last;
+    for (const auto& row : rows) {
+      if (static_cast<int>(page.items.size()) == limit) {
+        page.next_cursor = make_cursor(*last);
+        break;
+      }
+      last = row_from(row);
+      page.items.push_back(last->record);
+    }
+    return page;
+  });
+}
+
+std::optional<SshKeyRecord> SshKeyStore::get(const std::string& org_id, const std::string& id) {
+  return pool_.transact("ssh_key_get", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = lease.exec(tx, kGetKey, org_id, id);
+    std::optional<SshKeyRecord> out;
+    if (!rows.empty()) out = row_from(rows[0]).record;
+    return out;
+  });
+}
+
+bool SshKeyStore::remove(const std::string& org_id, const std::string& id,
+                         const std::string& actor_user_id, const AuditContext& ctx) {
+  return pool_.transact("ssh_key_remove", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = lease.exec(tx, kDeleteKey, org_id, id);
+    if (rows.empty()) return false;
+    nlohmann::json details = {{"name", rows[0][0].as<std::string>()},
+                              {"fingerprint", rows[0][1].as<std::string>()}};
+    lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id,
+               "ssh_key.delete", id, ctx.ip, ctx.request_id, details.dump());
+    return true;
+  });
+}
+
+}  // namespace gpurent::identity

@@ -1,0 +1,157 @@
+// TokenStore: hashed token secrets, revocation and expiry checked in the lookup itself.
+#include "identity/token_store.h"
+
+#include "core/crypto.h"
+#include "core/error.h"
+#include "core/id.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent::identity {
+namespace {
+
+#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+constexpr Statement kInsertToken = {
+    "token_insert",
+    "INSERT INTO api_tokens (id, org_id, created_by, name, prefix, secret_hash, scopes,"
+    " max_concurrent_gpus, max_days, spend_limit_minor, created_at, expires_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, string_to_array($7, ' '), $8, $9, $10, $11, $12)"
+    " RETURNING " RFC3339("created_at") ", " RFC3339("expires_at")};
+constexpr Statement kListTokens = {
+    "token_list",
+    "SELECT id, name, prefix, array_to_string(scopes, ' '), max_concurrent_gpus, max_days,"
+    " spend_limit_minor, " RFC3339("created_at") ", " RFC3339("expires_at") ", "
+    RFC3339("last_used_at") ", created_by FROM api_tokens"
+    " WHERE org_id = $1 AND revoked_at IS NULL ORDER BY created_at, id"};
+constexpr Statement kRevokeToken = {
+    "token_revoke",
+    "UPDATE api_tokens SET revoked_at = $3 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL"
+    " RETURNING id"};
+// One statement finds a live token and stamps its use (at most once a minute, so busy
+// automation does not turn every request into a write).
+constexpr Statement kAuthenticate = {
+    "token_authenticate",
+    "WITH live AS (SELECT t.id FROM api_tokens t WHERE t.secret_hash = $1"
+    " AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > $2)),"
+    " touched AS (UPDATE api_tokens SET last_used_at = $2 WHERE id IN (SELECT id FROM live)"
+    " AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute'))"
+    " SELECT t.id, t.org_id, array_to_string(t.scopes, ' '), t.max_concurrent_gpus, t.max_days,"
+    " t.spend_limit_minor, u.id, u.email, u.is_platform_admin, " RFC3339("u.created_at")
+    " FROM api_tokens t JOIN live l ON l.id = t.id JOIN users u ON u.id = t.created_by"
+    " WHERE u.disabled_at IS NULL"};
+constexpr Statement kAudit = {
+    "token_audit",
+    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
+
+std::vector<std::string> split_scopes(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    auto sp = s.find(' ', pos);
+    if (sp == std::string::npos) sp = s.size();
+    if (sp > pos) out.push_back(s.substr(pos, sp - pos));
+    pos = sp + 1;
+  }
+  return out;
+}
+
+template <typename T>
+std::optional<T> optional_field(const pqxx::field& f) {
+  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
+}
+
+}  // namespace
+
+bool is_valid_scope(std::string_view scope) {
+  for (const char* s : kScopes) {
+    if (scope == s) return true;
+  }
+  return false;
+}
+
+std::pair<TokenRecord, std::string> TokenStore::create(
+    const std::string& org_id, const std::string& created_by, const std::string& name,
+    const std::vector<std::string>& scopes, std::optional<int> expires_in_days,
+    const Guardrails& guardrails, const AuditContext& ctx) {
+  auto raw = crypto::random_bytes(32);
+  std::string token = "gpr_" + crypto::to_hex(raw.data(), raw.size());
+  TokenRecord r;
+  r.id = new_id(id_prefix::kToken);
+  r.name = name;
+  r.prefix = token.substr(0, 12);
+  r.scopes = scopes;
+  r.guardrails = guardrails;
+  r.created_by = created_by;
+  std::string joined;
+  for (const auto& s : scopes) joined += (joined.empty() ? "" : " ") + s;
+  auto now = clock_.now();
+  std::optional<std::string> expires;
+  if (expires_in_days) expires = format_rfc3339(now + std::chrono::hours(24 * *expires_in_days));
+  pool_.transact("token_create", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto row = lease.exec(tx, kInsertToken, r.id, org_id, created_by, name, r.prefix,
+                          crypto::sha256_hex(token), joined, guardrails.max_concurrent_gpus,
+                          guardrails.max_days, guardrails.spend_limit_minor, format_rfc3339(now),
+                          expires)[0];
+    r.created_at = row[0].as<std::string>();
+    r.expires_at = optional_field<std::string>(row[1]);
+    nlohmann::json details = {{"name", name}, {"scopes", scopes}};
+    lease.exec(tx, kAudit, format_rfc3339(now), org_id, created_by, "token.create", r.id, ctx.ip,
+               ctx.request_id, details.dump());
+  });
+  return {r, token};
+}
+
+std::vector<TokenRecord> TokenStore::list(const std::string& org_id) {
+  return pool_.transact("token_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::vector<TokenRecord> out;
+    for (const auto& row : lease.exec(tx, kListTokens, org_id)) {
+      TokenRecord r;
+      r.id = row[0].as<std::string>();
+      r.name = row[1].as<std::string>();
+      r.prefix = row[2].as<std::string>();
+      r.scopes = split_scopes(row[3].as<std::string>());
+      r.guardrails = {optional_field<int>(row[4]), optional_field<int>(row[5]),
+                      optional_field<long long>(row[6])};
+      r.created_at = row[7].as<std::string>();
+      r.expires_at = optional_field<std::string>(row[8]);
+      r.last_used_at = optional_field<std::string>(row[9]);
+      r.created_by = row[10].as<std::string>();
+      out.push_back(std::move(r));
+    }
+    return out;
+  });
+}
+
+bool TokenStore::revoke(const std::string& org_id, const std::string& id, const std::string& actor,
+                        const AuditContext& ctx) {
+  return pool_.transact("token_revoke", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto now = format_rfc3339(clock_.now());
+    if (lease.exec(tx, kRevokeToken, org_id, id, now).empty()) return false;
+    lease.exec(tx, kAudit, now, org_id, actor, "token.revoke", id, ctx.ip, ctx.request_id, "{}");
+    return true;
+  });
+}
+
+std::optional<TokenIdentity> TokenStore::authenticate(const std::string& token) {
+  std::string hash = crypto::sha256_hex(token);
+  return pool_.transact("token_authenticate", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::optional<TokenIdentity> out;
+    auto rows = lease.exec(tx, kAuthenticate, hash, format_rfc3339(clock_.now()));
+    if (rows.empty()) return out;
+    const auto& row = rows[0];
+    TokenIdentity t;
+    t.token_id = row[0].as<std::string>();
+    t.org_id = row[1].as<std::string>();
+    t.scopes = split_scopes(row[2].as<std::string>());
+    t.guardrails = {optional_field<int>(row[3]), optional_field<int>(row[4]),
+                    optional_field<long long>(row[5])};
+    t.user = {row[6].as<std::string>(), row[7].as<std::string>(), row[8].as<bool>(),
+              row[9].as<std::string>()};
+    out = std::move(t);
+    return out;
+  });
+}
+
+}  // namespace gpurent::identity

@@ -1,0 +1,68 @@
+// API tokens for automation: `gpr_` + 256 random bits, stored only as SHA-256, shown once.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "identity/identity_store.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::identity {
+
+inline constexpr const char* kScopes[] = {"rentals:read",   "rentals:write", "billing:read",
+                                          "ssh-keys:write", "members:write", "tokens:write"};
+bool is_valid_scope(std::string_view scope);
+
+// Limits stored with a token for the rental and billing modules to enforce.
+struct Guardrails {
+  std::optional<int> max_concurrent_gpus;
+  std::optional<int> max_days;
+  std::optional<long long> spend_limit_minor;
+};
+
+struct TokenRecord {
+  std::string id;
+  std::string name;
+  std::string prefix;  // the first characters of the token, to recognise it in lists
+  std::vector<std::string> scopes;
+  Guardrails guardrails;
+  std::string created_at;
+  std::optional<std::string> expires_at;
+  std::optional<std::string> last_used_at;
+  std::string created_by;
+};
+
+// What a presented token resolves to.
+struct TokenIdentity {
+  std::string token_id;
+  std::string org_id;
+  User user;  // the token's creator
+  std::vector<std::string> scopes;
+  Guardrails guardrails;
+};
+
+class TokenStore {
+ public:
+  TokenStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
+
+  // Returns the record and the token in plain text (the only time it exists).
+  std::pair<TokenRecord, std::string> create(const std::string& org_id,
+                                             const std::string& created_by, const std::string& name,
+                                             const std::vector<std::string>& scopes,
+                                             std::optional<int> expires_in_days,
+                                             const Guardrails& guardrails, const AuditContext& ctx);
+  std::vector<TokenRecord> list(const std::string& org_id);
+  // Revokes a live token of this org; false when there is none (or it is another org's).
+  bool revoke(const std::string& org_id, const std::string& id, const std::string& actor,
+              const AuditContext& ctx);
+  // A live (not revoked, not expired) token; records its use.
+  std::optional<TokenIdentity> authenticate(const std::string& token);
+
+ private:
+  PgPool& pool_;
+  const Clock& clock_;
+};
+
+}  // namespace gpurent::identity
