@@ -21,7 +21,7 @@ build: build/release/build.ninja
 run:
 	@scripts/bootstrap
 	@$(MAKE) --no-print-directory build
-	./build/release/cmd/gpurentd serve
+	./build/release/cmd/gpurentd serve --demo=true
 
 build-test: build/test/build.ninja
 	cmake --build build/test -j $(JOBS)

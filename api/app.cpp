@@ -26,6 +26,7 @@
 #include "core/crypto.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -98,6 +99,32 @@ int run_migrate(const Config& config) {
   auto status = Migrator(db.url, embedded_migrations()).migrate();
   spdlog::info("migrations: {} already applied, {} applied now", status.applied, status.pending);
   return 0;
+}
+
+// Demo seed for `make run`: a platform admin whose generated password is kept beside the
+// data folder (mode 0600) so every start can print the login. Demo only: a real
+// deployment creates its admins with `gpurentd admin create`.
+void seed_demo(const Config& config, identity::IdentityStore& store) {
+  constexpr const char* kEmail = "admin@gpurent.local";
+  std::string secret_file =
+      (std::filesystem::path(config.data_dir).parent_path() / "demo-admin-password").string();
+  std::string password;
+  std::ifstream(secret_file) >> password;
+  if (!store.find_login(kEmail)) {
+    auto raw = crypto::random_bytes(12);
+    password = crypto::to_hex(raw.data(), raw.size());
+    store.create_platform_admin(kEmail, identity::hash_password(password));
+    std::filesystem::create_directories(std::filesystem::path(secret_file).parent_path());
+    std::ofstream(secret_file) << password << "\n";
+    std::filesystem::permissions(
+        secret_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  }
+  if (password.empty()) {
+    spdlog::warn("demo admin {} exists but its password file {} is gone", kEmail, secret_file);
+    return;
+  }
+  std::printf("\n  demo admin login: %s  password: %s\n\n", kEmail, password.c_str());
+  std::fflush(stdout);
 }
 
 int run_admin_create(const Config& config, const std::string& email_arg, bool password_from_stdin) {
@@ -192,6 +219,7 @@ int run_server(const Config& config) {
                           router, metrics, workers, &static_files);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();
+  if (config.demo) seed_demo(config, identity_store);
   if (!config.port_file.empty()) {
     // Write then rename, so a reader never sees a half-written number.
     std::string tmp = config.port_file + ".tmp";

@@ -171,6 +171,9 @@ const std::vector<Field>& fields() {
          }
          c.log_level = v;
        }},
+      {{"demo", "GPURENT_DEMO",
+        "seed demo data and print the demo admin's login (make run); never in production", "false"},
+       [](Config& c, const std::string& v) { c.demo = parse_bool(v); }},
       {{"test_mode", "GPURENT_TEST_MODE",
         "enable the test clock and test-only routes; never in production", "false"},
        [](Config& c, const std::string& v) { c.test_mode = parse_bool(v); }},

@@ -43,6 +43,9 @@ struct Config {
   LogFormat log_format = LogFormat::kAuto;
   std::string log_level = "info";
 
+  // Seeds demo data at start (make run): a platform admin whose login is printed.
+  bool demo = false;
+
   // Enables the test clock and test-only routes. Never on in production.
   bool test_mode = false;
 };

@@ -131,6 +131,39 @@ TEST(Lifecycle, EmbeddedPostgresWhenNoDatabaseUrl) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Lifecycle, DemoModePrintsAWorkingAdminLoginAtEveryStart) {
+  TestDatabase db;
+  std::string dir = make_temp_dir("gpurent-demo");
+  auto password_in = [](const std::string& logs) {
+    auto at = logs.find("demo admin login: admin@gpurent.local  password: ");
+    if (at == std::string::npos) return std::string();
+    at += std::string("demo admin login: admin@gpurent.local  password: ").size();
+    return logs.substr(at, logs.find('\n', at) - at);
+  };
+  std::string first;
+  {
+    ServerProcess server(
+        {.database_url = db.url(), .flags = {"--demo=true", "--data_dir=" + dir + "/pg"}});
+    // The line is printed right after the listener is up; give stdout a moment.
+    for (int i = 0; i < 50 && password_in(server.logs()).empty(); ++i)
+      std::this_thread::sleep_for(50ms);
+    first = password_in(server.logs());
+    ASSERT_FALSE(first.empty()) << server.logs();
+    auto r =
+        http_request(server.port(), "POST", "/v1/auth/login",
+                     nlohmann::json{{"email", "admin@gpurent.local"}, {"password", first}}.dump(),
+                     {{"Content-Type", "application/json"}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["user"]["is_platform_admin"], true);
+  }
+  ServerProcess again(
+      {.database_url = db.url(), .flags = {"--demo=true", "--data_dir=" + dir + "/pg"}});
+  for (int i = 0; i < 50 && password_in(again.logs()).empty(); ++i)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(password_in(again.logs()), first) << "a restart prints the same login";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Lifecycle, ReplicasStartTogetherOnOneDatabase) {
   TestDatabase db(TestDatabase::Kind::kEmpty);  // both must race to migrate it
   std::vector<std::unique_ptr<ServerProcess>> replicas;
