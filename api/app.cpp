@@ -3,18 +3,21 @@
 
 #include "api/auth.h"
 #include "api/handlers/auth_handlers.h"
+#include "api/handlers/member_handlers.h"
 #include "api/handlers/ops_handlers.h"
 #include "api/handlers/ssh_key_handlers.h"
 #include "api/handlers/test_handlers.h"
 #include "api/handlers/token_handlers.h"
 #include "api/http_server.h"
 #include "api/openapi.h"
+#include "api/rate_limiter.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/embedded_postgres.h"
 #include "core/error.h"
 #include "core/worker_pool.h"
 #include "identity/identity_store.h"
+#include "identity/member_store.h"
 #include "identity/password.h"
 #include "identity/ssh_key_store.h"
 #include "identity/token_store.h"
@@ -174,6 +177,7 @@ int run_server(const Config& config) {
   const Clock& clock = config.test_mode ? static_cast<const Clock&>(test_clock) : system_clock;
   identity::IdentityStore identity_store(pool, clock);
   identity::SshKeyStore ssh_key_store(pool, clock);
+  identity::MemberStore member_store(pool, clock);
   identity::TokenStore token_store(pool, clock);
   http::Authenticator authenticator(
       identity_store, token_store,
@@ -184,13 +188,18 @@ int run_server(const Config& config) {
   ops.pool = &pool;
   ops.expected_schema_version = expected_schema_version();
   http::add_ops_routes(router, ops);
-  http::AuthRoutesState auth_state{
-      .store = &identity_store, .auth = &authenticator, .signup_enabled = config.signup_enabled};
+  http::LoginThrottle login_throttle;
+  http::AuthRoutesState auth_state{.store = &identity_store,
+                                   .auth = &authenticator,
+                                   .signup_enabled = config.signup_enabled,
+                                   .login_throttle = &login_throttle};
   http::add_auth_routes(router, auth_state);
   http::TokenRoutesState token_state{.store = &token_store, .auth = &authenticator};
   http::add_token_routes(router, token_state);
   http::SshKeyRoutesState ssh_key_state{.store = &ssh_key_store, .auth = &authenticator};
   http::add_ssh_key_routes(router, ssh_key_state);
+  http::MemberRoutesState member_state{.store = &member_store, .auth = &authenticator};
+  http::add_member_routes(router, member_state);
   http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
   if (config.test_mode) {
     spdlog::warn("test mode: test clock and test-only routes are enabled");
@@ -206,6 +215,9 @@ int run_server(const Config& config) {
       std::make_shared<const std::string>(http::build_openapi(router, GPURENT_VERSION).dump());
 
   http::StaticFiles static_files(config.web_root);
+  http::RateLimiters rate_limiters(config.rate_limit_per_credential,
+                                   config.rate_limit_burst_per_credential, config.rate_limit_per_ip,
+                                   config.rate_limit_burst_per_ip);
   http::HttpServer server({.host = config.listen_host,
                            .port = config.listen_port,
                            .io_threads = config.io_threads,
@@ -215,7 +227,8 @@ int run_server(const Config& config) {
                            .write_timeout = config.http_write_timeout,
                            .idle_timeout = config.http_idle_timeout,
                            .pipeline_limit = config.http_pipeline_limit,
-                           .shutdown_deadline = config.shutdown_deadline},
+                           .shutdown_deadline = config.shutdown_deadline,
+                           .rate_limiters = &rate_limiters},
                           router, metrics, workers, &static_files);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();

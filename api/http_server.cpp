@@ -4,6 +4,7 @@
 #include "api/http_server.h"
 
 #include "api/dispatch.h"
+#include "api/rate_limiter.h"
 #include "api/responses.h"
 #include "api/wire.h"
 #include "core/error.h"
@@ -281,6 +282,16 @@ class Session : public std::enable_shared_from_this<Session> {
     Request view;
     fill_view(view, message, headers, request_id, remote_ip_);
     RouteMatch match = server_.router.match(view.method, view.path);
+    bool found = match.kind == RouteMatch::Kind::kFound;
+
+    // Probes are never limited; everything else, matched or not, is charged.
+    if (server_.options.rate_limiters && !(found && match.route->quiet)) {
+      if (auto refused = admit(view, *server_.options.rate_limiters)) {
+        std::size_t slot = found ? match.route->index : server_.metrics.unmatched_slot();
+        complete(seq, view, std::move(*refused), slot, false);
+        return do_read();
+      }
+    }
 
     if (match.kind == RouteMatch::Kind::kFound && match.route->execution == Execution::kWorker) {
       auto owned = std::make_shared<OwnedRequest>(parser_->release());

@@ -12,6 +12,8 @@
 
 namespace gpurent::http {
 
+struct RateLimiters;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   unsigned short port = 8080;
@@ -23,6 +25,7 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{60'000};
   std::size_t pipeline_limit = 8;
   std::chrono::milliseconds shutdown_deadline{15'000};
+  RateLimiters* rate_limiters = nullptr;  // none: nothing is limited
 };
 
 class HttpServer {

@@ -152,6 +152,24 @@ const std::vector<Field>& fields() {
          c.session_absolute =
              std::chrono::duration_cast<std::chrono::seconds>(parse_positive_duration(v));
        }},
+      {{"rate_limit_per_credential", "GPURENT_RATE_LIMIT_PER_CREDENTIAL",
+        "requests a second per API token or session, sustained (0: no limit)", "20"},
+       [](Config& c, const std::string& v) {
+         c.rate_limit_per_credential = parse_int(v, 0, 1'000'000);
+       }},
+      {{"rate_limit_burst_per_credential", "GPURENT_RATE_LIMIT_BURST_PER_CREDENTIAL",
+        "requests per API token or session allowed at once above the rate (0: no limit)", "100"},
+       [](Config& c, const std::string& v) {
+         c.rate_limit_burst_per_credential = parse_int(v, 0, 1'000'000);
+       }},
+      {{"rate_limit_per_ip", "GPURENT_RATE_LIMIT_PER_IP",
+        "requests a second per client address, sustained (0: no limit)", "50"},
+       [](Config& c, const std::string& v) { c.rate_limit_per_ip = parse_int(v, 0, 1'000'000); }},
+      {{"rate_limit_burst_per_ip", "GPURENT_RATE_LIMIT_BURST_PER_IP",
+        "requests per client address allowed at once above the rate (0: no limit)", "200"},
+       [](Config& c, const std::string& v) {
+         c.rate_limit_burst_per_ip = parse_int(v, 0, 1'000'000);
+       }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

@@ -39,6 +39,12 @@ struct Config {
   std::chrono::seconds session_idle{12 * 3600};
   std::chrono::seconds session_absolute{7 * 24 * 3600};
 
+  // Rate limits (requests a second, and the burst allowed above that); 0 disables one.
+  int rate_limit_per_credential = 20;
+  int rate_limit_burst_per_credential = 100;
+  int rate_limit_per_ip = 50;
+  int rate_limit_burst_per_ip = 200;
+
   // Logging.
   LogFormat log_format = LogFormat::kAuto;
   std::string log_level = "info";

@@ -2,12 +2,15 @@
 #include "api/handlers/auth_handlers.h"
 
 #include "api/json_body.h"
+#include "api/rate_limiter.h"
 #include "api/responses.h"
 #include "core/crypto.h"
 #include "core/error.h"
 #include "identity/password.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 namespace gpurent::http {
 namespace {
@@ -57,6 +60,28 @@ std::string session_cookie(const Request& r, const std::string& value, long long
   // Behind a TLS-terminating proxy the browser must only send the cookie over TLS.
   if (r.header("X-Forwarded-Proto") == "https") cookie += "; Secure";
   return cookie;
+}
+
+// Failed sign-ins are counted per account and per address; once either has run out,
+// no password is checked at all, so guessing stops even when the guess would be right.
+struct LoginKeys {
+  std::string account;
+  std::string ip;
+};
+
+LoginKeys login_keys(const Request& r, const std::string& email) {
+  LoginKeys keys{"acct:" + trimmed(email), "ip:" + std::string(r.remote_ip)};
+  for (char& c : keys.account) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return keys;
+}
+
+std::optional<Response> login_refused(LoginThrottle& throttle, const LoginKeys& keys) {
+  auto account = throttle.per_account.check(keys.account);
+  auto ip = throttle.per_ip.check(keys.ip);
+  if (account.allowed && ip.allowed) return std::nullopt;
+  return rate_limited_response(std::max(account.retry_after_seconds, ip.retry_after_seconds));
 }
 
 }  // namespace
@@ -111,9 +136,17 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
              std::string email = in.required_string("email", 254);
              std::string password = in.required_string("password", 1024);
              in.finish();
+             LoginKeys keys = login_keys(req, email);
+             if (state.login_throttle) {
+               if (auto refused = login_refused(*state.login_throttle, keys)) return *refused;
+             }
              auto login = state.store->find_login(trimmed(email));
              bool ok = identity::verify_password(password, login ? login->second : dummy_hash());
              if (!login || !ok) {
+               if (state.login_throttle) {
+                 state.login_throttle->per_account.take(keys.account);
+                 state.login_throttle->per_ip.take(keys.ip);
+               }
                state.store->audit("user.login_failed", std::nullopt,
                                   login ? std::optional(login->first.id) : std::nullopt,
                                   login ? login->first.id : "", audit_context(req));

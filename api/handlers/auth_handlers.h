@@ -7,10 +7,13 @@
 
 namespace gpurent::http {
 
+struct LoginThrottle;
+
 struct AuthRoutesState {
   identity::IdentityStore* store = nullptr;
   Authenticator* auth = nullptr;
   bool signup_enabled = true;
+  LoginThrottle* login_throttle = nullptr;  // none: failed logins are not throttled
 };
 
 void add_auth_routes(Router& router, AuthRoutesState& state);

@@ -76,6 +76,10 @@ void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.db_pool_wait, b.db_pool_wait);
   EXPECT_EQ(a.db_statement_timeout, b.db_statement_timeout);
   EXPECT_EQ(a.migrate_on_start, b.migrate_on_start);
+  EXPECT_EQ(a.rate_limit_per_credential, b.rate_limit_per_credential);
+  EXPECT_EQ(a.rate_limit_burst_per_credential, b.rate_limit_burst_per_credential);
+  EXPECT_EQ(a.rate_limit_per_ip, b.rate_limit_per_ip);
+  EXPECT_EQ(a.rate_limit_burst_per_ip, b.rate_limit_burst_per_ip);
   EXPECT_EQ(a.log_format, b.log_format);
   EXPECT_EQ(a.log_level, b.log_level);
   EXPECT_EQ(a.test_mode, b.test_mode);
@@ -98,6 +102,8 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.log_format, LogFormat::kAuto);
   EXPECT_EQ(c.log_level, "info");
   EXPECT_FALSE(c.test_mode);
+  EXPECT_EQ(c.rate_limit_per_credential, 20);
+  EXPECT_EQ(c.rate_limit_burst_per_ip, 200);
   expect_same(c, Config{});
 }
 

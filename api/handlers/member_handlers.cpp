@@ -1,0 +1,131 @@
+// Member routes: each turns one request into one MemberStore call, for the caller's org only.
+// Owners manage everyone; admins (members:write) manage everyone but owners; anyone may leave.
+#include "api/handlers/member_handlers.h"
+
+#include "api/handlers/auth_handlers.h"
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/id.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent::http {
+namespace {
+
+constexpr std::size_t kMaxEmailBytes = 254;
+constexpr std::size_t kMaxRoleBytes = 32;
+
+identity::AuditContext audit_context(const Request& r) {
+  return {std::string(r.remote_ip), std::string(r.request_id)};
+}
+
+nlohmann::json member_json(const identity::MemberRecord& m) {
+  return {{"user_id", m.user_id}, {"email", m.email}, {"role", m.role}, {"joined_at", m.joined_at}};
+}
+
+std::string validated_role(JsonObjectReader& in) {
+  std::string role = in.required_string("role", kMaxRoleBytes);
+  if (!identity::is_valid_role(role)) {
+    throw Error::invalid_field("role", "must be one of owner, admin, member, billing, viewer");
+  }
+  return role;
+}
+
+identity::OwnerAuthority authority_of(const Principal& p) {
+  return p.role == "owner" ? identity::OwnerAuthority::kMayManageOwners
+                           : identity::OwnerAuthority::kCannotManageOwners;
+}
+
+Error no_such_member() {
+  return Error(ErrorCode::kNotFound, "No such member.");
+}
+
+// The user id from the path; a malformed one is simply a member that does not exist.
+std::string member_id(const Request& req) {
+  std::string id(req.path_param("user_id"));
+  if (!is_valid_id(id_prefix::kUser, id)) throw no_such_member();
+  return id;
+}
+
+}  // namespace
+
+void add_member_routes(Router& router, MemberRoutesState& state) {
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/members",
+       .handler =
+           [&state](const Request& req) {
+             Principal p = state.auth->authenticate(req);
+             const std::string& org_id = require_org(p);
+             nlohmann::json items = nlohmann::json::array();
+             for (const auto& m : state.store->list(org_id)) items.push_back(member_json(m));
+             return json_response(200, {{"items", std::move(items)}, {"next_cursor", nullptr}});
+           },
+       .summary = "The organisation's members, in the order they joined.",
+       .tag = "identity"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/members",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const std::string& org_id = require_org(p);
+                    require_scope(p, "members:write");
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    std::string email =
+                        validated_email(in.required_string("email", kMaxEmailBytes));
+                    std::string role = validated_role(in);
+                    in.finish();
+                    auto member = state.store->add_by_email(org_id, email, role, p.user.id,
+                                                            audit_context(req), authority_of(p));
+                    return json_response(201, member_json(member));
+                  },
+              .summary = "Add an existing user to the organisation by email.",
+              .tag = "identity"});
+
+  router.add({.method = Method::kPatch,
+              .pattern = "/v1/members/{user_id}",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const std::string& org_id = require_org(p);
+                    require_scope(p, "members:write");
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    std::string role = validated_role(in);
+                    in.finish();
+                    auto member = state.store->set_role(org_id, member_id(req), role, p.user.id,
+                                                        audit_context(req), authority_of(p));
+                    if (!member) throw no_such_member();
+                    return json_response(200, member_json(*member));
+                  },
+              .summary = "Change a member's role.",
+              .tag = "identity"});
+
+  router.add(
+      {.method = Method::kDelete,
+       .pattern = "/v1/members/{user_id}",
+       .handler =
+           [&state](const Request& req) {
+             Principal p = state.auth->authenticate(req);
+             const std::string& org_id = require_org(p);
+             std::string user_id = member_id(req);
+             // Leaving needs no permission; removing someone else does.
+             bool leaving = user_id == p.user.id;
+             if (!leaving) require_scope(p, "members:write");
+             auto authority =
+                 leaving ? identity::OwnerAuthority::kMayManageOwners : authority_of(p);
+             if (!state.store->remove(org_id, user_id, p.user.id, audit_context(req), authority)) {
+               throw no_such_member();
+             }
+             Response r;
+             r.status = 204;
+             return r;
+           },
+       .summary = "Remove a member from the organisation (or leave it).",
+       .tag = "identity"});
+}
+
+}  // namespace gpurent::http

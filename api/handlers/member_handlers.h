@@ -1,0 +1,17 @@
+// Members of the caller's organisation (API.md "Identity and tenancy": /v1/members).
+#pragma once
+
+#include "api/auth.h"
+#include "api/router.h"
+#include "identity/member_store.h"
+
+namespace gpurent::http {
+
+struct MemberRoutesState {
+  identity::MemberStore* store = nullptr;
+  Authenticator* auth = nullptr;
+};
+
+void add_member_routes(Router& router, MemberRoutesState& state);
+
+}  // namespace gpurent::http

@@ -1,0 +1,175 @@
+// MemberStore: named, parameterised statements over memberships; every one filters by org.
+// Changes that could remove an owner lock the org's row first, so two of them in one org
+// run one after the other and the owner count they read is the one they leave behind.
+#include "identity/member_store.h"
+
+#include "core/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+namespace gpurent::identity {
+namespace {
+
+// Timestamps leave the database as RFC 3339 UTC with second precision, as the API prints them.
+#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+#define MEMBER_COLUMNS "m.user_id, u.email, m.role, " RFC3339("m.created_at")
+
+constexpr Statement kListMembers = {"member_list",
+                                    "SELECT " MEMBER_COLUMNS
+                                    " FROM memberships m JOIN users u ON u.id = m.user_id"
+                                    " WHERE m.org_id = $1 ORDER BY m.created_at, m.user_id"};
+constexpr Statement kGetMember = {"member_get",
+                                  "SELECT " MEMBER_COLUMNS
+                                  " FROM memberships m JOIN users u ON u.id = m.user_id"
+                                  " WHERE m.org_id = $1 AND m.user_id = $2"};
+constexpr Statement kFindUserByEmail = {
+    "member_find_user_by_email",
+    "SELECT id FROM users WHERE lower(email) = lower($1) AND disabled_at IS NULL"};
+constexpr Statement kInsertMember = {
+    "member_insert",
+    "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)"
+    " ON CONFLICT DO NOTHING"};
+constexpr Statement kLockOrg = {"member_lock_org", "SELECT id FROM orgs WHERE id = $1 FOR UPDATE"};
+constexpr Statement kCountOwners = {
+    "member_count_owners", "SELECT count(*) FROM memberships WHERE org_id = $1 AND role = 'owner'"};
+constexpr Statement kUpdateRole = {
+    "member_update_role", "UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"};
+constexpr Statement kDeleteMember = {"member_delete",
+                                     "DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"};
+constexpr Statement kInsertAudit = {
+    "member_insert_audit",
+    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
+
+// Microsecond precision, so the order of joining survives within one second.
+std::string timestamp_text(Timestamp t) {
+  auto us = t.time_since_epoch().count();
+  auto base = format_rfc3339(std::chrono::floor<std::chrono::seconds>(t));
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%06lld",
+                static_cast<long long>(((us % 1000000) + 1000000) % 1000000));
+  std::string out = base.substr(0, base.size() - 1);
+  out.append(frac).append("Z");
+  return out;
+}
+
+MemberRecord record_from(const pqxx::row& row) {
+  return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
+          row[3].as<std::string>()};
+}
+
+Error last_owner() {
+  return Error(ErrorCode::kConflict, "An organisation needs at least one owner.",
+               {{"reason", "last_owner"}});
+}
+
+Error owners_only() {
+  return Error(ErrorCode::kForbidden, "Only an owner may grant, change or remove the owner role.");
+}
+
+// The member's record with the org row locked, or nullopt when they are not a member.
+std::optional<MemberRecord> locked_member(PgPool::Lease& lease, pqxx::work& tx,
+                                          const std::string& org_id, const std::string& user_id) {
+  lease.exec(tx, kLockOrg, org_id);
+  auto rows = lease.exec(tx, kGetMember, org_id, user_id);
+  if (rows.empty()) return std::nullopt;
+  return record_from(rows[0]);
+}
+
+// Throws unless the org keeps another owner once `member` stops being one.
+void require_another_owner(PgPool::Lease& lease, pqxx::work& tx, const std::string& org_id,
+                           const MemberRecord& member) {
+  if (member.role != "owner") return;
+  if (lease.exec(tx, kCountOwners, org_id)[0][0].as<long long>() <= 1) throw last_owner();
+}
+
+}  // namespace
+
+std::vector<MemberRecord> MemberStore::list(const std::string& org_id) {
+  return pool_.transact("member_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::vector<MemberRecord> out;
+    for (const auto& row : lease.exec(tx, kListMembers, org_id)) out.push_back(record_from(row));
+    return out;
+  });
+}
+
+std::optional<MemberRecord> MemberStore::get(const std::string& org_id,
+                                             const std::string& user_id) {
+  return pool_.transact("member_get", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = lease.exec(tx, kGetMember, org_id, user_id);
+    std::optional<MemberRecord> out;
+    if (!rows.empty()) out = record_from(rows[0]);
+    return out;
+  });
+}
+
+MemberRecord MemberStore::add_by_email(const std::string& org_id, const std::string& email,
+                                       const std::string& role, const std::string& actor_user_id,
+                                       const AuditContext& ctx, OwnerAuthority authority) {
+  if (!is_valid_role(role)) throw Error::invalid_field("role", "is not a role");
+  if (role == "owner" && authority != OwnerAuthority::kMayManageOwners) throw owners_only();
+  return pool_.transact("member_add", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto users = lease.exec(tx, kFindUserByEmail, email);
+    // Says nothing more: whether the address is unknown or disabled is not the caller's business.
+    if (users.empty()) {
+      throw Error(ErrorCode::kNotFound,
+                  "No user with this email; they need to sign up before they can be added.",
+                  {{"field", "email"}});
+    }
+    auto user_id = users[0][0].as<std::string>();
+    auto now = timestamp_text(clock_.now());
+    if (lease.exec(tx, kInsertMember, org_id, user_id, role, now).affected_rows() == 0) {
+      throw Error(ErrorCode::kConflict, "This user is already a member of the organisation.",
+                  {{"field", "email"}, {"user_id", user_id}});
+    }
+    nlohmann::json details = {{"role", role}};
+    lease.exec(tx, kInsertAudit, now, org_id, actor_user_id, "member.add", user_id, ctx.ip,
+               ctx.request_id, details.dump());
+    return record_from(lease.exec(tx, kGetMember, org_id, user_id)[0]);
+  });
+}
+
+std::optional<MemberRecord> MemberStore::set_role(
+    const std::string& org_id, const std::string& user_id, const std::string& role,
+    const std::string& actor_user_id, const AuditContext& ctx, OwnerAuthority authority) {
+  if (!is_valid_role(role)) throw Error::invalid_field("role", "is not a role");
+  return pool_.transact(
+      "member_set_role", [&](PgPool::Lease& lease, pqxx::work& tx) -> std::optional<MemberRecord> {
+        auto member = locked_member(lease, tx, org_id, user_id);
+        if (!member) return std::nullopt;
+        if (authority != OwnerAuthority::kMayManageOwners &&
+            (member->role == "owner" || role == "owner")) {
+          throw owners_only();
+        }
+        if (member->role == role) return member;
+        if (role != "owner") require_another_owner(lease, tx, org_id, *member);
+        lease.exec(tx, kUpdateRole, org_id, user_id, role);
+        nlohmann::json details = {{"from", member->role}, {"to", role}};
+        lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id,
+                   "member.role_change", user_id, ctx.ip, ctx.request_id, details.dump());
+        member->role = role;
+        return member;
+      });
+}
+
+bool MemberStore::remove(const std::string& org_id, const std::string& user_id,
+                         const std::string& actor_user_id, const AuditContext& ctx,
+                         OwnerAuthority authority) {
+  return pool_.transact("member_remove", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto member = locked_member(lease, tx, org_id, user_id);
+    if (!member) return false;
+    if (authority != OwnerAuthority::kMayManageOwners && member->role == "owner") {
+      throw owners_only();
+    }
+    require_another_owner(lease, tx, org_id, *member);
+    lease.exec(tx, kDeleteMember, org_id, user_id);
+    nlohmann::json details = {{"role", member->role}, {"email", member->email}};
+    lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id,
+               "member.remove", user_id, ctx.ip, ctx.request_id, details.dump());
+    return true;
+  });
+}
+
+}  // namespace gpurent::identity

@@ -1,0 +1,266 @@
+// MemberStore against a real PostgreSQL: adding by email, roles, tenant isolation, the
+// last-owner rule under concurrency, and audit rows.
+#include "identity/member_store.h"
+
+#include "core/error.h"
+#include "identity/identity_store.h"
+#include "tests/support/pg_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include <atomic>
+#include <thread>
+
+namespace gpurent::identity {
+namespace {
+
+using testing::TestDatabase;
+using namespace std::chrono_literals;
+
+class MemberStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto [u1, o1] = identity_.create_user_with_org("one@example.com", "hash", "One", ctx_);
+    auto [u2, o2] = identity_.create_user_with_org("Two@Example.com", "hash", "Two", ctx_);
+    user1_ = u1.id;
+    org1_ = o1.id;
+    user2_ = u2.id;
+    org2_ = o2.id;
+  }
+
+  int count(const std::string& sql) {
+    pqxx::connection c(db_.url());
+    pqxx::nontransaction tx(c);
+    return tx.exec(sql)[0][0].as<int>();
+  }
+  int owners(const std::string& org_id) {
+    return count("SELECT count(*) FROM memberships WHERE role = 'owner' AND org_id = '" + org_id +
+                 "'");
+  }
+
+  // Expects `fn` to throw Error with `code`; returns its details.
+  template <typename Fn>
+  nlohmann::json expect_error(ErrorCode code, Fn&& fn) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error thrown";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      return e.details();
+    }
+    return {};
+  }
+
+  TestDatabase db_;
+  PgPool pool_{{.url = db_.url(), .size = 8}};
+  TestClock clock_;
+  IdentityStore identity_{pool_, clock_};
+  MemberStore store_{pool_, clock_};
+  AuditContext ctx_{"203.0.113.7", "req_test"};
+  std::string user1_, org1_, user2_, org2_;
+};
+
+TEST_F(MemberStoreTest, AddListSetRoleRemove) {
+  auto initial = store_.list(org1_);
+  ASSERT_EQ(initial.size(), 1u);
+  EXPECT_EQ(initial[0].user_id, user1_);
+  EXPECT_EQ(initial[0].role, "owner");
+  EXPECT_EQ(initial[0].email, "one@example.com");
+
+  clock_.advance(1ms);
+  // Email is matched case-insensitively; the stored spelling is returned.
+  auto added = store_.add_by_email(org1_, "two@EXAMPLE.com", "viewer", user1_, ctx_);
+  EXPECT_EQ(added.user_id, user2_);
+  EXPECT_EQ(added.email, "Two@Example.com");
+  EXPECT_EQ(added.role, "viewer");
+  EXPECT_EQ(added.joined_at.size(), 20u) << added.joined_at;
+  EXPECT_EQ(added.joined_at.back(), 'Z');
+
+  auto listed = store_.list(org1_);
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].user_id, user1_) << "ordered by joined_at";
+  EXPECT_EQ(listed[1].user_id, user2_);
+  EXPECT_EQ(identity_.role_in(user2_, org1_), "viewer");
+
+  auto changed = store_.set_role(org1_, user2_, "admin", user1_, ctx_);
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(changed->role, "admin");
+  EXPECT_EQ(identity_.role_in(user2_, org1_), "admin");
+
+  EXPECT_TRUE(store_.remove(org1_, user2_, user1_, ctx_));
+  EXPECT_FALSE(identity_.role_in(user2_, org1_));
+  EXPECT_EQ(store_.list(org1_).size(), 1u);
+  EXPECT_FALSE(store_.remove(org1_, user2_, user1_, ctx_)) << "no longer a member";
+  EXPECT_FALSE(store_.set_role(org1_, user2_, "admin", user1_, ctx_));
+}
+
+TEST_F(MemberStoreTest, UnknownEmailIsNotFoundAndRevealsNothing) {
+  auto details = expect_error(ErrorCode::kNotFound, [&] {
+    store_.add_by_email(org1_, "nobody@example.com", "member", user1_, ctx_);
+  });
+  EXPECT_FALSE(details.contains("user_id"));
+  // A disabled user is indistinguishable from an unknown one.
+  count("WITH u AS (UPDATE users SET disabled_at = now() WHERE id = '" + user2_ +
+        "' RETURNING 1) SELECT count(*) FROM u");
+  expect_error(ErrorCode::kNotFound,
+               [&] { store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_); });
+  EXPECT_EQ(store_.list(org1_).size(), 1u);
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'member.add'"), 0);
+}
+
+TEST_F(MemberStoreTest, AlreadyAMemberIsConflict) {
+  store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_);
+  expect_error(ErrorCode::kConflict,
+               [&] { store_.add_by_email(org1_, "TWO@example.com", "admin", user1_, ctx_); });
+  expect_error(ErrorCode::kConflict,
+               [&] { store_.add_by_email(org1_, "one@example.com", "viewer", user1_, ctx_); });
+  EXPECT_EQ(identity_.role_in(user2_, org1_), "member") << "the refused add changed nothing";
+  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'member.add'"), 1);
+}
+
+TEST_F(MemberStoreTest, InvalidRoleIsInvalidRequestNamingRole) {
+  for (std::string bad : {"", "Owner", "superuser", "owner'; --"}) {
+    auto d = expect_error(ErrorCode::kInvalidRequest, [&] {
+      store_.add_by_email(org1_, "two@example.com", bad, user1_, ctx_);
+    });
+    EXPECT_EQ(d["field"], "role");
+    d = expect_error(ErrorCode::kInvalidRequest,
+                     [&] { store_.set_role(org1_, user1_, bad, user1_, ctx_); });
+    EXPECT_EQ(d["field"], "role");
+  }
+}
+
+TEST_F(MemberStoreTest, AnotherOrgCanNeitherSeeNorChangeMembers) {
+  store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_);
+  for (const auto& m : store_.list(org2_)) EXPECT_NE(m.user_id, user1_);
+  EXPECT_EQ(store_.list(org2_).size(), 1u);
+  EXPECT_FALSE(store_.get(org2_, user1_));
+  // user2 owns org2 and is a member of org1; acting for org2 reaches nobody in org1.
+  EXPECT_FALSE(store_.set_role(org2_, user1_, "viewer", user2_, ctx_));
+  EXPECT_FALSE(store_.remove(org2_, user1_, user2_, ctx_));
+  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action LIKE 'member.%' AND org_id = '" +
+                  org2_ + "'"),
+            0);
+}
+
+TEST_F(MemberStoreTest, LastOwnerCanBeNeitherRemovedNorDemoted) {
+  auto d = expect_error(ErrorCode::kConflict, [&] { store_.remove(org1_, user1_, user1_, ctx_); });
+  EXPECT_EQ(d["reason"], "last_owner");
+  for (std::string role : {"admin", "member", "billing", "viewer"}) {
+    d = expect_error(ErrorCode::kConflict,
+                     [&] { store_.set_role(org1_, user1_, role, user1_, ctx_); });
+    EXPECT_EQ(d["reason"], "last_owner");
+  }
+  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
+  // Re-stating the role is not a demotion.
+  EXPECT_EQ(store_.set_role(org1_, user1_, "owner", user1_, ctx_)->role, "owner");
+
+  // With a second owner either may go, but not both.
+  store_.add_by_email(org1_, "two@example.com", "owner", user1_, ctx_);
+  EXPECT_EQ(store_.set_role(org1_, user1_, "admin", user2_, ctx_)->role, "admin");
+  expect_error(ErrorCode::kConflict, [&] { store_.remove(org1_, user2_, user2_, ctx_); });
+  EXPECT_TRUE(store_.remove(org1_, user1_, user2_, ctx_));
+  EXPECT_EQ(owners(org1_), 1);
+}
+
+TEST_F(MemberStoreTest, WithoutOwnerAuthorityOwnersAreUntouchable) {
+  auto admin = identity_.create_user_with_org("admin@example.com", "hash", "A", ctx_).first;
+  store_.add_by_email(org1_, "admin@example.com", "admin", user1_, ctx_);
+  store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_);
+  auto no = OwnerAuthority::kCannotManageOwners;
+  expect_error(ErrorCode::kForbidden,
+               [&] { store_.set_role(org1_, user1_, "admin", admin.id, ctx_, no); });
+  expect_error(ErrorCode::kForbidden,
+               [&] { store_.set_role(org1_, user2_, "owner", admin.id, ctx_, no); });
+  expect_error(ErrorCode::kForbidden, [&] { store_.remove(org1_, user1_, admin.id, ctx_, no); });
+  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
+  EXPECT_EQ(identity_.role_in(user2_, org1_), "member");
+  EXPECT_EQ(store_.set_role(org1_, user2_, "billing", admin.id, ctx_, no)->role, "billing");
+  EXPECT_TRUE(store_.remove(org1_, user2_, admin.id, ctx_, no));
+}
+
+// Two owners removing (or demoting) each other at the same moment: the org lock makes one
+// of them wait and then see that the other is the last owner.
+TEST_F(MemberStoreTest, OwnersRemovingEachOtherConcurrentlyNeverLeaveAnOrgWithoutOwner) {
+  constexpr int kIterations = 40;
+  int both_succeeded = 0;
+  for (int i = 0; i < kIterations; ++i) {
+    auto n = std::to_string(i);
+    auto [a, org] = identity_.create_user_with_org("a" + n + "@race.example", "h", "Race", ctx_);
+    auto b = identity_.create_user_with_org("b" + n + "@race.example", "h", "B", ctx_).first;
+    store_.add_by_email(org.id, b.email, "owner", a.id, ctx_);
+    bool demote = i % 2 == 1;
+    std::atomic<int> ready{0}, ok{0}, last_owner{0}, other{0};
+    auto act = [&](const std::string& actor, const std::string& target) {
+      ++ready;
+      while (ready.load() < 2) std::this_thread::yield();
+      try {
+        if (demote) {
+          if (store_.set_role(org.id, target, "member", actor, ctx_)) ++ok;
+        } else if (store_.remove(org.id, target, actor, ctx_)) {
+          ++ok;
+        }
+      } catch (const Error& e) {
+        (e.code() == ErrorCode::kConflict && e.details().value("reason", "") == "last_owner"
+             ? last_owner
+             : other)++;
+      }
+    };
+    std::thread t1(act, a.id, b.id);
+    std::thread t2(act, b.id, a.id);
+    t1.join();
+    t2.join();
+    EXPECT_EQ(owners(org.id), 1) << "iteration " << i;
+    EXPECT_EQ(ok.load(), 1) << "iteration " << i;
+    EXPECT_EQ(last_owner.load(), 1) << "iteration " << i;
+    EXPECT_EQ(other.load(), 0) << "iteration " << i;
+    if (ok.load() == 2) ++both_succeeded;
+  }
+  EXPECT_EQ(both_succeeded, 0);
+}
+
+TEST_F(MemberStoreTest, ChangesWriteAuditRowsAndRefusalsWriteNone) {
+  store_.add_by_email(org1_, "two@example.com", "viewer", user1_, ctx_);
+  store_.set_role(org1_, user2_, "admin", user1_, ctx_);
+  store_.remove(org1_, user2_, user1_, ctx_);
+  expect_error(ErrorCode::kConflict, [&] { store_.remove(org1_, user1_, user1_, ctx_); });
+  pqxx::connection c(db_.url());
+  pqxx::nontransaction tx(c);
+  auto rows = tx.exec(
+      "SELECT action, org_id, actor_user_id, target, ip, request_id, details::text"
+      " FROM audit_log WHERE action LIKE 'member.%' ORDER BY id");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0][0].as<std::string>(), "member.add");
+  EXPECT_EQ(rows[1][0].as<std::string>(), "member.role_change");
+  EXPECT_EQ(rows[2][0].as<std::string>(), "member.remove");
+  for (const auto& row : rows) {
+    EXPECT_EQ(row[1].as<std::string>(), org1_);
+    EXPECT_EQ(row[2].as<std::string>(), user1_);
+    EXPECT_EQ(row[3].as<std::string>(), user2_);
+    EXPECT_EQ(row[4].as<std::string>(), "203.0.113.7");
+    EXPECT_EQ(row[5].as<std::string>(), "req_test");
+  }
+  auto add = nlohmann::json::parse(rows[0][6].as<std::string>());
+  EXPECT_EQ(add["role"], "viewer");
+  auto change = nlohmann::json::parse(rows[1][6].as<std::string>());
+  EXPECT_EQ(change["from"], "viewer");
+  EXPECT_EQ(change["to"], "admin");
+  auto removed = nlohmann::json::parse(rows[2][6].as<std::string>());
+  EXPECT_EQ(removed["role"], "admin");
+}
+
+TEST_F(MemberStoreTest, EmailsWithSqlMetacharactersAreOnlyData) {
+  expect_error(ErrorCode::kNotFound, [&] {
+    store_.add_by_email(org1_, "x' OR '1'='1@example.com", "member", user1_, ctx_);
+  });
+  expect_error(ErrorCode::kNotFound,
+               [&] { store_.add_by_email(org1_, "%@example.com", "member", user1_, ctx_); });
+  EXPECT_EQ(store_.list(org1_).size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpurent::identity
