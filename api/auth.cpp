@@ -36,6 +36,10 @@ bool is_unsafe_method(Method method) {
   return method != Method::kGet && method != Method::kHead && method != Method::kOptions;
 }
 
+identity::AuditContext audit_context(const Request& request) {
+  return {std::string(request.remote_ip), std::string(request.request_id)};
+}
+
 const std::string& require_org(const Principal& principal) {
   if (!principal.org_id) {
     throw Error(ErrorCode::kForbidden, "This needs an organisation; choose one first.");

@@ -32,6 +32,9 @@ std::string_view cookie_value(const Request& request, std::string_view name);
 
 bool is_unsafe_method(Method method);
 
+// Who did it and from where, for the audit rows a request writes.
+identity::AuditContext audit_context(const Request& request);
+
 // The org the principal acts for; Error(kForbidden) when it acts for none (a user with
 // no membership, or a platform admin outside any org).
 const std::string& require_org(const Principal& principal);

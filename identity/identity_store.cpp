@@ -1,15 +1,14 @@
 // IdentityStore: named, parameterised statements over the identity tables.
 #include "identity/identity_store.h"
 
+#include "identity/sql_common.h"
+
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/id.h"
 
 namespace gpurent::identity {
 namespace {
-
-// Timestamps leave the database as RFC 3339 UTC with second precision, as the API prints them.
-#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 constexpr Statement kInsertOrg = {"identity_insert_org",
                                   "INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3)"};
@@ -45,24 +44,9 @@ constexpr Statement kDeleteSession = {"identity_delete_session",
                                       "DELETE FROM sessions WHERE id_hash = $1"};
 constexpr Statement kSetSessionOrg = {"identity_set_session_org",
                                       "UPDATE sessions SET current_org_id = $2 WHERE id_hash = $1"};
-constexpr Statement kInsertAudit = {
-    "identity_insert_audit",
-    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
-
 std::string random_token(std::size_t bytes) {
   auto raw = crypto::random_bytes(bytes);
   return crypto::to_hex(raw.data(), raw.size());
-}
-
-std::string timestamp_text(Timestamp t) {
-  // Microsecond precision, so ordering within one second survives.
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  auto base = format_rfc3339(t);
-  char frac[16];
-  std::snprintf(frac, sizeof frac, ".%06lld",
-                static_cast<long long>(((us % 1000000) + 1000000) % 1000000));
-  return base.substr(0, base.size() - 1) + frac + "Z";
 }
 
 User user_from(const pqxx::row& row) {
@@ -84,7 +68,7 @@ std::pair<User, Org> IdentityStore::create_user_with_org(const std::string& emai
                                                          const std::string& org_name,
                                                          const AuditContext& audit_ctx) {
   return pool_.transact("identity_signup", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto now = timestamp_text(clock_.now());
+    auto now = sql_timestamp(clock_.now());
     User user{new_id(id_prefix::kUser), email, false, format_rfc3339(clock_.now())};
     Org org{new_id(id_prefix::kOrg), org_name};
     if (lease.exec(tx, kInsertUser, user.id, email, password_hash, false, now).empty()) {
@@ -93,7 +77,7 @@ std::pair<User, Org> IdentityStore::create_user_with_org(const std::string& emai
     }
     lease.exec(tx, kInsertOrg, org.id, org.name, now);
     lease.exec(tx, kInsertMembership, org.id, user.id, "owner", now);
-    lease.exec(tx, kInsertAudit, now, org.id, user.id, "user.signup", user.id, audit_ctx.ip,
+    lease.exec(tx, kInsertAuditRow, now, org.id, user.id, "user.signup", user.id, audit_ctx.ip,
                audit_ctx.request_id, "{}");
     return std::make_pair(user, org);
   });
@@ -102,14 +86,14 @@ std::pair<User, Org> IdentityStore::create_user_with_org(const std::string& emai
 User IdentityStore::create_platform_admin(const std::string& email,
                                           const std::string& password_hash) {
   return pool_.transact("identity_create_admin", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto now = timestamp_text(clock_.now());
+    auto now = sql_timestamp(clock_.now());
     User user{new_id(id_prefix::kUser), email, true, format_rfc3339(clock_.now())};
     if (lease.exec(tx, kInsertUser, user.id, email, password_hash, true, now).empty()) {
       throw Error(ErrorCode::kConflict, "An account with this email already exists.",
                   {{"field", "email"}});
     }
-    lease.exec(tx, kInsertAudit, now, nullptr, nullptr, "admin.create_platform_admin", user.id, "",
-               "", "{}");
+    lease.exec(tx, kInsertAuditRow, now, nullptr, nullptr, "admin.create_platform_admin", user.id,
+               "", "", "{}");
     return user;
   });
 }
@@ -149,7 +133,7 @@ NewSession IdentityStore::create_session(const std::string& user_id,
   pool_.transact("identity_create_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
     auto now = clock_.now();
     lease.exec(tx, kInsertSession, crypto::sha256_hex(s.cookie_value), user_id, current_org_id,
-               s.csrf_token, timestamp_text(now), timestamp_text(now + policy.absolute), ip);
+               s.csrf_token, sql_timestamp(now), sql_timestamp(now + policy.absolute), ip);
   });
   return s;
 }
@@ -158,7 +142,7 @@ std::optional<Session> IdentityStore::find_session(const std::string& cookie_val
                                                    const SessionPolicy& policy) {
   std::string id_hash = crypto::sha256_hex(cookie_value);
   return pool_.transact("identity_find_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kTouchSession, id_hash, timestamp_text(clock_.now()),
+    auto rows = lease.exec(tx, kTouchSession, id_hash, sql_timestamp(clock_.now()),
                            static_cast<long long>(policy.idle.count()));
     std::optional<Session> out;
     if (rows.empty()) return out;
@@ -190,7 +174,7 @@ void IdentityStore::audit(const std::string& action, const std::optional<std::st
                           const std::string& target, const AuditContext& ctx,
                           const std::string& details_json) {
   pool_.transact("identity_audit", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id, action,
+    lease.exec(tx, kInsertAuditRow, sql_timestamp(clock_.now()), org_id, actor_user_id, action,
                target, ctx.ip, ctx.request_id, details_json);
   });
 }

@@ -3,6 +3,8 @@
 // run one after the other and the owner count they read is the one they leave behind.
 #include "identity/member_store.h"
 
+#include "identity/sql_common.h"
+
 #include "core/error.h"
 
 #include <nlohmann/json.hpp>
@@ -12,8 +14,6 @@
 namespace gpurent::identity {
 namespace {
 
-// Timestamps leave the database as RFC 3339 UTC with second precision, as the API prints them.
-#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 #define MEMBER_COLUMNS "m.user_id, u.email, m.role, " RFC3339("m.created_at")
 
 constexpr Statement kListMembers = {"member_list",
@@ -38,23 +38,6 @@ constexpr Statement kUpdateRole = {
     "member_update_role", "UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"};
 constexpr Statement kDeleteMember = {"member_delete",
                                      "DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"};
-constexpr Statement kInsertAudit = {
-    "member_insert_audit",
-    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
-
-// Microsecond precision, so the order of joining survives within one second.
-std::string timestamp_text(Timestamp t) {
-  auto us = t.time_since_epoch().count();
-  auto base = format_rfc3339(std::chrono::floor<std::chrono::seconds>(t));
-  char frac[16];
-  std::snprintf(frac, sizeof frac, ".%06lld",
-                static_cast<long long>(((us % 1000000) + 1000000) % 1000000));
-  std::string out = base.substr(0, base.size() - 1);
-  out.append(frac).append("Z");
-  return out;
-}
-
 MemberRecord record_from(const pqxx::row& row) {
   return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
           row[3].as<std::string>()};
@@ -119,13 +102,13 @@ MemberRecord MemberStore::add_by_email(const std::string& org_id, const std::str
                   {{"field", "email"}});
     }
     auto user_id = users[0][0].as<std::string>();
-    auto now = timestamp_text(clock_.now());
+    auto now = sql_timestamp(clock_.now());
     if (lease.exec(tx, kInsertMember, org_id, user_id, role, now).affected_rows() == 0) {
       throw Error(ErrorCode::kConflict, "This user is already a member of the organisation.",
                   {{"field", "email"}, {"user_id", user_id}});
     }
     nlohmann::json details = {{"role", role}};
-    lease.exec(tx, kInsertAudit, now, org_id, actor_user_id, "member.add", user_id, ctx.ip,
+    lease.exec(tx, kInsertAuditRow, now, org_id, actor_user_id, "member.add", user_id, ctx.ip,
                ctx.request_id, details.dump());
     return record_from(lease.exec(tx, kGetMember, org_id, user_id)[0]);
   });
@@ -147,7 +130,7 @@ std::optional<MemberRecord> MemberStore::set_role(
         if (role != "owner") require_another_owner(lease, tx, org_id, *member);
         lease.exec(tx, kUpdateRole, org_id, user_id, role);
         nlohmann::json details = {{"from", member->role}, {"to", role}};
-        lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id,
+        lease.exec(tx, kInsertAuditRow, sql_timestamp(clock_.now()), org_id, actor_user_id,
                    "member.role_change", user_id, ctx.ip, ctx.request_id, details.dump());
         member->role = role;
         return member;
@@ -166,7 +149,7 @@ bool MemberStore::remove(const std::string& org_id, const std::string& user_id,
     require_another_owner(lease, tx, org_id, *member);
     lease.exec(tx, kDeleteMember, org_id, user_id);
     nlohmann::json details = {{"role", member->role}, {"email", member->email}};
-    lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id,
+    lease.exec(tx, kInsertAuditRow, sql_timestamp(clock_.now()), org_id, actor_user_id,
                "member.remove", user_id, ctx.ip, ctx.request_id, details.dump());
     return true;
   });

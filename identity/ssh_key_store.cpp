@@ -1,6 +1,8 @@
 // SshKeyStore: named, parameterised statements over ssh_keys; every one filters by org.
 #include "identity/ssh_key_store.h"
 
+#include "identity/sql_common.h"
+
 #include "core/error.h"
 #include "core/id.h"
 
@@ -12,8 +14,6 @@
 namespace gpurent::identity {
 namespace {
 
-// Timestamps leave the database as RFC 3339 UTC with second precision, as the API prints them.
-#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 // The exact creation time in microseconds since the epoch: half of a page cursor.
 #define CURSOR_MICROS "(extract(epoch FROM created_at) * 1000000)::bigint"
 #define KEY_COLUMNS \
@@ -37,23 +37,6 @@ constexpr Statement kGetKey = {
 constexpr Statement kDeleteKey = {
     "ssh_key_delete",
     "DELETE FROM ssh_keys WHERE org_id = $1 AND id = $2 RETURNING name, fingerprint"};
-constexpr Statement kInsertAudit = {
-    "ssh_key_insert_audit",
-    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
-
-// Microsecond precision, so ordering within one second survives.
-std::string timestamp_text(Timestamp t) {
-  auto us = t.time_since_epoch().count();
-  auto base = format_rfc3339(std::chrono::floor<std::chrono::seconds>(t));
-  char frac[16];
-  std::snprintf(frac, sizeof frac, ".%06lld",
-                static_cast<long long>(((us % 1000000) + 1000000) % 1000000));
-  std::string out = base.substr(0, base.size() - 1);
-  out.append(frac).append("Z");
-  return out;
-}
-
 struct Row {
   SshKeyRecord record;
   long long cursor_micros = 0;
@@ -98,7 +81,7 @@ SshKeyRecord SshKeyStore::create(const std::string& org_id, const std::string& n
                                  const SshPublicKey& key, const std::string& created_by,
                                  const AuditContext& ctx) {
   return pool_.transact("ssh_key_create", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto now = timestamp_text(clock_.now());
+    auto now = sql_timestamp(clock_.now());
     auto rows = lease.exec(tx, kInsertKey, new_id(id_prefix::kSshKey), org_id, name, key.type,
                            key.bits, key.canonical(), key.fingerprint, created_by, now);
     if (rows.empty()) {
@@ -107,7 +90,7 @@ SshKeyRecord SshKeyStore::create(const std::string& org_id, const std::string& n
     }
     SshKeyRecord record = row_from(rows[0]).record;
     nlohmann::json details = {{"name", record.name}, {"fingerprint", record.fingerprint}};
-    lease.exec(tx, kInsertAudit, now, org_id, created_by, "ssh_key.create", record.id, ctx.ip,
+    lease.exec(tx, kInsertAuditRow, now, org_id, created_by, "ssh_key.create", record.id, ctx.ip,
                ctx.request_id, details.dump());
     return record;
   });
@@ -119,7 +102,7 @@ SshKeyPage SshKeyStore::list(const std::string& org_id, int limit,
   if (cursor) after = parse_cursor(*cursor);
   return pool_.transact("ssh_key_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
     // One row more than asked says whether another page follows.
-    auto rows = after ? lease.exec(tx, kListAfter, org_id, timestamp_text(after->created_at),
+    auto rows = after ? lease.exec(tx, kListAfter, org_id, sql_timestamp(after->created_at),
                                    after->id, limit + 1)
                       : lease.exec(tx, kListFirst, org_id, limit + 1);
     SshKeyPage page;
@@ -152,7 +135,7 @@ bool SshKeyStore::remove(const std::string& org_id, const std::string& id,
     if (rows.empty()) return false;
     nlohmann::json details = {{"name", rows[0][0].as<std::string>()},
                               {"fingerprint", rows[0][1].as<std::string>()}};
-    lease.exec(tx, kInsertAudit, timestamp_text(clock_.now()), org_id, actor_user_id,
+    lease.exec(tx, kInsertAuditRow, sql_timestamp(clock_.now()), org_id, actor_user_id,
                "ssh_key.delete", id, ctx.ip, ctx.request_id, details.dump());
     return true;
   });

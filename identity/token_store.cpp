@@ -1,6 +1,8 @@
 // TokenStore: hashed token secrets, revocation and expiry checked in the lookup itself.
 #include "identity/token_store.h"
 
+#include "identity/sql_common.h"
+
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/id.h"
@@ -9,8 +11,6 @@
 
 namespace gpurent::identity {
 namespace {
-
-#define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
 constexpr Statement kInsertToken = {
     "token_insert",
@@ -40,11 +40,6 @@ constexpr Statement kAuthenticate = {
     " t.spend_limit_minor, u.id, u.email, u.is_platform_admin, " RFC3339("u.created_at")
     " FROM api_tokens t JOIN live l ON l.id = t.id JOIN users u ON u.id = t.created_by"
     " WHERE u.disabled_at IS NULL"};
-constexpr Statement kAudit = {
-    "token_audit",
-    "INSERT INTO audit_log (at, org_id, actor_user_id, action, target, ip, request_id, details)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"};
-
 std::vector<std::string> split_scopes(const std::string& s) {
   std::vector<std::string> out;
   std::size_t pos = 0;
@@ -97,8 +92,8 @@ std::pair<TokenRecord, std::string> TokenStore::create(
     r.created_at = row[0].as<std::string>();
     r.expires_at = optional_field<std::string>(row[1]);
     nlohmann::json details = {{"name", name}, {"scopes", scopes}};
-    lease.exec(tx, kAudit, format_rfc3339(now), org_id, created_by, "token.create", r.id, ctx.ip,
-               ctx.request_id, details.dump());
+    lease.exec(tx, kInsertAuditRow, format_rfc3339(now), org_id, created_by, "token.create", r.id,
+               ctx.ip, ctx.request_id, details.dump());
   });
   return {r, token};
 }
@@ -129,7 +124,8 @@ bool TokenStore::revoke(const std::string& org_id, const std::string& id, const 
   return pool_.transact("token_revoke", [&](PgPool::Lease& lease, pqxx::work& tx) {
     auto now = format_rfc3339(clock_.now());
     if (lease.exec(tx, kRevokeToken, org_id, id, now).empty()) return false;
-    lease.exec(tx, kAudit, now, org_id, actor, "token.revoke", id, ctx.ip, ctx.request_id, "{}");
+    lease.exec(tx, kInsertAuditRow, now, org_id, actor, "token.revoke", id, ctx.ip, ctx.request_id,
+               "{}");
     return true;
   });
 }

@@ -49,10 +49,6 @@ nlohmann::json me_json(const Principal& p) {
           {"scopes", p.scopes}};
 }
 
-identity::AuditContext audit_context(const Request& r) {
-  return {std::string(r.remote_ip), std::string(r.request_id)};
-}
-
 std::string session_cookie(const Request& r, const std::string& value, long long max_age) {
   std::string cookie(kSessionCookie);
   cookie.append("=").append(value).append("; Path=/; HttpOnly; SameSite=Lax; Max-Age=");

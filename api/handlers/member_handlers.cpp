@@ -16,10 +16,6 @@ namespace {
 constexpr std::size_t kMaxEmailBytes = 254;
 constexpr std::size_t kMaxRoleBytes = 32;
 
-identity::AuditContext audit_context(const Request& r) {
-  return {std::string(r.remote_ip), std::string(r.request_id)};
-}
-
 nlohmann::json member_json(const identity::MemberRecord& m) {
   return {{"user_id", m.user_id}, {"email", m.email}, {"role", m.role}, {"joined_at", m.joined_at}};
 }

@@ -48,10 +48,6 @@ std::string trimmed(const std::string& s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-identity::AuditContext audit_context(const Request& r) {
-  return {std::string(r.remote_ip), std::string(r.request_id)};
-}
-
 nlohmann::json key_json(const identity::SshKeyRecord& k) {
   return {{"id", k.id},
           {"name", k.name},

@@ -57,10 +57,6 @@ std::vector<std::string> read_scopes(const nlohmann::json& body, const Principal
   return scopes;
 }
 
-identity::AuditContext audit_context(const Request& r) {
-  return {std::string(r.remote_ip), std::string(r.request_id)};
-}
-
 }  // namespace
 
 void add_token_routes(Router& router, TokenRoutesState& state) {
