@@ -106,8 +106,8 @@ class SshKeysE2E : public ::testing::Test {
     return {set_cookie.substr(0, set_cookie.find(';')), r.json().value("csrf_token", ""),
             s.json()["user"]["id"], s.json()["org"]["id"]};
   }
-  // A new user who is a member of `org_id` with `role` (the members API does not exist yet,
-  // so the membership row is written directly), acting for that org.
+  // A new user who is a member of `org_id` with `role` (the membership row is written
+  // directly, keeping this test independent of the members API), acting for that org.
   Login member_of(const std::string& org_id, const std::string& role, const std::string& email) {
     Login l = account(email, "Own " + role);
     {
