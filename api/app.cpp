@@ -2,6 +2,8 @@
 #include "api/app.h"
 
 #include "api/auth.h"
+#include "api/handlers/admin_handlers.h"
+#include "api/handlers/audit_handlers.h"
 #include "api/handlers/auth_handlers.h"
 #include "api/handlers/member_handlers.h"
 #include "api/handlers/ops_handlers.h"
@@ -9,15 +11,20 @@
 #include "api/handlers/test_handlers.h"
 #include "api/handlers/token_handlers.h"
 #include "api/http_server.h"
+#include "api/idempotency.h"
 #include "api/openapi.h"
 #include "api/rate_limiter.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/embedded_postgres.h"
 #include "core/error.h"
+#include "core/trusted_proxies.h"
 #include "core/worker_pool.h"
+#include "identity/audit_store.h"
+#include "identity/idempotency_store.h"
 #include "identity/identity_store.h"
 #include "identity/member_store.h"
+#include "identity/org_admin_store.h"
 #include "identity/password.h"
 #include "identity/ssh_key_store.h"
 #include "identity/token_store.h"
@@ -91,6 +98,27 @@ void add_runtime_collectors(http::Metrics& metrics, PgPool& pool, WorkerPool& wo
         static_cast<unsigned long long>(s.broken_total), workers.queued(), workers.busy(),
         GPURENT_VERSION, GPURENT_COMMIT);
     out += buf;
+  });
+}
+
+// Refusals per limiter: a climbing login_account count is someone guessing passwords.
+void add_rate_limit_collector(http::Metrics& metrics, const http::RateLimiters& limiters,
+                              const http::LoginThrottle& login) {
+  metrics.add_collector([&limiters, &login](std::string& out) {
+    out +=
+        "# HELP gpurent_rate_limited_total Requests refused with 429, by limiter.\n"
+        "# TYPE gpurent_rate_limited_total counter\n";
+    auto line = [&out](const char* limiter, const http::RateLimiter& l) {
+      out += "gpurent_rate_limited_total{limiter=\"";
+      out += limiter;
+      out += "\"} ";
+      out += std::to_string(l.refused_total());
+      out += "\n";
+    };
+    line("ip", limiters.per_ip);
+    line("credential", limiters.per_credential);
+    line("login_account", login.per_account);
+    line("login_ip", login.per_ip);
   });
 }
 
@@ -179,6 +207,8 @@ int run_server(const Config& config) {
   identity::SshKeyStore ssh_key_store(pool, clock);
   identity::MemberStore member_store(pool, clock);
   identity::TokenStore token_store(pool, clock);
+  identity::AuditStore audit_store(pool);
+  identity::OrgAdminStore org_admin_store(pool, clock);
   http::Authenticator authenticator(
       identity_store, token_store,
       {.idle = config.session_idle, .absolute = config.session_absolute});
@@ -200,11 +230,21 @@ int run_server(const Config& config) {
   http::add_ssh_key_routes(router, ssh_key_state);
   http::MemberRoutesState member_state{.store = &member_store, .auth = &authenticator};
   http::add_member_routes(router, member_state);
+  http::AuditRoutesState audit_state{.store = &audit_store, .auth = &authenticator};
+  http::add_audit_routes(router, audit_state);
+  http::AdminRoutesState admin_state{
+      .orgs = &org_admin_store, .audit = &audit_store, .auth = &authenticator};
+  http::add_admin_routes(router, admin_state);
   http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
   if (config.test_mode) {
     spdlog::warn("test mode: test clock and test-only routes are enabled");
     http::add_test_routes(router, test_state);
   }
+
+  // Every POST route that takes Idempotency-Key gets it from one place.
+  identity::IdempotencyStore idempotency_store(pool, clock);
+  http::IdempotencyGuard idempotency(idempotency_store, authenticator);
+  router.decorate([&idempotency](const http::Route& r) { return idempotency.wrap(r); });
 
   std::vector<std::string> labels;
   for (const auto& r : router.routes()) labels.push_back(r.pattern);
@@ -218,6 +258,8 @@ int run_server(const Config& config) {
   http::RateLimiters rate_limiters(config.rate_limit_per_credential,
                                    config.rate_limit_burst_per_credential, config.rate_limit_per_ip,
                                    config.rate_limit_burst_per_ip);
+  add_rate_limit_collector(metrics, rate_limiters, login_throttle);
+  TrustedProxies trusted_proxies = TrustedProxies::parse(config.trusted_proxies);
   http::HttpServer server({.host = config.listen_host,
                            .port = config.listen_port,
                            .io_threads = config.io_threads,
@@ -228,7 +270,8 @@ int run_server(const Config& config) {
                            .idle_timeout = config.http_idle_timeout,
                            .pipeline_limit = config.http_pipeline_limit,
                            .shutdown_deadline = config.shutdown_deadline,
-                           .rate_limiters = &rate_limiters},
+                           .rate_limiters = &rate_limiters,
+                           .trusted_proxies = &trusted_proxies},
                           router, metrics, workers, &static_files);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();

@@ -19,6 +19,12 @@ std::vector<std::string> scopes_for_role(std::string_view role) {
   return {};
 }
 
+std::vector<std::string> session_scopes(const identity::User& user, std::string_view role) {
+  auto scopes = scopes_for_role(role);
+  if (user.is_platform_admin) scopes.emplace_back(kAdminScope);
+  return scopes;
+}
+
 std::string_view cookie_value(const Request& request, std::string_view name) {
   std::string_view header = request.header("Cookie");
   while (!header.empty()) {
@@ -55,6 +61,14 @@ void require_scope(const Principal& principal, std::string_view scope) {
               {{"scope", scope}});
 }
 
+void require_platform_admin(const Principal& principal) {
+  bool scoped = std::find(principal.scopes.begin(), principal.scopes.end(), kAdminScope) !=
+                principal.scopes.end();
+  if (!principal.user.is_platform_admin || !scoped) {
+    throw Error(ErrorCode::kForbidden, "This needs a platform administrator.");
+  }
+}
+
 Principal Authenticator::authenticate_token(std::string_view token) const {
   // gpr_ + 64 hex characters; anything else cannot match and is not looked up.
   if (token.size() != 68 || token.substr(0, 4) != "gpr_") {
@@ -73,7 +87,11 @@ Principal Authenticator::authenticate_token(std::string_view token) const {
   p.role = *role;
   auto allowed = scopes_for_role(*role);
   for (const auto& s : t->scopes) {
-    if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) p.scopes.push_back(s);
+    // `admin` is no role's: it holds only while the creator is a platform admin (read
+    // fresh with the token, so a demoted admin's tokens lose it on the next request).
+    bool keep = s == kAdminScope ? t->user.is_platform_admin
+                                 : std::find(allowed.begin(), allowed.end(), s) != allowed.end();
+    if (keep) p.scopes.push_back(s);
   }
   p.token_id = t->token_id;
   p.guardrails = t->guardrails;
@@ -107,9 +125,11 @@ Principal Authenticator::authenticate(const Request& request) const {
     if (auto role = store_.role_in(p.user.id, *session->current_org_id)) {
       p.org_id = session->current_org_id;
       p.role = *role;
-      p.scopes = scopes_for_role(*role);
     }
   }
+  // The user (and so the platform-admin flag) is read with the session on every request:
+  // a demoted admin loses `admin` at once.
+  p.scopes = session_scopes(p.user, p.role);
   return p;
 }
 

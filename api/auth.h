@@ -24,8 +24,15 @@ struct Principal {
   identity::Guardrails guardrails;  // the token's limits (API tokens only)
 };
 
+// The scope of platform administration. It is not an org role's: a platform admin's
+// sessions carry it whatever org they act for, and so may the tokens they create.
+inline constexpr std::string_view kAdminScope = "admin";
+
 // Scopes a role grants to its sessions (API tokens carry their own, within these).
 std::vector<std::string> scopes_for_role(std::string_view role);
+
+// A session's scopes: its role's, plus `admin` when the user is a platform admin.
+std::vector<std::string> session_scopes(const identity::User& user, std::string_view role);
 
 // The value of one cookie from the Cookie header; empty when absent.
 std::string_view cookie_value(const Request& request, std::string_view name);
@@ -41,6 +48,10 @@ const std::string& require_org(const Principal& principal);
 
 // Error(kForbidden) unless the principal's role (sessions) or token carries `scope`.
 void require_scope(const Principal& principal, std::string_view scope);
+
+// Error(kForbidden) unless the user is a platform admin now and the principal carries the
+// `admin` scope (a session of theirs, or a token they granted it).
+void require_platform_admin(const Principal& principal);
 
 class Authenticator {
  public:

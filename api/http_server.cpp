@@ -279,8 +279,19 @@ class Session : public std::enable_shared_from_this<Session> {
             : new_request_id();
 
     BeastHeaders headers(message.base());
+    // Behind a trusted reverse proxy the client is named in X-Forwarded-For; the address
+    // then lives in the request's own string, since the view only points at it.
+    std::string forwarded_client;
+    const TrustedProxies* proxies = server_.options.trusted_proxies;
+    if (proxies && !proxies->empty()) {
+      auto xff = message["X-Forwarded-For"];
+      forwarded_client =
+          proxies->client_address(remote_ip_, std::string_view(xff.data(), xff.size()));
+    }
+    std::string_view client_ip = forwarded_client.empty() ? std::string_view(remote_ip_)
+                                                          : std::string_view(forwarded_client);
     Request view;
-    fill_view(view, message, headers, request_id, remote_ip_);
+    fill_view(view, message, headers, request_id, client_ip);
     RouteMatch match = server_.router.match(view.method, view.path);
     bool found = match.kind == RouteMatch::Kind::kFound;
 
@@ -296,7 +307,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (match.kind == RouteMatch::Kind::kFound && match.route->execution == Execution::kWorker) {
       auto owned = std::make_shared<OwnedRequest>(parser_->release());
       owned->request_id = std::move(request_id);
-      owned->remote_ip = remote_ip_;
+      owned->remote_ip = std::string(client_ip);
       fill_view(owned->view, owned->message, owned->headers, owned->request_id, owned->remote_ip);
       owned->view.path_params = std::move(match.params);
       const Route* route = match.route;

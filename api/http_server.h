@@ -4,6 +4,7 @@
 #include "api/metrics.h"
 #include "api/router.h"
 #include "api/static_files.h"
+#include "core/trusted_proxies.h"
 #include "core/worker_pool.h"
 
 #include <chrono>
@@ -26,6 +27,8 @@ struct ServerOptions {
   std::size_t pipeline_limit = 8;
   std::chrono::milliseconds shutdown_deadline{15'000};
   RateLimiters* rate_limiters = nullptr;  // none: nothing is limited
+  // Peers whose X-Forwarded-For names the client; none or empty: the peer is the client.
+  const TrustedProxies* trusted_proxies = nullptr;
 };
 
 class HttpServer {

@@ -67,6 +67,16 @@ nlohmann::json build_openapi(const Router& router, const std::string& version) {
                         {"schema", {{"type", "string"}}}});
       pos = end;
     }
+    if (r.method == Method::kPost && r.execution == Execution::kWorker && r.idempotency_key) {
+      params.push_back(
+          {{"name", "Idempotency-Key"},
+           {"in", "header"},
+           {"required", false},
+           {"description",
+            "Retrying with the same key and body returns the first response (24 h); another "
+            "body is 422 idempotency_key_reused."},
+           {"schema", {{"type", "string"}, {"minLength", 1}, {"maxLength", 255}}}});
+    }
     if (!params.empty()) op["parameters"] = params;
     paths[r.pattern][lower(method_name(r.method))] = op;
   }

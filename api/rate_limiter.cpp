@@ -104,6 +104,7 @@ std::optional<Response> admit(const Request& request, RateLimiters& limiters) {
     std::string key = "ip:";
     key.append(request.remote_ip);
     if (auto d = limiters.per_ip.take(key); !d.allowed) {
+      limiters.per_ip.record_refusal();
       return rate_limited_response(d.retry_after_seconds);
     }
   }
@@ -117,6 +118,7 @@ std::optional<Response> admit(const Request& request, RateLimiters& limiters) {
     return std::nullopt;  // anonymous: the address's bucket is its only limit
   }
   if (auto d = limiters.per_credential.take(key); !d.allowed) {
+    limiters.per_credential.record_refusal();
     return rate_limited_response(d.retry_after_seconds);
   }
   return std::nullopt;

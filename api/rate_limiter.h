@@ -4,6 +4,7 @@
 #include "api/http_types.h"
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -45,6 +46,10 @@ class RateLimiter {
 
   bool enabled() const { return rate_ > 0 && burst_ > 0; }
   std::size_t size() const;  // keys held now
+  // Requests this limiter turned away since start, for /metrics. Callers record a refusal
+  // when they answer 429 (a take() that finds the bucket empty is not always one).
+  void record_refusal() { refused_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t refused_total() const { return refused_.load(std::memory_order_relaxed); }
 
  private:
   struct Bucket {
@@ -71,6 +76,7 @@ class RateLimiter {
   std::size_t shard_limit_;
   TimeSource now_;
   std::array<Shard, kShards> shards_;
+  std::atomic<std::uint64_t> refused_{0};
 };
 
 // The general request limits: one bucket per credential (API token or session cookie)

@@ -55,4 +55,11 @@ Response error_response(ErrorCode code, std::string message) {
   return error_response(Error(code, std::move(message)));
 }
 
+Response list_response(int status, nlohmann::json items,
+                       const std::optional<std::string>& next_cursor) {
+  return json_response(status, {{"items", std::move(items)},
+                                {"next_cursor", next_cursor ? nlohmann::json(*next_cursor)
+                                                            : nlohmann::json(nullptr)}});
+}
+
 }  // namespace gpurent::http

@@ -26,7 +26,11 @@ struct Route {
   std::string tag;         // OpenAPI grouping
   bool documented = true;  // false for test-only routes
   bool quiet = false;      // access log at debug level (probes that run every second)
-  std::size_t index = 0;   // position in routes(); metrics key
+  // POST routes honour the Idempotency-Key header unless this is false: routes that hand
+  // out or clear credentials (login, logout, sign-up), whose responses must never be
+  // replayed, and test-only routes.
+  bool idempotency_key = true;
+  std::size_t index = 0;  // position in routes(); metrics key
 };
 
 struct RouteMatch {
@@ -43,6 +47,11 @@ class Router {
   void add(Route route);
   RouteMatch match(Method method, std::string_view path) const;
   const std::vector<Route>& routes() const { return routes_; }
+  // Replaces each route's handler with fn(route) (wrapping it in middleware); call before
+  // serving.
+  void decorate(const std::function<Handler(const Route&)>& fn) {
+    for (auto& r : routes_) r.handler = fn(r);
+  }
 
  private:
   struct Segments {

@@ -1,6 +1,8 @@
 // Parses and validates configuration from defaults, a file, the environment and flags.
 #include "core/config.h"
 
+#include "core/trusted_proxies.h"
+
 #include "core/error.h"
 
 #include <algorithm>
@@ -161,6 +163,16 @@ const std::vector<Field>& fields() {
         "requests per API token or session allowed at once above the rate (0: no limit)", "100"},
        [](Config& c, const std::string& v) {
          c.rate_limit_burst_per_credential = parse_int(v, 0, 1'000'000);
+       }},
+      {{"trusted_proxies", "GPURENT_TRUSTED_PROXIES",
+        "reverse proxies whose X-Forwarded-For names the client (addresses, CIDR blocks)", ""},
+       [](Config& c, const std::string& v) {
+         try {
+           TrustedProxies::parse(v);
+         } catch (const std::invalid_argument& e) {
+           throw ConfigError(e.what());
+         }
+         c.trusted_proxies = v;
        }},
       {{"rate_limit_per_ip", "GPURENT_RATE_LIMIT_PER_IP",
         "requests a second per client address, sustained (0: no limit)", "50"},

@@ -44,6 +44,9 @@ struct Config {
   int rate_limit_burst_per_credential = 100;
   int rate_limit_per_ip = 50;
   int rate_limit_burst_per_ip = 200;
+  // Reverse proxies whose X-Forwarded-For is believed (addresses and CIDR blocks, comma
+  // separated); validated at parse time. Empty: the peer address is the client's.
+  std::string trusted_proxies;
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

@@ -6,6 +6,7 @@
 #include "identity/sql_common.h"
 
 #include "core/error.h"
+#include "core/id.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,10 +17,16 @@ namespace {
 
 #define MEMBER_COLUMNS "m.user_id, u.email, m.role, " RFC3339("m.created_at")
 
-constexpr Statement kListMembers = {"member_list",
-                                    "SELECT " MEMBER_COLUMNS
-                                    " FROM memberships m JOIN users u ON u.id = m.user_id"
-                                    " WHERE m.org_id = $1 ORDER BY m.created_at, m.user_id"};
+constexpr Statement kListMembersFirst = {
+    "member_list_first", "SELECT " MEMBER_COLUMNS ", " EPOCH_MICROS("m.created_at")
+                         " FROM memberships m JOIN users u ON u.id = m.user_id"
+                         " WHERE m.org_id = $1 ORDER BY m.created_at, m.user_id LIMIT $2"};
+constexpr Statement kListMembersAfter = {
+    "member_list_after",
+    "SELECT " MEMBER_COLUMNS ", " EPOCH_MICROS("m.created_at")
+    " FROM memberships m JOIN users u ON u.id = m.user_id"
+    " WHERE m.org_id = $1 AND (m.created_at, m.user_id) > ($2::timestamptz, $3)"
+    " ORDER BY m.created_at, m.user_id LIMIT $4"};
 constexpr Statement kGetMember = {"member_get",
                                   "SELECT " MEMBER_COLUMNS
                                   " FROM memberships m JOIN users u ON u.id = m.user_id"
@@ -70,11 +77,26 @@ void require_another_owner(PgPool::Lease& lease, pqxx::work& tx, const std::stri
 
 }  // namespace
 
-std::vector<MemberRecord> MemberStore::list(const std::string& org_id) {
+Page<MemberRecord> MemberStore::list(const std::string& org_id, int limit,
+                                     const std::optional<std::string>& cursor) {
+  std::optional<KeysetPosition> after;
+  if (cursor) after = parse_keyset_cursor(*cursor, id_prefix::kUser);
   return pool_.transact("member_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::vector<MemberRecord> out;
-    for (const auto& row : lease.exec(tx, kListMembers, org_id)) out.push_back(record_from(row));
-    return out;
+    // One row more than asked says whether another page follows.
+    auto rows =
+        after ? lease.exec(tx, kListMembersAfter, org_id, after->created_at, after->id, limit + 1)
+              : lease.exec(tx, kListMembersFirst, org_id, limit + 1);
+    Page<MemberRecord> page;
+    long long last_micros = 0;
+    for (const auto& row : rows) {
+      if (static_cast<int>(page.items.size()) == limit) {
+        page.next_cursor = make_keyset_cursor(last_micros, page.items.back().user_id);
+        break;
+      }
+      page.items.push_back(record_from(row));
+      last_micros = row[4].as<long long>();
+    }
+    return page;
   });
 }
 

@@ -4,6 +4,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "identity/identity_store.h"
+#include "identity/sql_common.h"
 
 #include <optional>
 #include <string>
@@ -27,7 +28,10 @@ class MemberStore {
   MemberStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
 
   // Members in (joined_at, user_id) order.
-  std::vector<MemberRecord> list(const std::string& org_id);
+  // Members in the order they joined ((created_at, user_id)), at most `limit`, after
+  // `cursor` (a next_cursor from an earlier page; invalid_request naming "cursor" else).
+  Page<MemberRecord> list(const std::string& org_id, int limit = 500,
+                          const std::optional<std::string>& cursor = std::nullopt);
 
   std::optional<MemberRecord> get(const std::string& org_id, const std::string& user_id);
 

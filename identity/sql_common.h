@@ -4,16 +4,41 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 // Timestamps leave the database as RFC 3339 UTC with second precision, as the API prints them.
 #define RFC3339(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+// A timestamp column as whole microseconds since the epoch: half of a keyset cursor.
+#define EPOCH_MICROS(column) "(extract(epoch FROM " column ") * 1000000)::bigint"
 
 namespace gpurent::identity {
 
 // A timestamp as a parameter: RFC 3339 UTC with microseconds, so ordering within one second
 // survives the round trip.
 std::string sql_timestamp(Timestamp t);
+
+// One page of a list (API.md "Lists"): next_cursor is absent on the last page.
+template <typename T>
+struct Page {
+  std::vector<T> items;
+  std::optional<std::string> next_cursor;
+};
+
+// Keyset paging in (created_at, id) order: a cursor is "<micros>.<id>" of the last row of
+// the previous page, so rows added meanwhile neither repeat nor shift a page.
+std::string make_keyset_cursor(long long created_micros, const std::string& id);
+
+struct KeysetPosition {
+  std::string created_at;  // as a statement parameter (sql_timestamp)
+  std::string id;
+};
+// Throws invalid_request naming "cursor" unless `cursor` came from make_keyset_cursor with
+// an id of `id_prefix`.
+KeysetPosition parse_keyset_cursor(const std::string& cursor, std::string_view id_prefix);
 
 // One audit row: at, org_id, actor_user_id, action, target, ip, request_id, details (JSON
 // text). Stores write it inside the transaction of the change it records.

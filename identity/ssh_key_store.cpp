@@ -8,16 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include <charconv>
 #include <cstdio>
 
 namespace gpurent::identity {
 namespace {
 
-// The exact creation time in microseconds since the epoch: half of a page cursor.
-#define CURSOR_MICROS "(extract(epoch FROM created_at) * 1000000)::bigint"
-#define KEY_COLUMNS \
-  "id, name, type, bits, fingerprint, public_key, " RFC3339("created_at") ", " CURSOR_MICROS
+#define KEY_COLUMNS                                                                          \
+  "id, name, type, bits, fingerprint, public_key, " RFC3339("created_at") ", " EPOCH_MICROS( \
+      "created_at")
 
 constexpr Statement kInsertKey = {
     "ssh_key_insert",
@@ -51,30 +49,6 @@ Row row_from(const pqxx::row& row) {
   return r;
 }
 
-// A cursor is "<micros>.<key id>" of the last key on the previous page.
-std::string make_cursor(const Row& r) {
-  std::string out = std::to_string(r.cursor_micros);
-  out.append(".").append(r.record.id);
-  return out;
-}
-
-struct CursorPosition {
-  Timestamp created_at;
-  std::string id;
-};
-
-CursorPosition parse_cursor(const std::string& cursor) {
-  auto bad = [] { return Error::invalid_field("cursor", "is not a cursor from this list"); };
-  auto dot = cursor.find('.');
-  if (dot == std::string::npos || dot == 0 || dot > 18) throw bad();
-  long long micros = 0;
-  auto [end, ec] = std::from_chars(cursor.data(), cursor.data() + dot, micros);
-  if (ec != std::errc() || end != cursor.data() + dot || micros < 0) throw bad();
-  std::string id = cursor.substr(dot + 1);
-  if (!is_valid_id(id_prefix::kSshKey, id)) throw bad();
-  return {Timestamp(std::chrono::microseconds(micros)), std::move(id)};
-}
-
 }  // namespace
 
 SshKeyRecord SshKeyStore::create(const std::string& org_id, const std::string& name,
@@ -98,18 +72,17 @@ SshKeyRecord SshKeyStore::create(const std::string& org_id, const std::string& n
 
 SshKeyPage SshKeyStore::list(const std::string& org_id, int limit,
                              const std::optional<std::string>& cursor) {
-  std::optional<CursorPosition> after;
-  if (cursor) after = parse_cursor(*cursor);
+  std::optional<KeysetPosition> after;
+  if (cursor) after = parse_keyset_cursor(*cursor, id_prefix::kSshKey);
   return pool_.transact("ssh_key_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
     // One row more than asked says whether another page follows.
-    auto rows = after ? lease.exec(tx, kListAfter, org_id, sql_timestamp(after->created_at),
-                                   after->id, limit + 1)
+    auto rows = after ? lease.exec(tx, kListAfter, org_id, after->created_at, after->id, limit + 1)
                       : lease.exec(tx, kListFirst, org_id, limit + 1);
     SshKeyPage page;
     std::optional<Row> last;
     for (const auto& row : rows) {
       if (static_cast<int>(page.items.size()) == limit) {
-        page.next_cursor = make_cursor(*last);
+        page.next_cursor = make_keyset_cursor(last->cursor_micros, last->record.id);
         break;
       }
       last = row_from(row);

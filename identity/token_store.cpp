@@ -18,12 +18,19 @@ constexpr Statement kInsertToken = {
     " max_concurrent_gpus, max_days, spend_limit_minor, created_at, expires_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, string_to_array($7, ' '), $8, $9, $10, $11, $12)"
     " RETURNING " RFC3339("created_at") ", " RFC3339("expires_at")};
-constexpr Statement kListTokens = {
-    "token_list",
-    "SELECT id, name, prefix, array_to_string(scopes, ' '), max_concurrent_gpus, max_days,"
-    " spend_limit_minor, " RFC3339("created_at") ", " RFC3339("expires_at") ", "
-    RFC3339("last_used_at") ", created_by FROM api_tokens"
-    " WHERE org_id = $1 AND revoked_at IS NULL ORDER BY created_at, id"};
+#define TOKEN_LIST_COLUMNS                                                              \
+  "id, name, prefix, array_to_string(scopes, ' '), max_concurrent_gpus, max_days,"      \
+  " spend_limit_minor, " RFC3339("created_at") ", " RFC3339("expires_at") ", " RFC3339( \
+      "last_used_at") ", created_by, " EPOCH_MICROS("created_at")
+constexpr Statement kListTokensFirst = {"token_list_first",
+                                        "SELECT " TOKEN_LIST_COLUMNS
+                                        " FROM api_tokens WHERE org_id = $1 AND revoked_at IS NULL"
+                                        " ORDER BY created_at, id LIMIT $2"};
+constexpr Statement kListTokensAfter = {
+    "token_list_after",
+    "SELECT " TOKEN_LIST_COLUMNS
+    " FROM api_tokens WHERE org_id = $1 AND revoked_at IS NULL"
+    " AND (created_at, id) > ($2::timestamptz, $3) ORDER BY created_at, id LIMIT $4"};
 constexpr Statement kRevokeToken = {
     "token_revoke",
     "UPDATE api_tokens SET revoked_at = $3 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL"
@@ -98,10 +105,22 @@ std::pair<TokenRecord, std::string> TokenStore::create(
   return {r, token};
 }
 
-std::vector<TokenRecord> TokenStore::list(const std::string& org_id) {
+Page<TokenRecord> TokenStore::list(const std::string& org_id, int limit,
+                                   const std::optional<std::string>& cursor) {
+  std::optional<KeysetPosition> after;
+  if (cursor) after = parse_keyset_cursor(*cursor, id_prefix::kToken);
   return pool_.transact("token_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::vector<TokenRecord> out;
-    for (const auto& row : lease.exec(tx, kListTokens, org_id)) {
+    // One row more than asked says whether another page follows.
+    auto rows =
+        after ? lease.exec(tx, kListTokensAfter, org_id, after->created_at, after->id, limit + 1)
+              : lease.exec(tx, kListTokensFirst, org_id, limit + 1);
+    Page<TokenRecord> page;
+    long long last_micros = 0;
+    for (const auto& row : rows) {
+      if (static_cast<int>(page.items.size()) == limit) {
+        page.next_cursor = make_keyset_cursor(last_micros, page.items.back().id);
+        break;
+      }
       TokenRecord r;
       r.id = row[0].as<std::string>();
       r.name = row[1].as<std::string>();
@@ -113,9 +132,10 @@ std::vector<TokenRecord> TokenStore::list(const std::string& org_id) {
       r.expires_at = optional_field<std::string>(row[8]);
       r.last_used_at = optional_field<std::string>(row[9]);
       r.created_by = row[10].as<std::string>();
-      out.push_back(std::move(r));
+      last_micros = row[11].as<long long>();
+      page.items.push_back(std::move(r));
     }
-    return out;
+    return page;
   });
 }
 

@@ -4,6 +4,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "identity/identity_store.h"
+#include "identity/sql_common.h"
 
 #include <optional>
 #include <string>
@@ -11,8 +12,10 @@
 
 namespace gpurent::identity {
 
+// `admin` is not an org role's: platform admins' sessions carry it, and so may their tokens.
 inline constexpr const char* kScopes[] = {"rentals:read",   "rentals:write", "billing:read",
-                                          "ssh-keys:write", "members:write", "tokens:write"};
+                                          "ssh-keys:write", "members:write", "tokens:write",
+                                          "admin"};
 bool is_valid_scope(std::string_view scope);
 
 // Limits stored with a token for the rental and billing modules to enforce.
@@ -53,7 +56,10 @@ class TokenStore {
                                              const std::vector<std::string>& scopes,
                                              std::optional<int> expires_in_days,
                                              const Guardrails& guardrails, const AuditContext& ctx);
-  std::vector<TokenRecord> list(const std::string& org_id);
+  // Live tokens in (created_at, id) order, at most `limit`, after `cursor` (a next_cursor
+  // from an earlier page; invalid_request naming "cursor" when it is not one).
+  Page<TokenRecord> list(const std::string& org_id, int limit = 500,
+                         const std::optional<std::string>& cursor = std::nullopt);
   // Revokes a live token of this org; false when there is none (or it is another org's).
   bool revoke(const std::string& org_id, const std::string& id, const std::string& actor,
               const AuditContext& ctx);

@@ -77,6 +77,8 @@ std::optional<Response> login_refused(LoginThrottle& throttle, const LoginKeys& 
   auto account = throttle.per_account.check(keys.account);
   auto ip = throttle.per_ip.check(keys.ip);
   if (account.allowed && ip.allowed) return std::nullopt;
+  if (!account.allowed) throttle.per_account.record_refusal();
+  if (!ip.allowed) throttle.per_ip.record_refusal();
   return rate_limited_response(std::max(account.retry_after_seconds, ip.retry_after_seconds));
 }
 
@@ -120,7 +122,8 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
                  201, {{"user", user_json(user)}, {"org", {{"id", org.id}, {"name", org.name}}}});
            },
        .summary = "Create an account and its organisation.",
-       .tag = "identity"});
+       .tag = "identity",
+       .idempotency_key = false});
 
   router.add(
       {.method = Method::kPost,
@@ -170,7 +173,8 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
              return r;
            },
        .summary = "Sign in; sets the session cookie and returns the CSRF token.",
-       .tag = "identity"});
+       .tag = "identity",
+       .idempotency_key = false});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/auth/logout",
@@ -186,7 +190,8 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
                     return r;
                   },
               .summary = "Sign out: the session ends at once.",
-              .tag = "identity"});
+              .tag = "identity",
+              .idempotency_key = false});
 
   router.add({.method = Method::kGet,
               .pattern = "/v1/me",
@@ -204,6 +209,13 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
               .handler =
                   [&state](const Request& req) {
                     Principal p = state.auth->authenticate(req);
+                    // A token belongs to one org for its whole life; only a panel session
+                    // has a current org to switch.
+                    if (!p.token_id.empty()) {
+                      throw Error(ErrorCode::kForbidden,
+                                  "An API token acts for its own organisation; only a "
+                                  "session can switch organisations.");
+                    }
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     std::string org_id = in.required_string("org_id", 64);
@@ -214,7 +226,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
                     state.store->set_session_org(p.session_id_hash, org_id);
                     p.org_id = org_id;
                     p.role = *role;
-                    p.scopes = scopes_for_role(*role);
+                    p.scopes = session_scopes(p.user, *role);
                     return json_response(200, me_json(p));
                   },
               .summary = "Switch the session's current organisation.",

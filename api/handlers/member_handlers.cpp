@@ -3,6 +3,7 @@
 #include "api/handlers/member_handlers.h"
 
 #include "api/handlers/auth_handlers.h"
+#include "api/handlers/query_params.h"
 #include "api/json_body.h"
 #include "api/responses.h"
 #include "core/error.h"
@@ -47,19 +48,20 @@ std::string member_id(const Request& req) {
 }  // namespace
 
 void add_member_routes(Router& router, MemberRoutesState& state) {
-  router.add(
-      {.method = Method::kGet,
-       .pattern = "/v1/members",
-       .handler =
-           [&state](const Request& req) {
-             Principal p = state.auth->authenticate(req);
-             const std::string& org_id = require_org(p);
-             nlohmann::json items = nlohmann::json::array();
-             for (const auto& m : state.store->list(org_id)) items.push_back(member_json(m));
-             return json_response(200, {{"items", std::move(items)}, {"next_cursor", nullptr}});
-           },
-       .summary = "The organisation's members, in the order they joined.",
-       .tag = "identity"});
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/members",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const std::string& org_id = require_org(p);
+                    QueryParams query(req, {"limit", "cursor"});
+                    auto page = state.store->list(org_id, query.limit(), query.cursor());
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& m : page.items) items.push_back(member_json(m));
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .summary = "The organisation's members, in the order they joined.",
+              .tag = "identity"});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/members",

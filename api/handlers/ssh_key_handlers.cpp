@@ -1,6 +1,7 @@
 // SSH key routes: each turns one request into one SshKeyStore call, for the caller's org only.
 #include "api/handlers/ssh_key_handlers.h"
 
+#include "api/handlers/query_params.h"
 #include "api/json_body.h"
 #include "api/responses.h"
 #include "core/error.h"
@@ -9,13 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <charconv>
-
 namespace gpurent::http {
 namespace {
 
-constexpr int kDefaultLimit = 50;
-constexpr int kMaxLimit = 500;
 constexpr std::size_t kMaxNameChars = 200;
 // Four bytes per character at most in UTF-8; the character count is checked after trimming.
 constexpr std::size_t kMaxNameBytes = 4 * kMaxNameChars;
@@ -58,24 +55,6 @@ nlohmann::json key_json(const identity::SshKeyRecord& k) {
           {"created_at", k.created_at}};
 }
 
-int limit_param(const Request& req) {
-  auto raw = req.query_param("limit");
-  if (!raw) return kDefaultLimit;
-  int n = 0;
-  auto [end, ec] = std::from_chars(raw->data(), raw->data() + raw->size(), n);
-  if (raw->empty() || ec != std::errc() || end != raw->data() + raw->size() || n < 1 ||
-      n > kMaxLimit) {
-    throw Error::invalid_field("limit", "must be an integer between 1 and 500");
-  }
-  return n;
-}
-
-std::optional<std::string> cursor_param(const Request& req) {
-  auto raw = req.query_param("cursor");
-  if (raw && raw->empty()) throw Error::invalid_field("cursor", "is not a cursor from this list");
-  return raw;
-}
-
 // The key id from the path; a malformed one is simply a key that does not exist.
 std::string key_id(const Request& req) {
   std::string id(req.path_param("id"));
@@ -92,14 +71,11 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
                   [&state](const Request& req) {
                     Principal p = state.auth->authenticate(req);
                     const std::string& org_id = require_org(p);
-                    int limit = limit_param(req);
-                    auto page = state.store->list(org_id, limit, cursor_param(req));
+                    QueryParams query(req, {"limit", "cursor"});
+                    auto page = state.store->list(org_id, query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& k : page.items) items.push_back(key_json(k));
-                    return json_response(
-                        200, {{"items", std::move(items)},
-                              {"next_cursor", page.next_cursor ? nlohmann::json(*page.next_cursor)
-                                                               : nlohmann::json(nullptr)}});
+                    return list_response(200, std::move(items), page.next_cursor);
                   },
               .summary = "The organisation's SSH keys, oldest first.",
               .tag = "identity"});

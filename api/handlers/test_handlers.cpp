@@ -66,7 +66,8 @@ void add_test_routes(Router& router, TestRoutesState& state) {
               .execution = Execution::kInline,
               .summary = "Test mode: move the test clock forward by advance_seconds.",
               .tag = "test",
-              .documented = false});
+              .documented = false,
+              .idempotency_key = false});
 }
 
 }  // namespace gpurent::http

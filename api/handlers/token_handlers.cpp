@@ -1,10 +1,11 @@
 // Token routes: create (shown once), list (never the secret), revoke (effective at once).
 #include "api/handlers/token_handlers.h"
 
+#include "api/handlers/guardrails.h"
+#include "api/handlers/query_params.h"
 #include "api/json_body.h"
 #include "api/responses.h"
 #include "core/error.h"
-#include "core/money.h"
 
 #include <nlohmann/json.hpp>
 
@@ -44,10 +45,11 @@ std::vector<std::string> read_scopes(const nlohmann::json& body, const Principal
       throw Error::invalid_field("scopes",
                                  "must hold only known scopes (rentals:read, "
                                  "rentals:write, billing:read, ssh-keys:write, "
-                                 "members:write, tokens:write)");
+                                 "members:write, tokens:write, admin)");
     }
     auto scope = s.get<std::string>();
-    // Nobody can mint a token stronger than themselves.
+    // Nobody can mint a token stronger than themselves; only platform admins' sessions
+    // carry `admin`, so only they can grant it.
     if (std::find(caller.scopes.begin(), caller.scopes.end(), scope) == caller.scopes.end()) {
       throw Error(ErrorCode::kForbidden, "You cannot grant " + scope + ", which you do not have.",
                   {{"scope", scope}});
@@ -66,53 +68,45 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
                   [&state](const Request& req) {
                     Principal p = state.auth->authenticate(req);
                     const auto& org = require_org(p);
+                    QueryParams query(req, {"limit", "cursor"});
+                    auto page = state.store->list(org, query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
-                    for (const auto& t : state.store->list(org)) items.push_back(token_json(t));
-                    return json_response(200, {{"items", items}, {"next_cursor", nullptr}});
+                    for (const auto& t : page.items) items.push_back(token_json(t));
+                    return list_response(200, std::move(items), page.next_cursor);
                   },
               .summary = "The org's live API tokens (never their secrets).",
               .tag = "identity"});
 
-  router.add(
-      {.method = Method::kPost,
-       .pattern = "/v1/api-tokens",
-       .handler =
-           [&state](const Request& req) {
-             Principal p = state.auth->authenticate(req);
-             const auto& org = require_org(p);
-             require_scope(p, "tokens:write");
-             auto body = parse_json_body(req);
-             JsonObjectReader in(body);
-             std::string name = in.required_string("name", 200);
-             if (name.empty() || std::any_of(name.begin(), name.end(), [](unsigned char c) {
-                   return c < 0x20 || c == 0x7f;
-                 })) {
-               throw Error::invalid_field("name", "must be 1 to 200 printable characters");
-             }
-             in.optional_value("scopes");  // validated by read_scopes
-             auto scopes = read_scopes(body, p);
-             auto days = in.optional_int("expires_in_days", 1, kMaxExpiryDays);
-             identity::Guardrails g;
-             if (auto v = in.optional_int("max_concurrent_gpus", 0, 100000))
-               g.max_concurrent_gpus = *v;
-             if (auto v = in.optional_int("max_days", 1, 3650)) g.max_days = *v;
-             if (const auto* limit = in.optional_value("spend_limit")) {
-               g.spend_limit_minor = Money::from_json(*limit, "spend_limit").amount_minor();
-               if (*g.spend_limit_minor < 0) {
-                 throw Error::invalid_field("spend_limit.amount_minor", "must not be negative");
-               }
-             }
-             in.finish();
-             auto [record, token] =
-                 state.store->create(org, p.user.id, name, scopes, days, g, audit_context(req));
-             auto out = token_json(record);
-             out["token"] = token;
-             Response r = json_response(201, out);
-             r.set_header("Cache-Control", "no-store");
-             return r;
-           },
-       .summary = "Create an API token; the token is shown only in this response.",
-       .tag = "identity"});
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/api-tokens",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = state.auth->authenticate(req);
+                    const auto& org = require_org(p);
+                    require_scope(p, "tokens:write");
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    std::string name = in.required_string("name", 200);
+                    if (name.empty() || std::any_of(name.begin(), name.end(), [](unsigned char c) {
+                          return c < 0x20 || c == 0x7f;
+                        })) {
+                      throw Error::invalid_field("name", "must be 1 to 200 printable characters");
+                    }
+                    in.optional_value("scopes");  // validated by read_scopes
+                    auto scopes = read_scopes(body, p);
+                    auto days = in.optional_int("expires_in_days", 1, kMaxExpiryDays);
+                    identity::Guardrails g = read_guardrails(in);
+                    in.finish();
+                    auto [record, token] = state.store->create(org, p.user.id, name, scopes, days,
+                                                               g, audit_context(req));
+                    auto out = token_json(record);
+                    out["token"] = token;
+                    Response r = json_response(201, out);
+                    r.set_header("Cache-Control", "no-store");
+                    return r;
+                  },
+              .summary = "Create an API token; the token is shown only in this response.",
+              .tag = "identity"});
 
   router.add({.method = Method::kDelete,
               .pattern = "/v1/api-tokens/{id}",

@@ -85,6 +85,21 @@ TEST_F(OpenApiTest, PathParametersAreListedInOrder) {
   EXPECT_EQ(one[0]["name"], "id");
 }
 
+TEST_F(OpenApiTest, PostRoutesDocumentTheIdempotencyKeyHeader) {
+  const auto& params = doc_["paths"]["/v1/rentals"]["post"]["parameters"];
+  ASSERT_EQ(params.size(), 1u);
+  EXPECT_EQ(params[0]["name"], "Idempotency-Key");
+  EXPECT_EQ(params[0]["in"], "header");
+  EXPECT_EQ(params[0]["required"], false);
+
+  Router router;
+  Route login = route(Method::kPost, "/v1/auth/login", "Sign in");
+  login.idempotency_key = false;
+  router.add(login);
+  auto doc = build_openapi(router, "1");
+  EXPECT_FALSE(doc["paths"]["/v1/auth/login"]["post"].contains("parameters"));
+}
+
 TEST_F(OpenApiTest, RoutesWithoutParametersListNone) {
   EXPECT_FALSE(doc_["paths"]["/v1/rentals"]["get"].contains("parameters"));
 }

@@ -193,6 +193,8 @@ TEST(Admit, LimitsTheAddressAndAnswers429WithRetryAfter) {
   ASSERT_EQ(refused->headers.size(), 1u);
   EXPECT_EQ(refused->headers[0].first, "Retry-After");
   EXPECT_EQ(refused->headers[0].second, "1");
+  EXPECT_EQ(limiters.per_ip.refused_total(), 1u);
+  EXPECT_EQ(limiters.per_credential.refused_total(), 0u);
   AdmitCase other("10.0.0.2", {});
   EXPECT_FALSE(admit(other.request, limiters)) << "another address has its own bucket";
 }

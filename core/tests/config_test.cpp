@@ -80,6 +80,7 @@ void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.rate_limit_burst_per_credential, b.rate_limit_burst_per_credential);
   EXPECT_EQ(a.rate_limit_per_ip, b.rate_limit_per_ip);
   EXPECT_EQ(a.rate_limit_burst_per_ip, b.rate_limit_burst_per_ip);
+  EXPECT_EQ(a.trusted_proxies, b.trusted_proxies);
   EXPECT_EQ(a.log_format, b.log_format);
   EXPECT_EQ(a.log_level, b.log_level);
   EXPECT_EQ(a.test_mode, b.test_mode);
@@ -336,6 +337,14 @@ TEST(LoadConfig, StringSettings) {
   EXPECT_EQ(c.port_file, "/tmp/port");
   EXPECT_EQ(c.data_dir, "/var/lib/gpurent");
   EXPECT_THAT(config_error({}, {"GPURENT_DATA_DIR="}), HasSubstr("data_dir"));
+}
+
+TEST(LoadConfig, TrustedProxiesAreValidatedAtStart) {
+  Config c = load_config({}, {"GPURENT_TRUSTED_PROXIES=10.0.0.0/8, ::1"});
+  EXPECT_EQ(c.trusted_proxies, "10.0.0.0/8, ::1");
+  std::string bad = config_error({"--trusted_proxies=10.0.0.0/8,proxy.local"});
+  EXPECT_THAT(bad, HasSubstr("trusted_proxies"));
+  EXPECT_THAT(bad, HasSubstr("proxy.local"));
 }
 
 TEST(LoadConfig, EnvironmentValueMayContainEquals) {

@@ -57,5 +57,58 @@ TEST(ConstantTimeEqual, ComparesContent) {
   EXPECT_TRUE(constant_time_equal(std::string("a\0b", 3), std::string("a\0b", 3)));
 }
 
+std::string from_hex(std::string_view hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+TEST(Seal, RoundTripsWithTheSameKeyAndAad) {
+  std::string key(32, 'k');
+  std::string sealed = seal(key, "the response body", "scope-1");
+  EXPECT_EQ(sealed.size(), 12u + 17u + 16u);
+  EXPECT_EQ(sealed.find("response"), std::string::npos);
+  EXPECT_EQ(open(key, sealed, "scope-1"), "the response body");
+  EXPECT_EQ(open(key, seal(key, "", ""), ""), "");
+}
+
+TEST(Seal, FreshNonceEveryTime) {
+  std::string key(32, 'k');
+  EXPECT_NE(seal(key, "same", ""), seal(key, "same", ""));
+}
+
+TEST(Seal, RefusesAnotherKeyAnotherAadOrTamperedData) {
+  std::string key(32, 'k');
+  std::string sealed = seal(key, "the response body", "scope-1");
+  EXPECT_EQ(open(std::string(32, 'x'), sealed, "scope-1"), std::nullopt);
+  EXPECT_EQ(open(key, sealed, "scope-2"), std::nullopt);
+  for (std::size_t i : {0ul, 12ul, sealed.size() - 1}) {
+    std::string bad = sealed;
+    bad[i] = static_cast<char>(bad[i] ^ 1);
+    EXPECT_EQ(open(key, bad, "scope-1"), std::nullopt) << "byte " << i;
+  }
+  EXPECT_EQ(open(key, sealed.substr(0, 27), "scope-1"), std::nullopt);
+  EXPECT_THROW(seal("short", "x", ""), std::invalid_argument);
+}
+
+// AES-256-GCM test case 14 of the GCM specification (McGrew and Viega): zero key, zero
+// 96-bit IV, one zero block.
+TEST(Seal, OpensTheGcmSpecificationVector) {
+  std::string key(32, '\0');
+  std::string sealed = from_hex(
+      "000000000000000000000000"
+      "cea7403d4d606b6e074ec5d3baf39d18"
+      "d0d1c8a799996bf0265b98b5d48ab919");
+  EXPECT_EQ(open(key, sealed, ""), std::string(16, '\0'));
+}
+
+TEST(Sha256Raw, IsTheBinaryFormOfTheHex) {
+  std::string raw = sha256_raw("abc");
+  EXPECT_EQ(to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size()),
+            sha256_hex("abc"));
+}
+
 }  // namespace
 }  // namespace gpurent::crypto

@@ -63,7 +63,7 @@ class MemberStoreTest : public ::testing::Test {
 };
 
 TEST_F(MemberStoreTest, AddListSetRoleRemove) {
-  auto initial = store_.list(org1_);
+  auto initial = store_.list(org1_).items;
   ASSERT_EQ(initial.size(), 1u);
   EXPECT_EQ(initial[0].user_id, user1_);
   EXPECT_EQ(initial[0].role, "owner");
@@ -78,7 +78,7 @@ TEST_F(MemberStoreTest, AddListSetRoleRemove) {
   EXPECT_EQ(added.joined_at.size(), 20u) << added.joined_at;
   EXPECT_EQ(added.joined_at.back(), 'Z');
 
-  auto listed = store_.list(org1_);
+  auto listed = store_.list(org1_).items;
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].user_id, user1_) << "ordered by joined_at";
   EXPECT_EQ(listed[1].user_id, user2_);
@@ -91,7 +91,7 @@ TEST_F(MemberStoreTest, AddListSetRoleRemove) {
 
   EXPECT_TRUE(store_.remove(org1_, user2_, user1_, ctx_));
   EXPECT_FALSE(identity_.role_in(user2_, org1_));
-  EXPECT_EQ(store_.list(org1_).size(), 1u);
+  EXPECT_EQ(store_.list(org1_).items.size(), 1u);
   EXPECT_FALSE(store_.remove(org1_, user2_, user1_, ctx_)) << "no longer a member";
   EXPECT_FALSE(store_.set_role(org1_, user2_, "admin", user1_, ctx_));
 }
@@ -106,7 +106,7 @@ TEST_F(MemberStoreTest, UnknownEmailIsNotFoundAndRevealsNothing) {
         "' RETURNING 1) SELECT count(*) FROM u");
   expect_error(ErrorCode::kNotFound,
                [&] { store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_); });
-  EXPECT_EQ(store_.list(org1_).size(), 1u);
+  EXPECT_EQ(store_.list(org1_).items.size(), 1u);
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'member.add'"), 0);
 }
 
@@ -135,8 +135,8 @@ TEST_F(MemberStoreTest, InvalidRoleIsInvalidRequestNamingRole) {
 
 TEST_F(MemberStoreTest, AnotherOrgCanNeitherSeeNorChangeMembers) {
   store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_);
-  for (const auto& m : store_.list(org2_)) EXPECT_NE(m.user_id, user1_);
-  EXPECT_EQ(store_.list(org2_).size(), 1u);
+  for (const auto& m : store_.list(org2_).items) EXPECT_NE(m.user_id, user1_);
+  EXPECT_EQ(store_.list(org2_).items.size(), 1u);
   EXPECT_FALSE(store_.get(org2_, user1_));
   // user2 owns org2 and is a member of org1; acting for org2 reaches nobody in org1.
   EXPECT_FALSE(store_.set_role(org2_, user1_, "viewer", user2_, ctx_));
@@ -259,7 +259,7 @@ TEST_F(MemberStoreTest, EmailsWithSqlMetacharactersAreOnlyData) {
   });
   expect_error(ErrorCode::kNotFound,
                [&] { store_.add_by_email(org1_, "%@example.com", "member", user1_, ctx_); });
-  EXPECT_EQ(store_.list(org1_).size(), 1u);
+  EXPECT_EQ(store_.list(org1_).items.size(), 1u);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <pqxx/pqxx>
+
 #include <chrono>
 #include <cmath>
 
@@ -32,6 +34,12 @@ class RateLimitE2E : public ::testing::Test {
   void signup(const std::string& email) {
     auto r = post("/v1/auth/signup",
                   {{"email", email}, {"password", "a good passphrase"}, {"org_name", "Acme"}});
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+  void signup_from(const std::string& client, const std::string& email) {
+    auto r = post("/v1/auth/signup",
+                  {{"email", email}, {"password", "a good passphrase"}, {"org_name", "Acme"}},
+                  {{"X-Forwarded-For", client}});
     ASSERT_EQ(r.status, 201) << r.body;
   }
   HttpResult login(const std::string& email, const std::string& password) {
@@ -84,6 +92,48 @@ TEST_F(RateLimitE2E, AnAddressIsRefusedPastItsBurstButProbesNeverAre) {
     ASSERT_NE(get("/metrics").status, 429) << n;
   }
   expect_rate_limited(get("/v1/me"));
+  std::string metrics = get("/metrics").body;
+  EXPECT_NE(metrics.find("gpurent_rate_limited_total{limiter=\"ip\"} 2\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("gpurent_rate_limited_total{limiter=\"credential\"} 0\n"),
+            std::string::npos);
+}
+
+TEST_F(RateLimitE2E, ATrustedProxyNamesTheClientAndAnUntrustedOneCannot) {
+  start({"--rate_limit_per_ip=1", "--rate_limit_burst_per_ip=3", "--trusted_proxies=127.0.0.1"});
+  auto from = [&](const std::string& client) {
+    return get("/v1/me", {{"X-Forwarded-For", "203.0.113.66, " + client}});
+  };
+  HttpResult refused;
+  EXPECT_GE(count_until_refused([&] { return from("198.51.100.1"); }, 30, &refused), 3);
+  expect_rate_limited(refused);
+  EXPECT_EQ(from("198.51.100.2").status, 401)
+      << "another client behind the proxy has its own bucket";
+
+  // The address reaches the audit log: a failed sign-in from behind the proxy.
+  signup_from("198.51.100.3", "victim@example.com");
+  auto bad = post("/v1/auth/login", {{"email", "victim@example.com"}, {"password", "wrong one!"}},
+                  {{"X-Forwarded-For", "198.51.100.4"}});
+  EXPECT_EQ(bad.status, 401);
+  pqxx::connection c(db_.url());
+  pqxx::nontransaction tx(c);
+  auto ip = tx.exec("SELECT ip FROM audit_log WHERE action = 'user.login_failed'");
+  ASSERT_EQ(ip.size(), 1u);
+  EXPECT_EQ(ip[0][0].as<std::string>(), "198.51.100.4");
+}
+
+TEST_F(RateLimitE2E, WithoutTrustedProxiesForwardedForIsIgnored) {
+  start({"--rate_limit_per_ip=1", "--rate_limit_burst_per_ip=3"});
+  int n = 0;
+  HttpResult refused;
+  // A client inventing a new address each time still spends its own bucket.
+  EXPECT_LE(count_until_refused(
+                [&] {
+                  return get("/v1/me", {{"X-Forwarded-For", "198.51.100." + std::to_string(++n)}});
+                },
+                30, &refused),
+            8);
+  expect_rate_limited(refused);
 }
 
 TEST_F(RateLimitE2E, ATokenAndASessionEachHaveTheirOwnBucket) {

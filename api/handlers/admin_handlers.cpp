@@ -1,0 +1,125 @@
+// Admin routes: authenticate, require a platform admin, then one store call each.
+#include "api/handlers/admin_handlers.h"
+
+#include "api/handlers/audit_handlers.h"
+#include "api/handlers/guardrails.h"
+#include "api/handlers/query_params.h"
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/id.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent::http {
+namespace {
+
+nlohmann::json optional_json(const auto& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// The spend limit is printed in minor units, as API tokens print theirs: the platform bills
+// in one currency and only the amount is stored.
+nlohmann::json org_json(const identity::OrgRecord& o) {
+  return {{"id", o.id},
+          {"name", o.name},
+          {"created_at", o.created_at},
+          {"max_concurrent_gpus", optional_json(o.guardrails.max_concurrent_gpus)},
+          {"max_days", optional_json(o.guardrails.max_days)},
+          {"spend_limit_minor", optional_json(o.guardrails.spend_limit_minor)},
+          {"member_count", o.member_count}};
+}
+
+Error no_such_org() {
+  return Error(ErrorCode::kNotFound, "No such organisation.");
+}
+
+// The org id from the path; a malformed one is simply an org that does not exist.
+std::string org_id_param(const Request& req) {
+  std::string id(req.path_param("id"));
+  if (!is_valid_id(id_prefix::kOrg, id)) throw no_such_org();
+  return id;
+}
+
+Principal platform_admin(const Authenticator& auth, const Request& req) {
+  Principal p = auth.authenticate(req);
+  require_platform_admin(p);
+  return p;
+}
+
+}  // namespace
+
+void add_admin_routes(Router& router, AdminRoutesState& state) {
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/orgs",
+              .handler =
+                  [&state](const Request& req) {
+                    platform_admin(*state.auth, req);
+                    QueryParams query(req, {"limit", "cursor"});
+                    auto page = state.orgs->list(query.limit(), query.cursor());
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& o : page.items) items.push_back(org_json(o));
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .summary = "Every organisation with its member count and guardrails, oldest first "
+                         "(platform admins).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/orgs/{id}",
+              .handler =
+                  [&state](const Request& req) {
+                    platform_admin(*state.auth, req);
+                    auto org = state.orgs->get(org_id_param(req));
+                    if (!org) throw no_such_org();
+                    return json_response(200, org_json(*org));
+                  },
+              .summary = "One organisation (platform admins).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kPatch,
+              .pattern = "/v1/admin/orgs/{id}",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    std::string org_id = org_id_param(req);
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    auto change = read_guardrails_change(body, in);
+                    in.finish();
+                    // Nothing to change writes nothing, not even an audit row.
+                    auto org = change.empty()
+                                   ? state.orgs->get(org_id)
+                                   : state.orgs->set_guardrails(
+                                         org_id, change,
+                                         {p.user.id, p.token_id.empty()
+                                                         ? std::nullopt
+                                                         : std::optional<std::string>(p.token_id)},
+                                         audit_context(req));
+                    if (!org) throw no_such_org();
+                    return json_response(200, org_json(*org));
+                  },
+              .summary = "Set an organisation's guardrails: {max_concurrent_gpus?, max_days?, "
+                         "spend_limit?}; null clears a limit, an absent field leaves it (platform "
+                         "admins; audited as org.guardrails_set).",
+              .tag = "admin"});
+
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/admin/audit",
+       .handler =
+           [&state](const Request& req) {
+             platform_admin(*state.auth, req);
+             QueryParams query(
+                 req, {"org_id", "action", "actor_user_id", "since", "until", "limit", "cursor"});
+             auto org_id = query.id("org_id", id_prefix::kOrg);
+             auto filter = read_audit_filter(query);
+             auto page = state.audit->list_all(org_id, filter, query.limit(), query.cursor());
+             return json_response(200, audit_page_json(page));
+           },
+       .summary = "The audit log of every organisation, newest first; filters org_id, action, "
+                  "actor_user_id, since, until (RFC 3339, half-open) (platform admins).",
+       .tag = "admin"});
+}
+
+}  // namespace gpurent::http

@@ -1,0 +1,23 @@
+// Reading guardrails (max_concurrent_gpus, max_days, spend_limit) from a request body, for
+// API tokens and for the limits platform admins set on orgs; one set of rules for both.
+#pragma once
+
+#include "api/json_body.h"
+#include "identity/org_admin_store.h"
+#include "identity/token_store.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent::http {
+
+inline constexpr int kMaxGuardrailGpus = 100000;
+inline constexpr int kMaxGuardrailDays = 3650;
+
+// The three fields, each optional: absent or null is no limit.
+identity::Guardrails read_guardrails(JsonObjectReader& in);
+
+// A partial update of the three fields: absent leaves a limit, null clears it, a value sets
+// it. `body` is the object `in` reads.
+identity::GuardrailsChange read_guardrails_change(const nlohmann::json& body, JsonObjectReader& in);
+
+}  // namespace gpurent::http

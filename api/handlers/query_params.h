@@ -1,0 +1,47 @@
+// Strict reading of list routes' query strings: an unknown, repeated, empty or badly escaped
+// parameter is 400 invalid_request naming it, as unknown body fields are, so a mistyped
+// filter never silently widens a listing.
+#pragma once
+
+#include "api/http_types.h"
+#include "core/clock.h"
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gpurent::http {
+
+inline constexpr int kDefaultPageLimit = 50;
+inline constexpr int kMaxPageLimit = 500;
+
+// An RFC 3339 date-time (`2026-12-01T00:00:00Z`, `2026-12-01T03:00:00.25+03:00`): 'T' or
+// 't', a fraction of up to 9 digits (kept to the microsecond), 'Z', 'z' or ±HH:MM. Nullopt
+// for anything else, including a leap second and years outside 0001..9999.
+std::optional<Timestamp> parse_rfc3339(std::string_view text);
+
+class QueryParams {
+ public:
+  // Throws invalid_request naming the first parameter not in `known`, given twice, or not
+  // percent-decodable.
+  QueryParams(const Request& request, std::initializer_list<std::string_view> known);
+
+  // The decoded value; invalid_request when present but empty.
+  std::optional<std::string> text(std::string_view name) const;
+  // `limit`: 1..500, 50 when absent.
+  int limit() const;
+  // `cursor`: opaque here; the store that made it checks it.
+  std::optional<std::string> cursor() const { return text("cursor"); }
+  // An RFC 3339 time, clamped to 1970..9999 (no stored time lies outside).
+  std::optional<Timestamp> timestamp(std::string_view name) const;
+  // An id with `prefix` (`usr`, `org`); invalid_request when malformed.
+  std::optional<std::string> id(std::string_view name, std::string_view prefix) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> params_;
+};
+
+}  // namespace gpurent::http

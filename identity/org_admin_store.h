@@ -1,0 +1,74 @@
+// Organisations as platform admins see them: every tenant, with member counts and the
+// guardrails only admins set.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "identity/identity_store.h"
+#include "identity/token_store.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::identity {
+
+struct OrgRecord {
+  std::string id;  // "org_…"
+  std::string name;
+  std::string created_at;  // RFC 3339, seconds
+  Guardrails guardrails;   // absent limits are no limit
+  long long member_count = 0;
+};
+
+struct OrgPage {
+  std::vector<OrgRecord> items;
+  std::optional<std::string> next_cursor;  // absent on the last page
+};
+
+// One limit in a partial update: `change` false leaves it; true sets it to `value`, where
+// an empty value clears the limit.
+template <typename T>
+struct LimitChange {
+  bool change = false;
+  std::optional<T> value;
+};
+
+struct GuardrailsChange {
+  LimitChange<int> max_concurrent_gpus;
+  LimitChange<int> max_days;
+  LimitChange<long long> spend_limit_minor;
+
+  bool empty() const {
+    return !max_concurrent_gpus.change && !max_days.change && !spend_limit_minor.change;
+  }
+};
+
+// Who made an admin change: the user, and the API token when one was used.
+struct AdminActor {
+  std::string user_id;
+  std::optional<std::string> token_id;
+};
+
+class OrgAdminStore {
+ public:
+  OrgAdminStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
+
+  // Orgs in (created_at, id) order, at most `limit`, after `cursor` (a next_cursor from an
+  // earlier page). Throws invalid_request naming "cursor" when it is not one.
+  OrgPage list(int limit, const std::optional<std::string>& cursor);
+
+  std::optional<OrgRecord> get(const std::string& org_id);
+
+  // Applies `change` and writes an `org.guardrails_set` audit row (before and after) in the
+  // same transaction; the org's row is locked while it is read and written. Nullopt when
+  // there is no such org (nothing is written then).
+  std::optional<OrgRecord> set_guardrails(const std::string& org_id, const GuardrailsChange& change,
+                                          const AdminActor& actor, const AuditContext& ctx);
+
+ private:
+  PgPool& pool_;
+  const Clock& clock_;
+};
+
+}  // namespace gpurent::identity
