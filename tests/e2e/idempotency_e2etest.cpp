@@ -136,6 +136,29 @@ TEST_F(IdempotencyE2E, ConcurrentRetriesCreateExactlyOneObject) {
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'token.create'"), 1);
 }
 
+TEST_F(IdempotencyE2E, RetriesSpreadOverReplicasCreateExactlyOneObject) {
+  ServerProcess second(ServerOptions{.database_url = db_.url()});
+  std::thread lock = hold_token_inserts(1500ms);
+  std::vector<std::future<HttpResult>> results;
+  for (int i = 0; i < 8; ++i) {
+    int target = i % 2 ? second.port() : port();
+    results.push_back(std::async(std::launch::async, [&, target] {
+      Headers h = with_key(owner_, "replicas");
+      h["Content-Type"] = "application/json";
+      return http_request(target, "POST", "/v1/api-tokens",
+                          R"({"name": "ci", "scopes": ["rentals:read"]})", h);
+    }));
+  }
+  std::vector<HttpResult> got;
+  for (auto& f : results) got.push_back(f.get());
+  lock.join();
+  for (const auto& r : got) {
+    ASSERT_EQ(r.status, 201) << r.body;
+    EXPECT_EQ(r.body, got[0].body);
+  }
+  EXPECT_EQ(tokens(), 1);
+}
+
 TEST_F(IdempotencyE2E, ARetryThatOutwaitsTheFirstGets409ThenTheReplay) {
   std::thread lock = hold_token_inserts(6500ms);
   auto first = std::async(std::launch::async, [&] { return create_token(owner_, "slow"); });
