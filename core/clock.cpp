@@ -21,8 +21,10 @@ void TestClock::advance(std::chrono::microseconds by) {
 }
 
 std::string format_rfc3339(Timestamp t) {
-  std::time_t secs =
-      std::chrono::system_clock::to_time_t(std::chrono::time_point_cast<std::chrono::seconds>(t));
+  // Straight from the microsecond count: system_clock::to_time_t goes through nanoseconds,
+  // which overflow past the year 2262 (a hostile cursor can name any time).
+  std::time_t secs = static_cast<std::time_t>(
+      std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count());
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[32];

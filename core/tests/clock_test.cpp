@@ -84,5 +84,11 @@ TEST(FormatRfc3339, TruncatesToSeconds) {
   EXPECT_EQ(format_rfc3339(from_seconds(1796083200) + 1s), "2026-12-01T00:00:01Z");
 }
 
+// A hostile list cursor can name any microsecond count; formatting it must not overflow
+// (the sanitizer build stops the server on signed overflow).
+TEST(FormatRfc3339, FarFutureDoesNotOverflow) {
+  EXPECT_EQ(format_rfc3339(Timestamp(999'999'999'999'999'999us)), "33658-09-27T01:46:39Z");
+}
+
 }  // namespace
 }  // namespace gpurent
