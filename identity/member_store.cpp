@@ -86,17 +86,8 @@ Page<MemberRecord> MemberStore::list(const std::string& org_id, int limit,
     auto rows =
         after ? lease.exec(tx, kListMembersAfter, org_id, after->created_at, after->id, limit + 1)
               : lease.exec(tx, kListMembersFirst, org_id, limit + 1);
-    Page<MemberRecord> page;
-    long long last_micros = 0;
-    for (const auto& row : rows) {
-      if (static_cast<int>(page.items.size()) == limit) {
-        page.next_cursor = make_keyset_cursor(last_micros, page.items.back().user_id);
-        break;
-      }
-      page.items.push_back(record_from(row));
-      last_micros = row[4].as<long long>();
-    }
-    return page;
+    return keyset_page<MemberRecord>(rows, limit, 4, record_from,
+                                     [](const MemberRecord& m) { return m.user_id; });
   });
 }
 

@@ -54,19 +54,14 @@ Guardrails guardrails_from(const pqxx::row& row, int first) {
           optional_field<long long>(row[first + 2])};
 }
 
-struct Row {
-  OrgRecord record;
-  long long cursor_micros = 0;
-};
-
-Row row_from(const pqxx::row& row) {
-  Row r;
-  r.record.id = row[0].as<std::string>();
-  r.record.name = row[1].as<std::string>();
-  r.record.created_at = row[2].as<std::string>();
-  r.record.guardrails = guardrails_from(row, 3);
-  r.record.member_count = row[6].as<long long>();
-  r.cursor_micros = row[7].as<long long>();
+// Column 7 (the creation time in microseconds) is read by list() for its cursor.
+OrgRecord row_from(const pqxx::row& row) {
+  OrgRecord r;
+  r.id = row[0].as<std::string>();
+  r.name = row[1].as<std::string>();
+  r.created_at = row[2].as<std::string>();
+  r.guardrails = guardrails_from(row, 3);
+  r.member_count = row[6].as<long long>();
   return r;
 }
 
@@ -105,17 +100,8 @@ OrgPage OrgAdminStore::list(int limit, const std::optional<std::string>& cursor)
     // One row more than asked says whether another page follows.
     auto rows = after ? lease.exec(tx, kListAfter, after->created_at, after->id, limit + 1)
                       : lease.exec(tx, kListFirst, limit + 1);
-    OrgPage page;
-    std::optional<Row> last;
-    for (const auto& row : rows) {
-      if (static_cast<int>(page.items.size()) == limit) {
-        page.next_cursor = make_keyset_cursor(last->cursor_micros, last->record.id);
-        break;
-      }
-      last = row_from(row);
-      page.items.push_back(last->record);
-    }
-    return page;
+    return keyset_page<OrgRecord>(rows, limit, 7, row_from,
+                                  [](const OrgRecord& o) { return o.id; });
   });
 }
 
@@ -123,7 +109,7 @@ std::optional<OrgRecord> OrgAdminStore::get(const std::string& org_id) {
   return pool_.transact("org_admin_get", [&](PgPool::Lease& lease, pqxx::work& tx) {
     auto rows = lease.exec(tx, kGetOrg, org_id);
     std::optional<OrgRecord> out;
-    if (!rows.empty()) out = row_from(rows[0]).record;
+    if (!rows.empty()) out = row_from(rows[0]);
     return out;
   });
 }
@@ -150,7 +136,7 @@ std::optional<OrgRecord> OrgAdminStore::set_guardrails(const std::string& org_id
     lease.exec(tx, kInsertAdminAudit, sql_timestamp(clock_.now()), org_id, actor.user_id,
                actor.token_id, "org.guardrails_set", org_id, ctx.ip, ctx.request_id,
                details.dump());
-    out = row_from(lease.exec(tx, kGetOrg, org_id)[0]).record;
+    out = row_from(lease.exec(tx, kGetOrg, org_id)[0]);
     return out;
   });
 }

@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "identity/identity_store.h"
+#include "identity/sql_common.h"
 #include "identity/token_store.h"
 
 #include <optional>
@@ -21,10 +22,7 @@ struct OrgRecord {
   long long member_count = 0;
 };
 
-struct OrgPage {
-  std::vector<OrgRecord> items;
-  std::optional<std::string> next_cursor;  // absent on the last page
-};
+using OrgPage = Page<OrgRecord>;
 
 // One limit in a partial update: `change` false leaves it; true sets it to `value`, where
 // an empty value clears the limit.

@@ -40,6 +40,25 @@ struct KeysetPosition {
 // an id of `id_prefix`.
 KeysetPosition parse_keyset_cursor(const std::string& cursor, std::string_view id_prefix);
 
+// The page of `rows`, fetched in keyset order with LIMIT limit + 1 (one row more than asked
+// says whether another page follows). `read` turns a row into an item; column
+// `micros_column` holds the row's EPOCH_MICROS(created_at) and `id_of(item)` its id, which
+// together make the next cursor.
+template <typename T, typename Read, typename IdOf>
+Page<T> keyset_page(const pqxx::result& rows, int limit, int micros_column, Read read, IdOf id_of) {
+  Page<T> page;
+  long long last_micros = 0;
+  for (const auto& row : rows) {
+    if (static_cast<int>(page.items.size()) == limit) {
+      page.next_cursor = make_keyset_cursor(last_micros, id_of(page.items.back()));
+      break;
+    }
+    page.items.push_back(read(row));
+    last_micros = row[micros_column].template as<long long>();
+  }
+  return page;
+}
+
 // One audit row: at, org_id, actor_user_id, action, target, ip, request_id, details (JSON
 // text). Stores write it inside the transaction of the change it records.
 inline constexpr Statement kInsertAuditRow = {

@@ -35,18 +35,11 @@ constexpr Statement kGetKey = {
 constexpr Statement kDeleteKey = {
     "ssh_key_delete",
     "DELETE FROM ssh_keys WHERE org_id = $1 AND id = $2 RETURNING name, fingerprint"};
-struct Row {
-  SshKeyRecord record;
-  long long cursor_micros = 0;
-};
-
-Row row_from(const pqxx::row& row) {
-  Row r;
-  r.record = {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
-              row[3].as<int>(),         row[4].as<std::string>(), row[5].as<std::string>(),
-              row[6].as<std::string>()};
-  r.cursor_micros = row[7].as<long long>();
-  return r;
+// Column 7 (the creation time in microseconds) is read by list() for its cursor.
+SshKeyRecord row_from(const pqxx::row& row) {
+  return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
+          row[3].as<int>(),         row[4].as<std::string>(), row[5].as<std::string>(),
+          row[6].as<std::string>()};
 }
 
 }  // namespace
@@ -62,7 +55,7 @@ SshKeyRecord SshKeyStore::create(const std::string& org_id, const std::string& n
       throw Error(ErrorCode::kConflict, "This organisation already has this SSH key.",
                   {{"field", "public_key"}, {"fingerprint", key.fingerprint}});
     }
-    SshKeyRecord record = row_from(rows[0]).record;
+    SshKeyRecord record = row_from(rows[0]);
     nlohmann::json details = {{"name", record.name}, {"fingerprint", record.fingerprint}};
     lease.exec(tx, kInsertAuditRow, now, org_id, created_by, "ssh_key.create", record.id, ctx.ip,
                ctx.request_id, details.dump());
@@ -78,17 +71,8 @@ SshKeyPage SshKeyStore::list(const std::string& org_id, int limit,
     // One row more than asked says whether another page follows.
     auto rows = after ? lease.exec(tx, kListAfter, org_id, after->created_at, after->id, limit + 1)
                       : lease.exec(tx, kListFirst, org_id, limit + 1);
-    SshKeyPage page;
-    std::optional<Row> last;
-    for (const auto& row : rows) {
-      if (static_cast<int>(page.items.size()) == limit) {
-        page.next_cursor = make_keyset_cursor(last->cursor_micros, last->record.id);
-        break;
-      }
-      last = row_from(row);
-      page.items.push_back(last->record);
-    }
-    return page;
+    return keyset_page<SshKeyRecord>(rows, limit, 7, row_from,
+                                     [](const SshKeyRecord& k) { return k.id; });
   });
 }
 
@@ -96,7 +80,7 @@ std::optional<SshKeyRecord> SshKeyStore::get(const std::string& org_id, const st
   return pool_.transact("ssh_key_get", [&](PgPool::Lease& lease, pqxx::work& tx) {
     auto rows = lease.exec(tx, kGetKey, org_id, id);
     std::optional<SshKeyRecord> out;
-    if (!rows.empty()) out = row_from(rows[0]).record;
+    if (!rows.empty()) out = row_from(rows[0]);
     return out;
   });
 }

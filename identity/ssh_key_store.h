@@ -4,6 +4,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "identity/identity_store.h"
+#include "identity/sql_common.h"
 #include "identity/ssh_public_key.h"
 
 #include <optional>
@@ -22,10 +23,7 @@ struct SshKeyRecord {
   std::string created_at;   // RFC 3339, seconds
 };
 
-struct SshKeyPage {
-  std::vector<SshKeyRecord> items;
-  std::optional<std::string> next_cursor;  // absent on the last page
-};
+using SshKeyPage = Page<SshKeyRecord>;
 
 class SshKeyStore {
  public:

@@ -105,6 +105,27 @@ std::pair<TokenRecord, std::string> TokenStore::create(
   return {r, token};
 }
 
+namespace {
+
+// A live token's row as listed; column 11 (the creation time in microseconds) is read by
+// list() for its cursor.
+TokenRecord token_from(const pqxx::row& row) {
+  TokenRecord r;
+  r.id = row[0].as<std::string>();
+  r.name = row[1].as<std::string>();
+  r.prefix = row[2].as<std::string>();
+  r.scopes = split_scopes(row[3].as<std::string>());
+  r.guardrails = {optional_field<int>(row[4]), optional_field<int>(row[5]),
+                  optional_field<long long>(row[6])};
+  r.created_at = row[7].as<std::string>();
+  r.expires_at = optional_field<std::string>(row[8]);
+  r.last_used_at = optional_field<std::string>(row[9]);
+  r.created_by = row[10].as<std::string>();
+  return r;
+}
+
+}  // namespace
+
 Page<TokenRecord> TokenStore::list(const std::string& org_id, int limit,
                                    const std::optional<std::string>& cursor) {
   std::optional<KeysetPosition> after;
@@ -114,28 +135,8 @@ Page<TokenRecord> TokenStore::list(const std::string& org_id, int limit,
     auto rows =
         after ? lease.exec(tx, kListTokensAfter, org_id, after->created_at, after->id, limit + 1)
               : lease.exec(tx, kListTokensFirst, org_id, limit + 1);
-    Page<TokenRecord> page;
-    long long last_micros = 0;
-    for (const auto& row : rows) {
-      if (static_cast<int>(page.items.size()) == limit) {
-        page.next_cursor = make_keyset_cursor(last_micros, page.items.back().id);
-        break;
-      }
-      TokenRecord r;
-      r.id = row[0].as<std::string>();
-      r.name = row[1].as<std::string>();
-      r.prefix = row[2].as<std::string>();
-      r.scopes = split_scopes(row[3].as<std::string>());
-      r.guardrails = {optional_field<int>(row[4]), optional_field<int>(row[5]),
-                      optional_field<long long>(row[6])};
-      r.created_at = row[7].as<std::string>();
-      r.expires_at = optional_field<std::string>(row[8]);
-      r.last_used_at = optional_field<std::string>(row[9]);
-      r.created_by = row[10].as<std::string>();
-      last_micros = row[11].as<long long>();
-      page.items.push_back(std::move(r));
-    }
-    return page;
+    return keyset_page<TokenRecord>(rows, limit, 11, token_from,
+                                    [](const TokenRecord& t) { return t.id; });
   });
 }
 

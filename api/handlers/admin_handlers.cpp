@@ -1,5 +1,6 @@
 // Admin routes: authenticate, require a platform admin, then one store call each.
 #include "api/handlers/admin_handlers.h"
+#include "api/handlers/json_values.h"
 
 #include "api/handlers/audit_handlers.h"
 #include "api/handlers/guardrails.h"
@@ -13,10 +14,6 @@
 
 namespace gpurent::http {
 namespace {
-
-nlohmann::json optional_json(const auto& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
 
 // The spend limit is printed in minor units, as API tokens print theirs: the platform bills
 // in one currency and only the amount is stored.

@@ -1,6 +1,7 @@
 // GET /v1/audit: one AuditStore call for the caller's org, which the statement itself fixes.
 // Owners and admins only; an API token also needs members:write, the scope of those roles.
 #include "api/handlers/audit_handlers.h"
+#include "api/handlers/json_values.h"
 
 #include "api/responses.h"
 #include "core/error.h"
@@ -19,10 +20,6 @@ bool is_action_name(std::string_view s) {
            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                   c == '.' || c == '_' || c == ':' || c == '-';
          });
-}
-
-nlohmann::json optional_json(const std::optional<std::string>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 nlohmann::json audit_json(const identity::AuditRecord& r) {

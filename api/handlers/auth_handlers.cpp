@@ -1,5 +1,6 @@
 // Identity routes: each turns one request into one IdentityStore call.
 #include "api/handlers/auth_handlers.h"
+#include "api/handlers/json_values.h"
 
 #include "api/json_body.h"
 #include "api/rate_limiter.h"
@@ -27,12 +28,6 @@ bool has_control_characters(std::string_view s) {
     if (c < 0x20 || c == 0x7f) return true;
   }
   return false;
-}
-
-std::string trimmed(std::string s) {
-  auto b = s.find_first_not_of(" \t");
-  auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
 nlohmann::json user_json(const identity::User& u) {

@@ -1,5 +1,6 @@
 // SSH key routes: each turns one request into one SshKeyStore call, for the caller's org only.
 #include "api/handlers/ssh_key_handlers.h"
+#include "api/handlers/json_values.h"
 
 #include "api/handlers/query_params.h"
 #include "api/json_body.h"
@@ -37,12 +38,6 @@ std::size_t utf8_length(std::string_view s) {
     if ((c & 0xC0) != 0x80) ++n;
   }
   return n;
-}
-
-std::string trimmed(const std::string& s) {
-  auto b = s.find_first_not_of(" \t");
-  auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
 nlohmann::json key_json(const identity::SshKeyRecord& k) {

@@ -1,5 +1,6 @@
 // Token routes: create (shown once), list (never the secret), revoke (effective at once).
 #include "api/handlers/token_handlers.h"
+#include "api/handlers/json_values.h"
 
 #include "api/handlers/guardrails.h"
 #include "api/handlers/query_params.h"
@@ -15,10 +16,6 @@ namespace gpurent::http {
 namespace {
 
 constexpr int kMaxExpiryDays = 3650;
-
-nlohmann::json optional_json(const auto& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
 
 nlohmann::json token_json(const identity::TokenRecord& t) {
   return {{"id", t.id},
