@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "identity/identity_store.h"
 #include "identity/sql_common.h"
+#include "identity/tests/two_orgs_fixture.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -17,21 +18,15 @@
 namespace gpurent::identity {
 namespace {
 
-using testing::TestDatabase;
 using namespace std::chrono_literals;
 
 // 2026-03-01T00:00:00Z
 constexpr Timestamp kBase{std::chrono::seconds(1772323200)};
 
-class AuditStoreTest : public ::testing::Test {
+class AuditStoreTest : public TwoOrgsTest {
  protected:
   void SetUp() override {
-    auto [u1, o1] = identity_.create_user_with_org("one@example.com", "hash", "One", ctx_);
-    auto [u2, o2] = identity_.create_user_with_org("two@example.com", "hash", "Two", ctx_);
-    user1_ = u1.id;
-    org1_ = o1.id;
-    user2_ = u2.id;
-    org2_ = o2.id;
+    TwoOrgsTest::SetUp();
     // Sign-up wrote a row each; start from an empty log so the rows below are all there is.
     pqxx::connection c(db_.url());
     pqxx::work tx(c);
@@ -77,13 +72,7 @@ class AuditStoreTest : public ::testing::Test {
     return out;
   }
 
-  TestDatabase db_;
-  PgPool pool_{{.url = db_.url(), .size = 4}};
-  TestClock clock_;
-  IdentityStore identity_{pool_, clock_};
   AuditStore store_{pool_};
-  AuditContext ctx_{"203.0.113.7", "req_test"};
-  std::string user1_, org1_, user2_, org2_;
 };
 
 TEST_F(AuditStoreTest, ListsEveryFieldNewestFirst) {

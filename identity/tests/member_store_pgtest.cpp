@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "identity/identity_store.h"
+#include "identity/tests/two_orgs_fixture.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -16,25 +17,13 @@
 namespace gpurent::identity {
 namespace {
 
-using testing::TestDatabase;
 using namespace std::chrono_literals;
 
-class MemberStoreTest : public ::testing::Test {
+// The second user's email keeps its capitals, to show lookups ignore case.
+class MemberStoreTest : public TwoOrgsTest {
  protected:
-  void SetUp() override {
-    auto [u1, o1] = identity_.create_user_with_org("one@example.com", "hash", "One", ctx_);
-    auto [u2, o2] = identity_.create_user_with_org("Two@Example.com", "hash", "Two", ctx_);
-    user1_ = u1.id;
-    org1_ = o1.id;
-    user2_ = u2.id;
-    org2_ = o2.id;
-  }
+  MemberStoreTest() { second_email_ = "Two@Example.com"; }
 
-  int count(const std::string& sql) {
-    pqxx::connection c(db_.url());
-    pqxx::nontransaction tx(c);
-    return tx.exec(sql)[0][0].as<int>();
-  }
   int owners(const std::string& org_id) {
     return count("SELECT count(*) FROM memberships WHERE role = 'owner' AND org_id = '" + org_id +
                  "'");
@@ -53,13 +42,7 @@ class MemberStoreTest : public ::testing::Test {
     return {};
   }
 
-  TestDatabase db_;
-  PgPool pool_{{.url = db_.url(), .size = 8}};
-  TestClock clock_;
-  IdentityStore identity_{pool_, clock_};
   MemberStore store_{pool_, clock_};
-  AuditContext ctx_{"203.0.113.7", "req_test"};
-  std::string user1_, org1_, user2_, org2_;
 };
 
 TEST_F(MemberStoreTest, AddListSetRoleRemove) {

@@ -6,6 +6,7 @@
 #include "core/id.h"
 #include "identity/identity_store.h"
 #include "identity/member_store.h"
+#include "identity/tests/two_orgs_fixture.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -17,24 +18,11 @@
 namespace gpurent::identity {
 namespace {
 
-using testing::TestDatabase;
-
-class OrgAdminStoreTest : public ::testing::Test {
+class OrgAdminStoreTest : public TwoOrgsTest {
  protected:
   void SetUp() override {
-    auto [u1, o1] = identity_.create_user_with_org("one@example.com", "hash", "One", ctx_);
-    auto [u2, o2] = identity_.create_user_with_org("two@example.com", "hash", "Two", ctx_);
+    TwoOrgsTest::SetUp();
     admin_ = identity_.create_platform_admin("root@example.com", "hash").id;
-    user1_ = u1.id;
-    org1_ = o1.id;
-    user2_ = u2.id;
-    org2_ = o2.id;
-  }
-
-  int count(const std::string& sql) {
-    pqxx::connection c(db_.url());
-    pqxx::nontransaction tx(c);
-    return tx.exec(sql)[0][0].as<int>();
   }
 
   pqxx::row guardrails_in_db(const std::string& org_id) {
@@ -52,14 +40,9 @@ class OrgAdminStoreTest : public ::testing::Test {
     return c;
   }
 
-  TestDatabase db_;
-  PgPool pool_{{.url = db_.url(), .size = 4}};
-  TestClock clock_;
-  IdentityStore identity_{pool_, clock_};
   MemberStore members_{pool_, clock_};
   OrgAdminStore store_{pool_, clock_};
-  AuditContext ctx_{"203.0.113.7", "req_test"};
-  std::string admin_, user1_, org1_, user2_, org2_;
+  std::string admin_;
 };
 
 TEST_F(OrgAdminStoreTest, ListsEveryOrgWithMemberCountsAndNoLimits) {

@@ -5,6 +5,7 @@
 #include "core/id.h"
 #include "identity/identity_store.h"
 #include "identity/ssh_public_key.h"
+#include "identity/tests/two_orgs_fixture.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -18,7 +19,6 @@
 namespace gpurent::identity {
 namespace {
 
-using testing::TestDatabase;
 using namespace std::chrono_literals;
 
 std::string base64(const std::string& in) {
@@ -57,30 +57,9 @@ SshPublicKey random_key(const std::string& comment = "someone@laptop") {
       "ssh-ed25519 " + base64(ssh_string("ssh-ed25519") + ssh_string(point)) + " " + comment);
 }
 
-class SshKeyStoreTest : public ::testing::Test {
+class SshKeyStoreTest : public TwoOrgsTest {
  protected:
-  void SetUp() override {
-    auto [u1, o1] = identity_.create_user_with_org("one@example.com", "hash", "One", ctx_);
-    auto [u2, o2] = identity_.create_user_with_org("two@example.com", "hash", "Two", ctx_);
-    user1_ = u1.id;
-    org1_ = o1.id;
-    user2_ = u2.id;
-    org2_ = o2.id;
-  }
-
-  int count(const std::string& sql) {
-    pqxx::connection c(db_.url());
-    pqxx::nontransaction tx(c);
-    return tx.exec(sql)[0][0].as<int>();
-  }
-
-  TestDatabase db_;
-  PgPool pool_{{.url = db_.url(), .size = 8}};
-  TestClock clock_;
-  IdentityStore identity_{pool_, clock_};
   SshKeyStore store_{pool_, clock_};
-  AuditContext ctx_{"203.0.113.7", "req_test"};
-  std::string user1_, org1_, user2_, org2_;
 };
 
 TEST_F(SshKeyStoreTest, CreateGetListRemove) {
