@@ -5,7 +5,10 @@
 #include "api/handlers/admin_handlers.h"
 #include "api/handlers/audit_handlers.h"
 #include "api/handlers/auth_handlers.h"
+#include "api/handlers/catalog_admin_handlers.h"
+#include "api/handlers/catalog_handlers.h"
 #include "api/handlers/member_handlers.h"
+#include "api/handlers/node_admin_handlers.h"
 #include "api/handlers/ops_handlers.h"
 #include "api/handlers/ssh_key_handlers.h"
 #include "api/handlers/test_handlers.h"
@@ -18,6 +21,7 @@
 #include "core/db_pool.h"
 #include "core/embedded_postgres.h"
 #include "core/error.h"
+#include "core/notify_listener.h"
 #include "core/trusted_proxies.h"
 #include "core/worker_pool.h"
 #include "identity/audit_store.h"
@@ -28,6 +32,11 @@
 #include "identity/password.h"
 #include "identity/ssh_key_store.h"
 #include "identity/token_store.h"
+#include "inventory/catalog_store.h"
+#include "inventory/demo_fleet.h"
+#include "inventory/node_store.h"
+#include "inventory/price_store.h"
+#include "inventory/site_store.h"
 #include "migrations/embedded_migrations.h"
 
 #include <spdlog/spdlog.h>
@@ -122,6 +131,23 @@ void add_rate_limit_collector(http::Metrics& metrics, const http::RateLimiters& 
   });
 }
 
+// The catalog cache's hits and misses show whether the snapshot works; the listener's
+// reconnects show whether invalidations could have been missed.
+void add_catalog_cache_collector(http::Metrics& metrics, const http::CatalogCache& cache,
+                                 const NotifyListener& listener) {
+  metrics.add_collector([&cache, &listener](std::string& out) {
+    auto line = [&out](const char* name, std::uint64_t value) {
+      out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");
+      out.append(std::to_string(value)).append("\n");
+    };
+    line("gpurent_catalog_cache_hits_total", cache.hits());
+    line("gpurent_catalog_cache_misses_total", cache.misses());
+    line("gpurent_catalog_cache_invalidations_total", cache.invalidations());
+    line("gpurent_notify_reconnects_total", listener.reconnects_total());
+    line("gpurent_notifications_total", listener.notifications_total());
+  });
+}
+
 }  // namespace
 
 int run_migrate(const Config& config) {
@@ -135,7 +161,8 @@ int run_migrate(const Config& config) {
 // Demo seed for `make run`: a platform admin whose generated password is kept beside the
 // data folder (mode 0600) so every start can print the login. Demo only: a real
 // deployment creates its admins with `gpurentd admin create`.
-void seed_demo(const Config& config, identity::IdentityStore& store) {
+void seed_demo(const Config& config, identity::IdentityStore& store,
+               const inventory::DemoFleetStores& fleet) {
   constexpr const char* kEmail = "admin@gpurent.local";
   std::string secret_file =
       (std::filesystem::path(config.data_dir).parent_path() / "demo-admin-password").string();
@@ -149,6 +176,10 @@ void seed_demo(const Config& config, identity::IdentityStore& store) {
     std::ofstream(secret_file) << password << "\n";
     std::filesystem::permissions(
         secret_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  }
+  if (auto admin = store.find_login(kEmail);
+      admin && inventory::seed_demo_fleet(fleet, {admin->first.id, std::nullopt})) {
+    spdlog::info("seeded the demo fleet: one site, eight nodes, five images, a price list");
   }
   if (password.empty()) {
     spdlog::warn("demo admin {} exists but its password file {} is gone", kEmail, secret_file);
@@ -235,6 +266,30 @@ int run_server(const Config& config) {
   http::AdminRoutesState admin_state{
       .orgs = &org_admin_store, .audit = &audit_store, .auth = &authenticator};
   http::add_admin_routes(router, admin_state);
+  inventory::CatalogStore catalog_store(pool, clock);
+  inventory::SiteStore site_store(pool, clock);
+  inventory::NodeStore node_store(pool, clock, config.enrollment_token_ttl);
+  inventory::PriceStore price_store(pool, clock, config.currency);
+  http::CatalogCache catalog_cache(
+      [&catalog_store] { return http::build_catalog_documents(catalog_store); });
+  http::CatalogRoutesState catalog_state{.cache = &catalog_cache, .auth = &authenticator};
+  http::add_catalog_routes(router, catalog_state);
+  http::NodeAdminRoutesState node_admin_state{
+      .sites = &site_store, .nodes = &node_store, .auth = &authenticator};
+  http::add_node_admin_routes(router, node_admin_state);
+  http::CatalogAdminRoutesState catalog_admin_state{.catalog = &catalog_store,
+                                                    .prices = &price_store,
+                                                    .cache = &catalog_cache,
+                                                    .auth = &authenticator};
+  http::add_catalog_admin_routes(router, catalog_admin_state);
+  // Any change to the catalog, made by any replica or by hand, reaches every replica's cache
+  // through a trigger's NOTIFY; after a reconnection the cache is dropped, since
+  // notifications sent meanwhile are lost.
+  NotifyListener listener({.url = db.url});
+  listener.subscribe("gpurent_catalog",
+                     [&catalog_cache](const std::string&) { catalog_cache.invalidate(); });
+  listener.on_connected([&catalog_cache] { catalog_cache.invalidate(); });
+  listener.start();
   http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
   if (config.test_mode) {
     spdlog::warn("test mode: test clock and test-only routes are enabled");
@@ -259,6 +314,7 @@ int run_server(const Config& config) {
                                    config.rate_limit_burst_per_credential, config.rate_limit_per_ip,
                                    config.rate_limit_burst_per_ip);
   add_rate_limit_collector(metrics, rate_limiters, login_throttle);
+  add_catalog_cache_collector(metrics, catalog_cache, listener);
   TrustedProxies trusted_proxies = TrustedProxies::parse(config.trusted_proxies);
   http::HttpServer server({.host = config.listen_host,
                            .port = config.listen_port,
@@ -275,7 +331,13 @@ int run_server(const Config& config) {
                           router, metrics, workers, &static_files);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();
-  if (config.demo) seed_demo(config, identity_store);
+  if (config.demo) {
+    seed_demo(config, identity_store,
+              {.sites = &site_store,
+               .nodes = &node_store,
+               .catalog = &catalog_store,
+               .prices = &price_store});
+  }
   if (!config.port_file.empty()) {
     // Write then rename, so a reader never sees a half-written number.
     std::string tmp = config.port_file + ".tmp";
@@ -288,6 +350,7 @@ int run_server(const Config& config) {
   // workers can finish and the process exits now rather than at the statement timeout.
   pool.cancel_all();
   workers.stop();
+  listener.stop();
   spdlog::info("stopped");
   return 0;
 }

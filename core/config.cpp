@@ -1,6 +1,7 @@
 // Parses and validates configuration from defaults, a file, the environment and flags.
 #include "core/config.h"
 
+#include "core/money.h"
 #include "core/trusted_proxies.h"
 
 #include "core/error.h"
@@ -181,6 +182,18 @@ const std::vector<Field>& fields() {
         "requests per client address allowed at once above the rate (0: no limit)", "200"},
        [](Config& c, const std::string& v) {
          c.rate_limit_burst_per_ip = parse_int(v, 0, 1'000'000);
+       }},
+      {{"currency", "GPURENT_CURRENCY",
+        "the platform's currency (ISO 4217): every price and balance is in it", "RUB"},
+       [](Config& c, const std::string& v) {
+         if (!Money::is_valid_currency(v)) bad("an ISO 4217 code such as RUB", v);
+         c.currency = v;
+       }},
+      {{"enrollment_token_ttl", "GPURENT_ENROLLMENT_TOKEN_TTL",
+        "how long a new node's single-use agent enrolment token is valid", "24h"},
+       [](Config& c, const std::string& v) {
+         c.enrollment_token_ttl =
+             std::chrono::duration_cast<std::chrono::seconds>(parse_positive_duration(v));
        }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},

@@ -47,6 +47,8 @@ struct Config {
   // Reverse proxies whose X-Forwarded-For is believed (addresses and CIDR blocks, comma
   // separated); validated at parse time. Empty: the peer address is the client's.
   std::string trusted_proxies;
+  std::string currency = "RUB";
+  std::chrono::seconds enrollment_token_ttl{24 * 3600};
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

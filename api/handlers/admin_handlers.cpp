@@ -1,5 +1,6 @@
 // Admin routes: authenticate, require a platform admin, then one store call each.
 #include "api/handlers/admin_handlers.h"
+#include "api/handlers/admin_common.h"
 #include "api/handlers/json_values.h"
 
 #include "api/handlers/audit_handlers.h"
@@ -36,12 +37,6 @@ std::string org_id_param(const Request& req) {
   std::string id(req.path_param("id"));
   if (!is_valid_id(id_prefix::kOrg, id)) throw no_such_org();
   return id;
-}
-
-Principal platform_admin(const Authenticator& auth, const Request& req) {
-  Principal p = auth.authenticate(req);
-  require_platform_admin(p);
-  return p;
 }
 
 }  // namespace
@@ -87,12 +82,8 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
                     // Nothing to change writes nothing, not even an audit row.
                     auto org = change.empty()
                                    ? state.orgs->get(org_id)
-                                   : state.orgs->set_guardrails(
-                                         org_id, change,
-                                         {p.user.id, p.token_id.empty()
-                                                         ? std::nullopt
-                                                         : std::optional<std::string>(p.token_id)},
-                                         audit_context(req));
+                                   : state.orgs->set_guardrails(org_id, change, admin_actor(p),
+                                                                audit_context(req));
                     if (!org) throw no_such_org();
                     return json_response(200, org_json(*org));
                   },

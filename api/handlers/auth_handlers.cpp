@@ -23,13 +23,6 @@ const std::string& dummy_hash() {
   return kHash;
 }
 
-bool has_control_characters(std::string_view s) {
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) return true;
-  }
-  return false;
-}
-
 nlohmann::json user_json(const identity::User& u) {
   return {{"id", u.id},
           {"email", u.email},

@@ -21,16 +21,6 @@ constexpr std::size_t kMaxNameBytes = 4 * kMaxNameChars;
 // size (before its own length check), so the reader must not cut it off first.
 constexpr std::size_t kMaxKeyTextBytes = std::size_t(1) << 30;
 
-// C0 controls, DEL and the C1 controls (U+0080..U+009F, encoded 0xC2 0x80..0x9F).
-bool has_control_characters(std::string_view s) {
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) return true;
-    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) < 0xA0) return true;
-  }
-  return false;
-}
-
 // Code points in valid UTF-8 (the JSON parser has already refused anything else).
 std::size_t utf8_length(std::string_view s) {
   std::size_t n = 0;

@@ -1,0 +1,170 @@
+// Image and price admin routes: read and check the request, then one store call each.
+#include "api/handlers/catalog_admin_handlers.h"
+
+#include "api/handlers/admin_common.h"
+#include "api/handlers/inventory_json.h"
+#include "api/handlers/json_values.h"
+#include "api/handlers/query_params.h"
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/id.h"
+#include "core/money.h"
+#include "inventory/image_compat.h"
+
+namespace gpurent::http {
+namespace {
+
+constexpr std::size_t kMaxFrameworks = 20;
+constexpr std::size_t kMaxPrices = 1000;
+
+Error no_such_image() {
+  return Error(ErrorCode::kNotFound, "No such image.");
+}
+
+std::vector<std::string> read_frameworks(const nlohmann::json* value) {
+  std::vector<std::string> out;
+  if (!value) return out;
+  if (!value->is_array() || value->size() > kMaxFrameworks) {
+    throw Error::invalid_field("frameworks", "must be an array of at most 20 strings");
+  }
+  for (std::size_t i = 0; i < value->size(); ++i) {
+    std::string field = "frameworks[" + std::to_string(i) + "]";
+    if (!(*value)[i].is_string()) throw Error::invalid_field(field, "must be a string");
+    out.push_back(printable_text(field, (*value)[i].get<std::string>(), 64));
+  }
+  return out;
+}
+
+inventory::NewImage read_new_image(const nlohmann::json& body) {
+  JsonObjectReader in(body);
+  inventory::NewImage i;
+  i.name = printable_text("name", in.required_string("name", 100), 100);
+  i.os = printable_text("os", in.required_string("os", 100), 100);
+  i.driver_version = in.required_string("driver_version", 32);
+  i.cuda_version = in.required_string("cuda_version", 32);
+  i.frameworks = read_frameworks(in.optional_value("frameworks"));
+  in.finish();
+  return i;
+}
+
+// The body is the list itself, as GET prints its items, or {"items": [...]}.
+std::vector<inventory::PriceEntry> read_price_list(const nlohmann::json& body) {
+  const nlohmann::json* list = &body;
+  if (body.is_object()) {
+    JsonObjectReader in(body);
+    list = in.optional_value("items");
+    in.finish();
+    if (!list) throw Error::invalid_field("items", "is required");
+  }
+  if (!list->is_array()) throw Error::invalid_field("items", "must be an array of prices");
+  if (list->size() > kMaxPrices)
+    throw Error::invalid_field("items", "must have at most 1000 prices");
+  std::vector<inventory::PriceEntry> out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    std::string prefix = "items[" + std::to_string(i) + "].";
+    JsonObjectReader in((*list)[i], prefix);
+    auto model = in.required_string("gpu_model", 64);
+    auto count = static_cast<int>(in.required_int("gpu_count", 1, 64));
+    const auto* price = in.optional_value("price_per_day");
+    if (!price) throw Error::invalid_field(prefix + "price_per_day", "is required");
+    in.optional_value("valid_from");  // printed by GET; ignored so a GET body can be PUT back
+    in.finish();
+    out.push_back({model, count, Money::from_json(*price, prefix + "price_per_day")});
+  }
+  return out;
+}
+
+Response prices_response(const std::vector<inventory::PriceRecord>& prices) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& p : prices) items.push_back(price_json(p));
+  return list_response(200, std::move(items), std::nullopt);
+}
+
+void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/images",
+              .handler =
+                  [&state](const Request& req) {
+                    platform_admin(*state.auth, req);
+                    QueryParams query(req, {});
+                    auto models = state.catalog->gpu_models();
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& i : state.catalog->images(true)) {
+                      items.push_back(image_json(i, inventory::compatible_gpu_models(i, models)));
+                    }
+                    return list_response(200, std::move(items), std::nullopt);
+                  },
+              .summary = "Every image, deprecated ones included (platform admins).",
+              .tag = "admin"});
+
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/admin/images",
+       .handler =
+           [&state](const Request& req) {
+             Principal p = platform_admin(*state.auth, req);
+             auto image = read_new_image(parse_json_body(req));
+             auto created = state.catalog->create_image(image, admin_actor(p), audit_context(req));
+             state.cache->invalidate();
+             auto models = state.catalog->gpu_models();
+             return json_response(
+                 201, image_json(created, inventory::compatible_gpu_models(created, models)));
+           },
+       .summary = "Publish an image: {name, os, driver_version, cuda_version, frameworks}; "
+                  "422 incompatible_image when the driver cannot run that CUDA release "
+                  "(platform admins).",
+       .tag = "admin"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/admin/images/{id}/deprecate",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    std::string id(req.path_param("id"));
+                    if (!is_valid_id(id_prefix::kImage, id)) throw no_such_image();
+                    auto image =
+                        state.catalog->deprecate_image(id, admin_actor(p), audit_context(req));
+                    if (!image) throw no_such_image();
+                    state.cache->invalidate();
+                    auto models = state.catalog->gpu_models();
+                    return json_response(
+                        200, image_json(*image, inventory::compatible_gpu_models(*image, models)));
+                  },
+              .summary = "Stop offering an image; rentals that use it keep it (platform admins).",
+              .tag = "admin"});
+}
+
+}  // namespace
+
+void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
+  add_image_routes(router, state);
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/prices",
+              .handler =
+                  [&state](const Request& req) {
+                    platform_admin(*state.auth, req);
+                    QueryParams query(req, {});
+                    return prices_response(state.prices->current());
+                  },
+              .summary = "The price list in force: a price per day for each GPU model and "
+                         "count (platform admins).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kPut,
+              .pattern = "/v1/admin/prices",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    auto entries = read_price_list(parse_json_body(req));
+                    return prices_response(
+                        state.prices->replace(entries, admin_actor(p), audit_context(req)));
+                  },
+              .summary = "Replace the price list: [{gpu_model, gpu_count, price_per_day}]; "
+                         "shapes left out are no longer priced; rentals keep the price they "
+                         "were booked at (platform admins).",
+              .tag = "admin"});
+}
+
+}  // namespace gpurent::http

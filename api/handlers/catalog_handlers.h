@@ -1,0 +1,39 @@
+// The catalog any authenticated caller reads: GET /v1/gpu-models and GET /v1/images, served
+// from an in-memory snapshot that every replica drops when the catalog changes.
+#pragma once
+
+#include "api/auth.h"
+#include "api/router.h"
+#include "core/snapshot_cache.h"
+#include "inventory/catalog_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpurent::http {
+
+// The catalog as responses print it: items with their sort keys (for pages) and the whole
+// first page already serialised, which is what nearly every request asks for.
+struct CatalogDocuments {
+  std::vector<std::pair<std::string, nlohmann::json>> gpu_models;  // key: name
+  std::vector<std::pair<std::string, nlohmann::json>> images;      // key: lower-case name
+  std::shared_ptr<const std::string> gpu_models_body;
+  std::shared_ptr<const std::string> images_body;
+};
+
+// Reads the store and applies the compatibility rules: what one cache miss costs.
+CatalogDocuments build_catalog_documents(inventory::CatalogStore& store);
+
+using CatalogCache = SnapshotCache<CatalogDocuments>;
+
+struct CatalogRoutesState {
+  CatalogCache* cache = nullptr;
+  Authenticator* auth = nullptr;
+};
+
+void add_catalog_routes(Router& router, CatalogRoutesState& state);
+
+}  // namespace gpurent::http

@@ -1,0 +1,302 @@
+// Site and node admin routes: read and check the request, then one store call each.
+#include "api/handlers/node_admin_handlers.h"
+
+#include "api/handlers/admin_common.h"
+#include "api/handlers/inventory_json.h"
+#include "api/handlers/json_values.h"
+#include "api/handlers/query_params.h"
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/id.h"
+
+#include <cctype>
+
+namespace gpurent::http {
+namespace {
+
+constexpr std::size_t kMaxLabels = 32;
+
+Error no_such_node() {
+  return Error(ErrorCode::kNotFound, "No such node.");
+}
+
+std::string node_id_param(const Request& req) {
+  std::string id(req.path_param("id"));
+  if (!is_valid_id(id_prefix::kNode, id)) throw no_such_node();
+  return id;
+}
+
+// A DNS name: letters, digits, '-' and '.', each label 1..63 and not starting with '-'.
+std::string hostname(const std::string& value) {
+  auto bad = [] {
+    return Error::invalid_field("hostname",
+                                "must be a host name of letters, digits, '-' and '.' (1 to 253)");
+  };
+  if (value.empty() || value.size() > 253) throw bad();
+  std::size_t label = 0;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    char c = value[i];
+    if (c == '.') {
+      if (label == 0) throw bad();
+      label = 0;
+      continue;
+    }
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || (c == '-' && label > 0);
+    if (!ok || ++label > 63) throw bad();
+  }
+  if (label == 0) throw bad();
+  return value;
+}
+
+// Labels: an object of at most 32 keys (lower-case letters, digits, '.', '_', '/', '-';
+// 1..63) with printable string values up to 200 bytes.
+nlohmann::json labels(const nlohmann::json& value) {
+  if (!value.is_object()) throw Error::invalid_field("labels", "must be an object of strings");
+  if (value.size() > kMaxLabels) {
+    throw Error::invalid_field("labels", "must have at most 32 labels");
+  }
+  for (const auto& [key, v] : value.items()) {
+    bool key_ok = !key.empty() && key.size() <= 63;
+    for (char c : key) {
+      key_ok = key_ok && (std::islower(static_cast<unsigned char>(c)) ||
+                          std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+                          c == '/' || c == '-');
+    }
+    if (!key_ok) {
+      throw Error::invalid_field("labels",
+                                 "keys are 1 to 63 lower-case letters, digits, '.', '_', '/', '-'");
+    }
+    if (!v.is_string()) throw Error::invalid_field("labels." + key, "must be a string");
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.size() > 200 || has_control_characters(s)) {
+      throw Error::invalid_field("labels." + key, "must be at most 200 printable characters");
+    }
+  }
+  return value;
+}
+
+std::optional<int> optional_small_int(JsonObjectReader& in, const char* field, int max) {
+  auto v = in.optional_int(field, 1, max);
+  return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+}
+
+inventory::NewNode read_new_node(const nlohmann::json& body) {
+  JsonObjectReader in(body);
+  inventory::NewNode n;
+  n.site_id = in.required_string("site_id", 64);
+  n.hostname = hostname(in.required_string("hostname", 253));
+  n.gpu_model = in.required_string("gpu_model", 64);
+  n.gpu_count = static_cast<int>(in.required_int("gpu_count", 1, 64));
+  n.interconnect = in.optional_string("interconnect", 32);
+  if (auto cpu = in.optional_string("cpu_model", 200))
+    n.cpu_model = printable_text("cpu_model", *cpu, 200);
+  n.cpu_cores = optional_small_int(in, "cpu_cores", 4096);
+  n.ram_gb = optional_small_int(in, "ram_gb", 1 << 20);
+  n.disk_gb = optional_small_int(in, "disk_gb", 1 << 24);
+  if (const auto* l = in.optional_value("labels")) n.labels = labels(*l);
+  in.finish();
+  return n;
+}
+
+template <typename T>
+identity::LimitChange<T> change_of(const nlohmann::json& body, const char* field,
+                                   std::optional<T> value) {
+  return {body.contains(field), std::move(value)};
+}
+
+inventory::NodeChange read_node_change(const nlohmann::json& body) {
+  JsonObjectReader in(body);
+  inventory::NodeChange c;
+  if (auto h = in.optional_string("hostname", 253)) c.hostname = hostname(*h);
+  std::optional<std::string> cpu;
+  if (auto v = in.optional_string("cpu_model", 200)) cpu = printable_text("cpu_model", *v, 200);
+  c.cpu_model = change_of(body, "cpu_model", cpu);
+  c.cpu_cores = change_of(body, "cpu_cores", optional_small_int(in, "cpu_cores", 4096));
+  c.ram_gb = change_of(body, "ram_gb", optional_small_int(in, "ram_gb", 1 << 20));
+  c.disk_gb = change_of(body, "disk_gb", optional_small_int(in, "disk_gb", 1 << 24));
+  if (const auto* l = in.optional_value("labels")) c.labels = labels(*l);
+  in.finish();
+  return c;
+}
+
+std::string read_reason(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  std::string reason = printable_text("reason", in.required_string("reason", 1000), 1000);
+  in.finish();
+  return reason;
+}
+
+// PUT …/topology takes the text exactly as `nvidia-smi topo -m` printed it.
+topology::Matrix read_topology_text(const Request& req) {
+  std::string_view type = req.header("content-type");
+  std::string_view base = type.substr(0, type.find(';'));
+  if (trimmed(base) != "text/plain") {
+    throw Error::invalid_field("Content-Type", "must be text/plain: the nvidia-smi topo -m output");
+  }
+  try {
+    return topology::parse_topo_m(req.body);
+  } catch (const topology::ParseError& e) {
+    throw Error::invalid_field("topology", e.what());
+  }
+}
+
+void add_transition_route(Router& router, NodeAdminRoutesState& state, const char* verb,
+                          inventory::NodeAction action, const char* summary) {
+  router.add({.method = Method::kPost,
+              .pattern = std::string("/v1/admin/nodes/{id}/") + verb,
+              .handler =
+                  [&state, action](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    std::string id = node_id_param(req);
+                    std::string reason = read_reason(req);
+                    auto node = state.nodes->transition(id, action, reason, admin_actor(p),
+                                                        audit_context(req));
+                    if (!node) throw no_such_node();
+                    return json_response(200, node_detail_json(*node));
+                  },
+              .summary = summary,
+              .tag = "admin"});
+}
+
+void add_site_routes(Router& router, NodeAdminRoutesState& state) {
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/sites",
+              .handler =
+                  [&state](const Request& req) {
+                    platform_admin(*state.auth, req);
+                    QueryParams query(req, {"limit", "cursor"});
+                    auto page = state.sites->list(query.limit(), query.cursor());
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& s : page.items) items.push_back(site_json(s));
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .summary = "Sites, oldest first (platform admins).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/admin/sites",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    auto name = printable_text("name", in.required_string("name", 100), 100);
+                    auto region = printable_text("region", in.required_string("region", 100), 100);
+                    auto timezone = in.required_string("timezone", 64);
+                    in.finish();
+                    auto site = state.sites->create(name, region, timezone, admin_actor(p),
+                                                    audit_context(req));
+                    return json_response(201, site_json(site));
+                  },
+              .summary = "Add a site: {name, region, timezone} (an IANA zone; rental days "
+                         "follow it) (platform admins).",
+              .tag = "admin"});
+}
+
+}  // namespace
+
+void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
+  add_site_routes(router, state);
+
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/admin/nodes",
+       .handler =
+           [&state](const Request& req) {
+             platform_admin(*state.auth, req);
+             QueryParams query(req, {"site_id", "state", "gpu_model", "limit", "cursor"});
+             inventory::NodeFilter filter;
+             filter.site_id = query.id("site_id", id_prefix::kSite);
+             filter.state = query.text("state");
+             if (filter.state && !inventory::parse_node_state(*filter.state)) {
+               throw Error::invalid_field("state", "is not a node state");
+             }
+             filter.gpu_model = query.text("gpu_model");
+             auto page = state.nodes->list(filter, query.limit(), query.cursor());
+             nlohmann::json items = nlohmann::json::array();
+             for (const auto& n : page.items) items.push_back(node_json(n));
+             return list_response(200, std::move(items), page.next_cursor);
+           },
+       .summary = "Nodes, oldest first; filters site_id, state, gpu_model (platform admins).",
+       .tag = "admin"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/admin/nodes",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    auto node = read_new_node(parse_json_body(req));
+                    auto created = state.nodes->create(node, admin_actor(p), audit_context(req));
+                    return json_response(
+                        201, {{"node", node_detail_json(created.node)},
+                              {"enrollment_token", created.enrollment_token},
+                              {"enrollment_token_expires_at", created.enrollment_expires_at}});
+                  },
+              .summary =
+                  "Add a node in state enrolling: {site_id, hostname, gpu_model, gpu_count, "
+                  "interconnect?, cpu_model?, cpu_cores?, ram_gb?, disk_gb?, labels?} → {node, "
+                  "enrollment_token} (single use, shown once) (platform admins).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/nodes/{id}",
+              .handler =
+                  [&state](const Request& req) {
+                    platform_admin(*state.auth, req);
+                    auto node = state.nodes->get(node_id_param(req));
+                    if (!node) throw no_such_node();
+                    return json_response(200, node_detail_json(*node));
+                  },
+              .summary = "A node with its GPUs, link matrix, health and state history "
+                         "(platform admins).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kPatch,
+              .pattern = "/v1/admin/nodes/{id}",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    std::string id = node_id_param(req);
+                    auto body = parse_json_body(req);
+                    auto change = read_node_change(body);
+                    auto node = change.empty() ? state.nodes->get(id)
+                                               : state.nodes->update(id, change, admin_actor(p),
+                                                                     audit_context(req));
+                    if (!node) throw no_such_node();
+                    return json_response(200, node_detail_json(*node));
+                  },
+              .summary = "Change a node's hostname, hardware facts or labels; null clears an "
+                         "optional fact (platform admins).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kPut,
+              .pattern = "/v1/admin/nodes/{id}/topology",
+              .handler =
+                  [&state](const Request& req) {
+                    Principal p = platform_admin(*state.auth, req);
+                    std::string id = node_id_param(req);
+                    auto matrix = read_topology_text(req);
+                    auto node = state.nodes->set_topology(id, matrix, "admin", admin_actor(p),
+                                                          audit_context(req));
+                    if (!node) throw no_such_node();
+                    return json_response(200, node_detail_json(*node));
+                  },
+              .summary = "Set a node's GPU link matrix from its `nvidia-smi topo -m` output "
+                         "(text/plain body) (platform admins).",
+              .tag = "admin"});
+
+  using inventory::NodeAction;
+  add_transition_route(router, state, "maintenance", NodeAction::kMaintenance,
+                       "Take a node out of service for maintenance: {reason} (platform admins).");
+  add_transition_route(router, state, "drain", NodeAction::kDrain,
+                       "Stop new allocations on a node; it goes to maintenance when its rentals "
+                       "end: {reason} (platform admins).");
+  add_transition_route(router, state, "activate", NodeAction::kActivate,
+                       "Return a node from maintenance to service: {reason} (platform admins).");
+  add_transition_route(router, state, "retire", NodeAction::kRetire,
+                       "Retire a node for good: {reason} (platform admins).");
+}
+
+}  // namespace gpurent::http

@@ -1,0 +1,21 @@
+// Platform administration of the fleet: sites (/v1/admin/sites), nodes with their state
+// machine (/v1/admin/nodes, …/{maintenance,drain,activate,retire}) and link matrices
+// (PUT /v1/admin/nodes/{id}/topology with `nvidia-smi topo -m` text).
+#pragma once
+
+#include "api/auth.h"
+#include "api/router.h"
+#include "inventory/node_store.h"
+#include "inventory/site_store.h"
+
+namespace gpurent::http {
+
+struct NodeAdminRoutesState {
+  inventory::SiteStore* sites = nullptr;
+  inventory::NodeStore* nodes = nullptr;
+  Authenticator* auth = nullptr;
+};
+
+void add_node_admin_routes(Router& router, NodeAdminRoutesState& state);
+
+}  // namespace gpurent::http

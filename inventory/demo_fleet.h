@@ -1,0 +1,25 @@
+// The demo fleet `make run` starts with: one site with every kind of node the product
+// rents, images for each driver/CUDA generation, and a price list in the platform currency.
+#pragma once
+
+#include "inventory/catalog_store.h"
+#include "inventory/node_store.h"
+#include "inventory/price_store.h"
+#include "inventory/site_store.h"
+
+namespace gpurent::inventory {
+
+struct DemoFleetStores {
+  SiteStore* sites = nullptr;
+  NodeStore* nodes = nullptr;
+  CatalogStore* catalog = nullptr;
+  PriceStore* prices = nullptr;
+};
+
+// Seeds the fleet once: a database that already has a site is left as it is (restarts
+// keep what admins changed). The nodes stand in for simulated agents: they are moved to
+// `available` with health `ok` through the state machine, with a reason saying so.
+// Returns true when it seeded.
+bool seed_demo_fleet(const DemoFleetStores& stores, const AdminActor& actor);
+
+}  // namespace gpurent::inventory

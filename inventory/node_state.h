@@ -1,0 +1,36 @@
+// The node state machine (DESIGN.md "State machines"): which admin actions and system
+// events move a node between states. Pure; the store applies it inside a transaction.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace gpurent::inventory {
+
+enum class NodeState { kEnrolling, kAvailable, kMaintenance, kDraining, kFailed, kRetired };
+
+// Admin actions (maintenance, drain, activate, retire) and system events: enrolled (the
+// agent finished enrolment), drained (the last rental on a draining node ended), fail
+// (critical health or heartbeat lost).
+enum class NodeAction { kEnrolled, kActivate, kMaintenance, kDrain, kDrained, kFail, kRetire };
+
+// Lower-case wire names ("enrolling", "drain"); parsing is exact and case-sensitive.
+std::string_view to_string(NodeState state);
+std::optional<NodeState> parse_node_state(std::string_view text);
+std::string_view to_string(NodeAction action);
+std::optional<NodeAction> parse_node_action(std::string_view text);
+
+// Whether an admin may request the action; the others only come from the system.
+bool is_admin_action(NodeAction action);
+
+// The state after `action`, or nullopt when the machine refuses it from `from`.
+std::optional<NodeState> next_state(NodeState from, NodeAction action);
+
+const std::array<NodeState, 6>& all_node_states();
+const std::array<NodeAction, 7>& all_node_actions();
+
+// Only available nodes receive new allocations (health is checked separately).
+bool accepts_allocations(NodeState state);
+
+}  // namespace gpurent::inventory

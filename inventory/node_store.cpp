@@ -1,0 +1,378 @@
+// NodeStore: named, parameterised statements over nodes, gpus, gpu_links, node_events and
+// node_enrollment_tokens.
+#include "inventory/node_store.h"
+
+#include "core/crypto.h"
+#include "core/error.h"
+#include "core/id.h"
+
+namespace gpurent::inventory {
+namespace {
+
+using identity::sql_timestamp;
+
+#define NODE_COLUMNS \
+  "id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model, cpu_cores, ram_gb,"  \
+  " disk_gb, labels::text, state, " RFC3339("state_changed_at") ", health, driver_version,"    \
+  " agent_version, " RFC3339("last_heartbeat_at") ", topology_source, " RFC3339("created_at") \
+  ", " EPOCH_MICROS("created_at")
+constexpr int kNodeMicrosColumn = 19;
+
+constexpr Statement kModelLinks = {
+    "node_model_links",
+    "SELECT nvswitch_link_kind, bridge_link_kind FROM gpu_models WHERE name = $1"};
+constexpr Statement kSiteExists = {"node_site_exists", "SELECT 1 FROM sites WHERE id = $1"};
+constexpr Statement kInsertNode = {
+    "node_insert",
+    "INSERT INTO nodes (id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model,"
+    " cpu_cores, ram_gb, disk_gb, labels, state, state_changed_at, topology_source, created_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, 'enrolling', $12,"
+    " 'declared', $12) ON CONFLICT DO NOTHING RETURNING id"};
+constexpr Statement kInsertGpus = {
+    "node_insert_gpus", "INSERT INTO gpus (node_id, idx) SELECT $1, generate_series(0, $2 - 1)"};
+constexpr Statement kDeleteLinks = {"node_delete_links",
+                                    "DELETE FROM gpu_links WHERE node_id = $1"};
+constexpr Statement kInsertLinks = {
+    "node_insert_links",
+    "INSERT INTO gpu_links (node_id, gpu_a, gpu_b, kind)"
+    " SELECT $1, a, b, k FROM unnest($2::int[], $3::int[], $4::text[]) AS t(a, b, k)"};
+constexpr Statement kInsertEvent = {
+    "node_insert_event",
+    "INSERT INTO node_events (node_id, at, action, from_state, to_state, reason, actor_user_id)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7)"};
+constexpr Statement kInsertToken = {
+    "node_insert_enrollment_token",
+    "INSERT INTO node_enrollment_tokens (token_hash, node_id, created_at, expires_at)"
+    " VALUES ($1, $2, $3, $4)"};
+constexpr Statement kConsumeToken = {
+    "node_consume_enrollment_token",
+    "UPDATE node_enrollment_tokens SET used_at = $2"
+    " WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 RETURNING node_id"};
+constexpr Statement kGetNode = {"node_get", "SELECT " NODE_COLUMNS " FROM nodes WHERE id = $1"};
+constexpr Statement kLockNode = {"node_lock",
+                                 "SELECT state, gpu_count FROM nodes WHERE id = $1 FOR UPDATE"};
+constexpr Statement kGpus = {"node_gpus",
+                             "SELECT idx, uuid, pci_bus_id, health FROM gpus WHERE node_id = $1"
+                             " ORDER BY idx"};
+constexpr Statement kLinks = {"node_links",
+                              "SELECT gpu_a, gpu_b, kind FROM gpu_links WHERE node_id = $1"};
+constexpr Statement kEvents = {
+    "node_events",
+    "SELECT " RFC3339("at") ", action, from_state, to_state, reason, actor_user_id"
+                            " FROM node_events WHERE node_id = $1 ORDER BY id DESC LIMIT 50"};
+// One statement for every filter combination: a NULL parameter matches everything.
+#define NODE_FILTER                                                              \
+  " ($1::text IS NULL OR site_id = $1) AND ($2::text IS NULL OR state = $2) AND" \
+  " ($3::text IS NULL OR gpu_model = $3)"
+constexpr Statement kListFirst = {"node_list_first",
+                                  "SELECT " NODE_COLUMNS " FROM nodes WHERE" NODE_FILTER
+                                  " ORDER BY created_at, id LIMIT $4"};
+constexpr Statement kListAfter = {"node_list_after",
+                                  "SELECT " NODE_COLUMNS " FROM nodes WHERE" NODE_FILTER
+                                  " AND (created_at, id) > ($4::timestamptz, $5)"
+                                  " ORDER BY created_at, id LIMIT $6"};
+constexpr Statement kSetState = {
+    "node_set_state", "UPDATE nodes SET state = $2, state_changed_at = $3 WHERE id = $1"};
+constexpr Statement kSetTopologySource = {"node_set_topology_source",
+                                          "UPDATE nodes SET topology_source = $2 WHERE id = $1"};
+constexpr Statement kUpdateNode = {
+    "node_update",
+    "UPDATE nodes SET hostname = COALESCE($2, hostname),"
+    " cpu_model = CASE WHEN $3 THEN $4 ELSE cpu_model END,"
+    " cpu_cores = CASE WHEN $5 THEN $6::int ELSE cpu_cores END,"
+    " ram_gb = CASE WHEN $7 THEN $8::int ELSE ram_gb END,"
+    " disk_gb = CASE WHEN $9 THEN $10::int ELSE disk_gb END,"
+    " labels = COALESCE($11::jsonb, labels)"
+    " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM nodes o WHERE lower(o.hostname) = lower($2)"
+    " AND o.id <> $1) RETURNING id"};
+constexpr Statement kSetHealth = {"node_set_health", "UPDATE nodes SET health = $2 WHERE id = $1"};
+constexpr Statement kSetGpuHealth = {"node_set_gpu_health",
+                                     "UPDATE gpus SET health = $2 WHERE node_id = $1"};
+
+template <typename T>
+std::optional<T> optional_field(const pqxx::field& f) {
+  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
+}
+
+NodeRecord node_from(const pqxx::row& row) {
+  NodeRecord n;
+  n.id = row[0].as<std::string>();
+  n.site_id = row[1].as<std::string>();
+  n.hostname = row[2].as<std::string>();
+  n.gpu_model = row[3].as<std::string>();
+  n.gpu_count = row[4].as<int>();
+  n.interconnect = row[5].as<std::string>();
+  n.cpu_model = optional_field<std::string>(row[6]);
+  n.cpu_cores = optional_field<int>(row[7]);
+  n.ram_gb = optional_field<int>(row[8]);
+  n.disk_gb = optional_field<int>(row[9]);
+  n.labels = nlohmann::json::parse(row[10].as<std::string>());
+  n.state = row[11].as<std::string>();
+  n.state_changed_at = row[12].as<std::string>();
+  n.health = row[13].as<std::string>();
+  n.driver_version = optional_field<std::string>(row[14]);
+  n.agent_version = optional_field<std::string>(row[15]);
+  n.last_heartbeat_at = optional_field<std::string>(row[16]);
+  n.topology_source = row[17].as<std::string>();
+  n.created_at = row[18].as<std::string>();
+  return n;
+}
+
+std::optional<NodeDetail> read_detail(PgPool::Lease& lease, pqxx::work& tx, const std::string& id) {
+  auto rows = lease.exec(tx, kGetNode, id);
+  if (rows.empty()) return std::nullopt;
+  NodeDetail d;
+  d.node = node_from(rows[0]);
+  for (const auto& g : lease.exec(tx, kGpus, id)) {
+    d.gpus.push_back({g[0].as<int>(), optional_field<std::string>(g[1]),
+                      optional_field<std::string>(g[2]), g[3].as<std::string>()});
+  }
+  int n = d.node.gpu_count;
+  d.topology.gpus = n;
+  d.topology.links.assign(n, std::vector<std::string>(n, "SYS"));
+  for (int i = 0; i < n; ++i) d.topology.links[i][i] = "X";
+  for (const auto& l : lease.exec(tx, kLinks, id)) {
+    int a = l[0].as<int>(), b = l[1].as<int>();
+    if (a < 0 || b < 0 || a >= n || b >= n) continue;
+    d.topology.links[a][b] = d.topology.links[b][a] = l[2].as<std::string>();
+  }
+  for (const auto& e : lease.exec(tx, kEvents, id)) {
+    d.events.push_back({e[0].as<std::string>(), e[1].as<std::string>(),
+                        optional_field<std::string>(e[2]), e[3].as<std::string>(),
+                        e[4].as<std::string>(), optional_field<std::string>(e[5])});
+  }
+  return d;
+}
+
+// The upper triangle of the matrix as three parallel arrays. Kinds were validated by the
+// topology parser or generator, so they are safe inside an array literal.
+void write_links(PgPool::Lease& lease, pqxx::work& tx, const std::string& id,
+                 const topology::Matrix& m) {
+  std::vector<int> as, bs;
+  std::vector<std::string> kinds;
+  for (int a = 0; a < m.gpus; ++a) {
+    for (int b = a + 1; b < m.gpus; ++b) {
+      const std::string& kind = m.links[a][b];
+      if (!topology::is_link_kind(kind) || kind == "X") {
+        throw std::invalid_argument("a link matrix holds an invalid kind");
+      }
+      as.push_back(a);
+      bs.push_back(b);
+      kinds.push_back(kind);
+    }
+  }
+  lease.exec(tx, kDeleteLinks, id);
+  if (!kinds.empty()) {
+    lease.exec(tx, kInsertLinks, id, array_literal(as), array_literal(bs), array_literal(kinds));
+  }
+}
+
+// The shape a node declares, checked against what its GPU model can physically have.
+topology::Matrix declared_topology(const NewNode& node, const std::string& interconnect,
+                                   const std::optional<std::string>& nvswitch_kind,
+                                   const std::optional<std::string>& bridge_kind) {
+  auto shape = topology::parse_interconnect(interconnect);
+  if (!shape) throw Error::invalid_field("interconnect", "must be nvswitch, nvlink-pairs or pcie");
+  switch (*shape) {
+    case topology::Interconnect::kNvswitch:
+      if (!nvswitch_kind) {
+        throw Error::invalid_field("interconnect", node.gpu_model + " is not an NVSwitch model");
+      }
+      return topology::declared_matrix(*shape, node.gpu_count, *nvswitch_kind);
+    case topology::Interconnect::kNvlinkPairs:
+      if (!bridge_kind) {
+        throw Error::invalid_field("interconnect", node.gpu_model + " has no NVLink bridges");
+      }
+      if (node.gpu_count % 2 != 0) {
+        throw Error::invalid_field("gpu_count", "must be even for NVLink-bridged pairs");
+      }
+      return topology::declared_matrix(*shape, node.gpu_count, *bridge_kind);
+    case topology::Interconnect::kPcie:
+      return topology::declared_matrix(*shape, node.gpu_count, "");
+  }
+  throw std::logic_error("unreachable");
+}
+
+std::string new_enrollment_token() {
+  auto raw = crypto::random_bytes(32);
+  return "gpe_" + crypto::to_hex(raw.data(), raw.size());
+}
+
+}  // namespace
+
+CreatedNode NodeStore::create(const NewNode& node, const AdminActor& actor,
+                              const AuditContext& ctx) {
+  if (node.gpu_count < 1 || node.gpu_count > 64) {
+    throw Error::invalid_field("gpu_count", "must be from 1 to 64");
+  }
+  return pool_.transact("node_create", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto model = lease.exec(tx, kModelLinks, node.gpu_model);
+    if (model.empty()) throw Error::invalid_field("gpu_model", "is not a GPU model in the catalog");
+    if (lease.exec(tx, kSiteExists, node.site_id).empty()) {
+      throw Error::invalid_field("site_id", "is not a site");
+    }
+    auto nvswitch_kind = optional_field<std::string>(model[0][0]);
+    auto bridge_kind = optional_field<std::string>(model[0][1]);
+    std::string interconnect = node.interconnect.value_or(nvswitch_kind ? "nvswitch" : "pcie");
+    topology::Matrix matrix = declared_topology(node, interconnect, nvswitch_kind, bridge_kind);
+
+    auto now = clock_.now();
+    std::string id = new_id(id_prefix::kNode);
+    if (lease
+            .exec(tx, kInsertNode, id, node.site_id, node.hostname, node.gpu_model, node.gpu_count,
+                  interconnect, node.cpu_model, node.cpu_cores, node.ram_gb, node.disk_gb,
+                  node.labels.dump(), sql_timestamp(now))
+            .empty()) {
+      throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
+                  {{"field", "hostname"}});
+    }
+    lease.exec(tx, kInsertGpus, id, node.gpu_count);
+    write_links(lease, tx, id, matrix);
+    lease.exec(tx, kInsertEvent, id, sql_timestamp(now), "created", std::optional<std::string>(),
+               "enrolling", "created", actor.user_id);
+
+    CreatedNode out;
+    out.enrollment_token = new_enrollment_token();
+    auto expires = now + std::chrono::duration_cast<std::chrono::microseconds>(enrollment_ttl_);
+    out.enrollment_expires_at = format_rfc3339(expires);
+    lease.exec(tx, kInsertToken, crypto::sha256_hex(out.enrollment_token), id, sql_timestamp(now),
+               sql_timestamp(expires));
+    write_admin_audit(lease, tx, clock_, actor, ctx, "node.created", id,
+                      {{"hostname", node.hostname},
+                       {"site_id", node.site_id},
+                       {"gpu_model", node.gpu_model},
+                       {"gpu_count", node.gpu_count},
+                       {"interconnect", interconnect}});
+    out.node = *read_detail(lease, tx, id);
+    return out;
+  });
+}
+
+std::optional<NodeDetail> NodeStore::get(const std::string& id) {
+  return pool_.transact(
+      "node_get", [&](PgPool::Lease& lease, pqxx::work& tx) { return read_detail(lease, tx, id); });
+}
+
+identity::Page<NodeRecord> NodeStore::list(const NodeFilter& filter, int limit,
+                                           const std::optional<std::string>& cursor) {
+  std::optional<identity::KeysetPosition> after;
+  if (cursor) after = identity::parse_keyset_cursor(*cursor, id_prefix::kNode);
+  return pool_.transact("node_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = after ? lease.exec(tx, kListAfter, filter.site_id, filter.state, filter.gpu_model,
+                                   after->created_at, after->id, limit + 1)
+                      : lease.exec(tx, kListFirst, filter.site_id, filter.state, filter.gpu_model,
+                                   limit + 1);
+    return identity::keyset_page<NodeRecord>(rows, limit, kNodeMicrosColumn, node_from,
+                                             [](const NodeRecord& n) { return n.id; });
+  });
+}
+
+std::optional<NodeDetail> NodeStore::update(const std::string& id, const NodeChange& change,
+                                            const AdminActor& actor, const AuditContext& ctx) {
+  return pool_.transact("node_update", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::optional<NodeDetail> out;
+    if (lease.exec(tx, kLockNode, id).empty()) return out;
+    std::optional<std::string> labels;
+    if (change.labels) labels = change.labels->dump();
+    if (lease
+            .exec(tx, kUpdateNode, id, change.hostname, change.cpu_model.change,
+                  change.cpu_model.value, change.cpu_cores.change, change.cpu_cores.value,
+                  change.ram_gb.change, change.ram_gb.value, change.disk_gb.change,
+                  change.disk_gb.value, labels)
+            .empty()) {
+      throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
+                  {{"field", "hostname"}});
+    }
+    nlohmann::json fields = nlohmann::json::array();
+    if (change.hostname) fields.push_back("hostname");
+    if (change.cpu_model.change) fields.push_back("cpu_model");
+    if (change.cpu_cores.change) fields.push_back("cpu_cores");
+    if (change.ram_gb.change) fields.push_back("ram_gb");
+    if (change.disk_gb.change) fields.push_back("disk_gb");
+    if (change.labels) fields.push_back("labels");
+    write_admin_audit(lease, tx, clock_, actor, ctx, "node.updated", id, {{"fields", fields}});
+    out = read_detail(lease, tx, id);
+    return out;
+  });
+}
+
+std::optional<NodeDetail> NodeStore::transition(const std::string& id, NodeAction action,
+                                                const std::string& reason,
+                                                const std::optional<AdminActor>& actor,
+                                                const AuditContext& ctx) {
+  return pool_.transact("node_transition", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::optional<NodeDetail> out;
+    // The row lock orders concurrent transitions: each sees the state the last one left.
+    auto locked = lease.exec(tx, kLockNode, id);
+    if (locked.empty()) return out;
+    std::string from_text = locked[0][0].as<std::string>();
+    auto from = parse_node_state(from_text);
+    auto to = from ? next_state(*from, action) : std::nullopt;
+    if (!to) {
+      throw Error(ErrorCode::kInvalidState,
+                  "A node in state " + from_text + " cannot take the action " +
+                      std::string(to_string(action)) + ".",
+                  {{"state", from_text}, {"action", to_string(action)}});
+    }
+    auto now = sql_timestamp(clock_.now());
+    std::string to_text(to_string(*to));
+    lease.exec(tx, kSetState, id, to_text, now);
+    std::optional<std::string> actor_id;
+    if (actor) actor_id = actor->user_id;
+    lease.exec(tx, kInsertEvent, id, now, std::string(to_string(action)), from_text, to_text,
+               reason, actor_id);
+    if (actor) {
+      write_admin_audit(lease, tx, clock_, *actor, ctx,
+                        ("node." + std::string(to_string(action))).c_str(), id,
+                        {{"from", from_text}, {"to", to_text}, {"reason", reason}});
+    }
+    out = read_detail(lease, tx, id);
+    return out;
+  });
+}
+
+std::optional<NodeDetail> NodeStore::set_topology(const std::string& id,
+                                                  const topology::Matrix& matrix,
+                                                  const std::string& source,
+                                                  const AdminActor& actor,
+                                                  const AuditContext& ctx) {
+  return pool_.transact("node_set_topology", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::optional<NodeDetail> out;
+    auto locked = lease.exec(tx, kLockNode, id);
+    if (locked.empty()) return out;
+    int gpu_count = locked[0][1].as<int>();
+    if (matrix.gpus != gpu_count) {
+      throw Error::invalid_field("topology", "the matrix has " + std::to_string(matrix.gpus) +
+                                                 " GPUs but the node has " +
+                                                 std::to_string(gpu_count));
+    }
+    write_links(lease, tx, id, matrix);
+    lease.exec(tx, kSetTopologySource, id, source);
+    int nvlink_pairs = 0;
+    for (int a = 0; a < matrix.gpus; ++a) {
+      for (int b = a + 1; b < matrix.gpus; ++b)
+        nvlink_pairs += topology::is_nvlink(matrix.links[a][b]);
+    }
+    write_admin_audit(lease, tx, clock_, actor, ctx, "node.topology_set", id,
+                      {{"source", source}, {"gpus", matrix.gpus}, {"nvlink_pairs", nvlink_pairs}});
+    out = read_detail(lease, tx, id);
+    return out;
+  });
+}
+
+std::optional<std::string> NodeStore::consume_enrollment_token(const std::string& token) {
+  return pool_.transact("node_consume_token", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows =
+        lease.exec(tx, kConsumeToken, crypto::sha256_hex(token), sql_timestamp(clock_.now()));
+    return rows.empty() ? std::nullopt : std::optional<std::string>(rows[0][0].as<std::string>());
+  });
+}
+
+void NodeStore::set_health(const std::string& id, const std::string& health) {
+  pool_.transact("node_set_health", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kSetHealth, id, health);
+    lease.exec(tx, kSetGpuHealth, id, health);
+  });
+}
+
+}  // namespace gpurent::inventory

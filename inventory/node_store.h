@@ -1,0 +1,109 @@
+// Nodes: the GPU servers, their GPUs and link matrix, their state machine with its event
+// history, and the single-use token a new node's agent enrols with.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "identity/org_admin_store.h"
+#include "identity/sql_common.h"
+#include "inventory/admin_audit.h"
+#include "inventory/node_state.h"
+#include "inventory/records.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace gpurent::inventory {
+
+struct NewNode {
+  std::string site_id;
+  std::string hostname;
+  std::string gpu_model;
+  int gpu_count = 0;
+  // nvswitch | nvlink-pairs | pcie; absent: nvswitch for HGX models, pcie otherwise.
+  std::optional<std::string> interconnect;
+  std::optional<std::string> cpu_model;
+  std::optional<int> cpu_cores;
+  std::optional<int> ram_gb;
+  std::optional<int> disk_gb;
+  nlohmann::json labels = nlohmann::json::object();
+};
+
+// A partial update: absent fields stay; `clear_*` removes an optional hardware fact.
+struct NodeChange {
+  std::optional<std::string> hostname;
+  identity::LimitChange<std::string> cpu_model;
+  identity::LimitChange<int> cpu_cores;
+  identity::LimitChange<int> ram_gb;
+  identity::LimitChange<int> disk_gb;
+  std::optional<nlohmann::json> labels;  // replaces all labels
+
+  bool empty() const {
+    return !hostname && !cpu_model.change && !cpu_cores.change && !ram_gb.change &&
+           !disk_gb.change && !labels;
+  }
+};
+
+struct NodeFilter {
+  std::optional<std::string> site_id;
+  std::optional<std::string> state;
+  std::optional<std::string> gpu_model;
+};
+
+struct CreatedNode {
+  NodeDetail node;
+  std::string enrollment_token;  // shown once; only its SHA-256 is stored
+  std::string enrollment_expires_at;
+};
+
+class NodeStore {
+ public:
+  NodeStore(PgPool& pool, const Clock& clock, std::chrono::seconds enrollment_ttl)
+      : pool_(pool), clock_(clock), enrollment_ttl_(enrollment_ttl) {}
+
+  // Inserts the node in `enrolling` with one GPU row per index and the matrix of its
+  // declared interconnect, a `created` event, an audit row and a fresh enrolment token.
+  // Unknown site or model, or an interconnect the model cannot have: 400 naming the field;
+  // a hostname already in use: 409.
+  CreatedNode create(const NewNode& node, const AdminActor& actor, const AuditContext& ctx);
+
+  std::optional<NodeDetail> get(const std::string& id);
+
+  // Nodes in (created_at, id) order, filtered, after `cursor`.
+  identity::Page<NodeRecord> list(const NodeFilter& filter, int limit,
+                                  const std::optional<std::string>& cursor);
+
+  // Nullopt for an unknown node; 409 when the new hostname is taken.
+  std::optional<NodeDetail> update(const std::string& id, const NodeChange& change,
+                                   const AdminActor& actor, const AuditContext& ctx);
+
+  // Moves the node through its state machine (node_state.h) under a row lock, writing an
+  // event and, for admin actions, an audit row. A refused move is 409 invalid_state with
+  // details.state and details.action. `actor` is absent for system events.
+  std::optional<NodeDetail> transition(const std::string& id, NodeAction action,
+                                       const std::string& reason,
+                                       const std::optional<AdminActor>& actor,
+                                       const AuditContext& ctx);
+
+  // Replaces the node's link matrix; 400 naming `topology` when its GPU count differs from
+  // the node's. `source` is "admin" (pasted `nvidia-smi topo -m`) or "agent".
+  std::optional<NodeDetail> set_topology(const std::string& id, const topology::Matrix& matrix,
+                                         const std::string& source, const AdminActor& actor,
+                                         const AuditContext& ctx);
+
+  // The node a valid enrolment token belongs to, marking the token used: a second use, an
+  // expired token or an unknown one gives nullopt.
+  std::optional<std::string> consume_enrollment_token(const std::string& token);
+
+  // Sets the node's health and its GPUs' (unknown | ok | warning | critical), as the health
+  // rules will from agent reports; the demo fleet uses it for its simulated nodes.
+  void set_health(const std::string& id, const std::string& health);
+
+ private:
+  PgPool& pool_;
+  const Clock& clock_;
+  std::chrono::seconds enrollment_ttl_;
+};
+
+}  // namespace gpurent::inventory

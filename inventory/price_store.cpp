@@ -1,0 +1,131 @@
+// PriceStore: named, parameterised statements over prices (rows are closed, never changed).
+#include "inventory/price_store.h"
+
+#include "core/error.h"
+
+#include <map>
+#include <set>
+
+namespace gpurent::inventory {
+namespace {
+
+using identity::sql_timestamp;
+
+#define PRICE_COLUMNS "id, gpu_model, gpu_count, amount_minor, currency, " RFC3339("valid_from")
+
+constexpr Statement kCurrent = {"price_current", "SELECT " PRICE_COLUMNS
+                                                 " FROM prices WHERE valid_until IS NULL"
+                                                 " ORDER BY gpu_model, gpu_count"};
+// Serialises concurrent replacements (each reads the list it replaces) without blocking
+// readers of the current list.
+constexpr Statement kLock = {"price_lock", "LOCK TABLE prices IN SHARE ROW EXCLUSIVE MODE"};
+constexpr Statement kModels = {"price_models", "SELECT name FROM gpu_models"};
+constexpr Statement kClose = {"price_close", "UPDATE prices SET valid_until = $2 WHERE id = $1"};
+constexpr Statement kInsert = {
+    "price_insert",
+    "INSERT INTO prices (gpu_model, gpu_count, amount_minor, currency, valid_from, set_by)"
+    " VALUES ($1, $2, $3, $4, $5, $6)"};
+constexpr Statement kAt = {"price_at",
+                           "SELECT " PRICE_COLUMNS
+                           " FROM prices WHERE gpu_model = $1 AND gpu_count = $2"
+                           " AND valid_from <= $3 AND (valid_until IS NULL OR valid_until > $3)"
+                           " ORDER BY valid_from DESC LIMIT 1"};
+
+PriceRecord row_from(const pqxx::row& row) {
+  return {row[0].as<long long>(), row[1].as<std::string>(), row[2].as<int>(),
+          row[3].as<long long>(), row[4].as<std::string>(), row[5].as<std::string>()};
+}
+
+std::string entry_field(std::size_t i, const char* field) {
+  return "items[" + std::to_string(i) + "]." + field;
+}
+
+nlohmann::json price_json(const std::string& model, int count, long long amount) {
+  return {{"gpu_model", model}, {"gpu_count", count}, {"amount_minor", amount}};
+}
+
+}  // namespace
+
+std::vector<PriceRecord> PriceStore::current() {
+  return pool_.transact("price_current", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    std::vector<PriceRecord> out;
+    for (const auto& row : lease.exec(tx, kCurrent)) out.push_back(row_from(row));
+    return out;
+  });
+}
+
+std::vector<PriceRecord> PriceStore::replace(const std::vector<PriceEntry>& entries,
+                                             const AdminActor& actor, const AuditContext& ctx) {
+  std::set<std::pair<std::string, int>> seen;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    if (e.gpu_count < 1 || e.gpu_count > 64) {
+      throw Error::invalid_field(entry_field(i, "gpu_count"), "must be from 1 to 64");
+    }
+    if (e.price_per_day.currency() != currency_) {
+      throw Error::invalid_field(entry_field(i, "price_per_day.currency"),
+                                 "must be " + currency_ + ", the platform's currency");
+    }
+    if (e.price_per_day.amount_minor() <= 0) {
+      throw Error::invalid_field(entry_field(i, "price_per_day.amount_minor"),
+                                 "must be greater than zero");
+    }
+    if (!seen.insert({e.gpu_model, e.gpu_count}).second) {
+      throw Error::invalid_field(entry_field(i, "gpu_model"),
+                                 "repeats a GPU model and count listed before");
+    }
+  }
+  return pool_.transact("price_replace", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kLock);
+    std::set<std::string> models;
+    for (const auto& row : lease.exec(tx, kModels)) models.insert(row[0].as<std::string>());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (!models.count(entries[i].gpu_model)) {
+        throw Error::invalid_field(entry_field(i, "gpu_model"),
+                                   "is not a GPU model in the catalog");
+      }
+    }
+    std::map<std::pair<std::string, int>, PriceRecord> before;
+    for (const auto& row : lease.exec(tx, kCurrent)) {
+      auto r = row_from(row);
+      before.emplace(std::make_pair(r.gpu_model, r.gpu_count), r);
+    }
+    auto now = sql_timestamp(clock_.now());
+    nlohmann::json set = nlohmann::json::array(), removed = nlohmann::json::array();
+    for (const auto& e : entries) {
+      auto it = before.find({e.gpu_model, e.gpu_count});
+      if (it != before.end()) {
+        bool same = it->second.amount_minor == e.price_per_day.amount_minor() &&
+                    it->second.currency == e.price_per_day.currency();
+        auto old = it->second;
+        before.erase(it);
+        if (same) continue;
+        lease.exec(tx, kClose, old.id, now);
+      }
+      lease.exec(tx, kInsert, e.gpu_model, e.gpu_count, e.price_per_day.amount_minor(),
+                 e.price_per_day.currency(), now, actor.user_id);
+      set.push_back(price_json(e.gpu_model, e.gpu_count, e.price_per_day.amount_minor()));
+    }
+    for (const auto& [shape, old] : before) {
+      lease.exec(tx, kClose, old.id, now);
+      removed.push_back(price_json(old.gpu_model, old.gpu_count, old.amount_minor));
+    }
+    if (!set.empty() || !removed.empty()) {
+      write_admin_audit(lease, tx, clock_, actor, ctx, "prices.set", "prices",
+                        {{"currency", currency_}, {"set", set}, {"removed", removed}});
+    }
+    std::vector<PriceRecord> out;
+    for (const auto& row : lease.exec(tx, kCurrent)) out.push_back(row_from(row));
+    return out;
+  });
+}
+
+std::optional<PriceRecord> PriceStore::price_at(const std::string& gpu_model, int gpu_count,
+                                                Timestamp at) {
+  return pool_.transact("price_at", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    auto rows = lease.exec(tx, kAt, gpu_model, gpu_count, sql_timestamp(at));
+    return rows.empty() ? std::nullopt : std::optional<PriceRecord>(row_from(rows[0]));
+  });
+}
+
+}  // namespace gpurent::inventory

@@ -1,0 +1,69 @@
+// The demo fleet against a real PostgreSQL: every node shape the issue lists, available and
+// healthy, images for each driver/CUDA generation that run on the fleet, prices in RUB, and
+// a second start that leaves everything as it is.
+#include "inventory/demo_fleet.h"
+
+#include "inventory/image_compat.h"
+#include "inventory/tests/inventory_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace gpurent::inventory {
+namespace {
+
+class DemoFleetTest : public InventoryTest {
+ protected:
+  void SetUp() override {
+    // The fleet seeds an empty database, so no site of the fixture's.
+    admin_ = {identity_.create_platform_admin("root@example.com", "hash").id, std::nullopt};
+  }
+  DemoFleetStores stores() { return {&sites_, &nodes_, &catalog_, &prices_}; }
+};
+
+TEST_F(DemoFleetTest, SeedsEveryShapeOnceAvailableAndHealthy) {
+  ASSERT_TRUE(seed_demo_fleet(stores(), admin_));
+  auto nodes = nodes_.list({}, 100, std::nullopt).items;
+  std::map<std::string, std::pair<int, std::string>> shape;  // model -> (count, interconnect)
+  for (const auto& n : nodes) {
+    EXPECT_EQ(n.state, "available") << n.hostname;
+    EXPECT_EQ(n.health, "ok") << n.hostname;
+    shape[n.gpu_model] = {n.gpu_count, n.interconnect};
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM nodes WHERE gpu_model = 'H100-SXM5-80GB'"), 2);
+  EXPECT_EQ(shape["H100-SXM5-80GB"], std::make_pair(8, std::string("nvswitch")));
+  EXPECT_EQ(shape["H200-SXM5-141GB"], std::make_pair(8, std::string("nvswitch")));
+  EXPECT_EQ(shape["A100-SXM4-80GB"], std::make_pair(8, std::string("nvswitch")));
+  EXPECT_EQ(shape["A100-PCIe-80GB"], std::make_pair(4, std::string("nvlink-pairs")));
+  EXPECT_EQ(shape["L40S-48GB"], std::make_pair(8, std::string("pcie")));
+  EXPECT_EQ(shape["L4-24GB"], std::make_pair(4, std::string("pcie")));
+  EXPECT_EQ(shape["RTX4090-24GB"], std::make_pair(8, std::string("pcie")));
+
+  auto models = catalog_.gpu_models();
+  auto images = catalog_.images(false);
+  std::set<std::string> cuda, drivers;
+  for (const auto& i : images) {
+    cuda.insert(i.cuda_version);
+    drivers.insert(i.driver_version.substr(0, 3));
+    EXPECT_FALSE(compatible_gpu_models(i, models).empty()) << i.name;
+  }
+  EXPECT_EQ(cuda, (std::set<std::string>{"11.8", "12.2", "12.4", "12.8", "13.0"}));
+  EXPECT_EQ(drivers, (std::set<std::string>{"535", "550", "570", "580"}));
+
+  auto prices = prices_.current();
+  EXPECT_FALSE(prices.empty());
+  for (const auto& p : prices) EXPECT_EQ(p.currency, "RUB");
+  for (const auto& [model, s] : shape) {
+    bool priced = false;
+    for (const auto& p : prices) priced |= p.gpu_model == model && p.gpu_count == s.first;
+    EXPECT_TRUE(priced) << model << " x" << s.first << " has no price";
+  }
+
+  EXPECT_FALSE(seed_demo_fleet(stores(), admin_));
+  EXPECT_EQ(count("SELECT count(*) FROM nodes"), static_cast<long long>(nodes.size()));
+  EXPECT_EQ(count("SELECT count(*) FROM images"), static_cast<long long>(images.size()));
+}
+
+}  // namespace
+}  // namespace gpurent::inventory

@@ -1,0 +1,284 @@
+// NodeStore against a real PostgreSQL: creation with GPUs, declared link matrices, events,
+// audit rows and a single-use enrolment token; every transition from every state; row
+// locks under concurrent transitions; topology replacement; listing and updates.
+#include "inventory/node_store.h"
+
+#include "core/crypto.h"
+#include "core/error.h"
+#include "inventory/tests/inventory_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+namespace gpurent::inventory {
+namespace {
+
+class NodeStoreTest : public InventoryTest {
+ protected:
+  std::string create(const std::string& hostname, const std::string& model = "H100-SXM5-80GB",
+                     int gpus = 8, std::optional<std::string> interconnect = std::nullopt) {
+    return nodes_.create(node(hostname, model, gpus, std::move(interconnect)), admin_, ctx_)
+        .node.node.id;
+  }
+
+  // A node brought into `state` the way the product gets there.
+  std::string node_in(NodeState state, const std::string& hostname) {
+    std::string id = create(hostname, "L4-24GB", 2);
+    auto step = [&](NodeAction a) { nodes_.transition(id, a, "setup", admin_, ctx_); };
+    switch (state) {
+      case NodeState::kEnrolling:
+        break;
+      case NodeState::kAvailable:
+        step(NodeAction::kEnrolled);
+        break;
+      case NodeState::kMaintenance:
+        step(NodeAction::kEnrolled);
+        step(NodeAction::kMaintenance);
+        break;
+      case NodeState::kDraining:
+        step(NodeAction::kEnrolled);
+        step(NodeAction::kDrain);
+        break;
+      case NodeState::kFailed:
+        step(NodeAction::kFail);
+        break;
+      case NodeState::kRetired:
+        step(NodeAction::kRetire);
+        break;
+    }
+    EXPECT_EQ(nodes_.get(id)->node.state, to_string(state));
+    return id;
+  }
+
+  long long events(const std::string& id) {
+    return count("SELECT count(*) FROM node_events WHERE node_id = '" + id + "'");
+  }
+  long long audits(const std::string& id) {
+    return count("SELECT count(*) FROM audit_log WHERE target = '" + id + "'");
+  }
+};
+
+TEST_F(NodeStoreTest, CreateWritesGpusMatrixEventAuditAndAHashedToken) {
+  auto created = nodes_.create(node("HGX-01", "H100-SXM5-80GB", 8), admin_, ctx_);
+  const auto& d = created.node;
+  EXPECT_EQ(d.node.state, "enrolling");
+  EXPECT_EQ(d.node.health, "unknown");
+  EXPECT_EQ(d.node.interconnect, "nvswitch");
+  EXPECT_EQ(d.node.topology_source, "declared");
+  ASSERT_EQ(d.gpus.size(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.gpus[i].index, i);
+  EXPECT_TRUE(d.topology.all_nvlink({0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(d.topology.links[0][7], "NV18");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].action, "created");
+  EXPECT_EQ(d.events[0].to_state, "enrolling");
+  EXPECT_EQ(count("SELECT count(*) FROM gpu_links WHERE node_id = '" + d.node.id + "'"), 28);
+  EXPECT_EQ(audits(d.node.id), 1);
+
+  EXPECT_EQ(created.enrollment_token.rfind("gpe_", 0), 0u);
+  EXPECT_EQ(created.enrollment_token.size(), 4u + 64u);
+  EXPECT_EQ(count("SELECT count(*) FROM node_enrollment_tokens WHERE token_hash = '" +
+                  crypto::sha256_hex(created.enrollment_token) + "'"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM node_enrollment_tokens WHERE token_hash = '" +
+                  created.enrollment_token + "'"),
+            0);
+}
+
+TEST_F(NodeStoreTest, DeclaredMatricesFollowTheModelAndInterconnect) {
+  auto matrix = [&](const std::string& id) { return nodes_.get(id)->topology; };
+  auto a100 = matrix(create("a100", "A100-SXM4-80GB", 8));
+  EXPECT_EQ(a100.links[2][5], "NV12");
+  auto pairs = matrix(create("a100p", "A100-PCIe-80GB", 4, "nvlink-pairs"));
+  EXPECT_TRUE(pairs.all_nvlink({0, 1}));
+  EXPECT_TRUE(pairs.all_nvlink({2, 3}));
+  EXPECT_FALSE(pairs.all_nvlink({0, 2}));
+  EXPECT_EQ(pairs.links[0][1], "NV4");
+  auto rtx = matrix(create("rtx", "RTX4090-24GB", 8));
+  for (int a = 0; a < 8; ++a) {
+    for (int b = 0; b < 8; ++b) EXPECT_EQ(topology::is_nvlink(rtx.links[a][b]), false);
+  }
+  auto field_of = [&](NewNode n) {
+    try {
+      nodes_.create(n, admin_, ctx_);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+      return e.details().value("field", "");
+    }
+    return std::string("created");
+  };
+  EXPECT_EQ(field_of(node("x1", "L4-24GB", 4, "nvswitch")), "interconnect");
+  EXPECT_EQ(field_of(node("x2", "L4-24GB", 4, "nvlink-pairs")), "interconnect");
+  EXPECT_EQ(field_of(node("x3", "A100-PCIe-80GB", 3, "nvlink-pairs")), "gpu_count");
+  EXPECT_EQ(field_of(node("x4", "L4-24GB", 4, "infiniband")), "interconnect");
+  EXPECT_EQ(field_of(node("x5", "B200", 8)), "gpu_model");
+  auto bad_site = node("x6", "L4-24GB", 1);
+  bad_site.site_id = "sit_0000000000000000000000";
+  EXPECT_EQ(field_of(bad_site), "site_id");
+  EXPECT_EQ(field_of(node("x7", "L4-24GB", 65)), "gpu_count");
+  EXPECT_EQ(count("SELECT count(*) FROM nodes"), 3);
+}
+
+TEST_F(NodeStoreTest, HostnamesAreUniqueIgnoringCase) {
+  create("gpu-01");
+  try {
+    create("GPU-01");
+    FAIL() << "created twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConflict);
+  }
+  std::string other = create("gpu-02");
+  NodeChange change;
+  change.hostname = "Gpu-01";
+  try {
+    nodes_.update(other, change, admin_, ctx_);
+    FAIL() << "renamed onto another node";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConflict);
+  }
+  EXPECT_EQ(nodes_.get(other)->node.hostname, "gpu-02");
+}
+
+TEST_F(NodeStoreTest, EnrollmentTokensAreSingleUseAndExpire) {
+  auto first = nodes_.create(node("n1", "L4-24GB", 1), admin_, ctx_);
+  auto second = nodes_.create(node("n2", "L4-24GB", 1), admin_, ctx_);
+  EXPECT_EQ(nodes_.consume_enrollment_token(first.enrollment_token), first.node.node.id);
+  EXPECT_FALSE(nodes_.consume_enrollment_token(first.enrollment_token));
+  EXPECT_FALSE(nodes_.consume_enrollment_token("gpe_" + std::string(64, '0')));
+  clock_.advance(std::chrono::hours(24) + std::chrono::seconds(1));
+  EXPECT_FALSE(nodes_.consume_enrollment_token(second.enrollment_token));
+}
+
+TEST_F(NodeStoreTest, EveryActionFromEveryStateFollowsTheMachine) {
+  int n = 0;
+  for (NodeState from : all_node_states()) {
+    for (NodeAction action : all_node_actions()) {
+      SCOPED_TRACE(std::string(to_string(from)) + " + " + std::string(to_string(action)));
+      std::string id = node_in(from, "t" + std::to_string(n++));
+      long long events_before = events(id), audits_before = audits(id);
+      auto expected = next_state(from, action);
+      try {
+        auto after = nodes_.transition(id, action, "because", admin_, ctx_);
+        ASSERT_TRUE(expected) << "allowed";
+        ASSERT_TRUE(after);
+        EXPECT_EQ(after->node.state, to_string(*expected));
+        EXPECT_EQ(after->events.front().action, to_string(action));
+        EXPECT_EQ(after->events.front().from_state, to_string(from));
+        EXPECT_EQ(after->events.front().reason, "because");
+        EXPECT_EQ(events(id), events_before + 1);
+        EXPECT_EQ(audits(id), audits_before + 1);
+      } catch (const Error& e) {
+        EXPECT_FALSE(expected) << "refused";
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidState);
+        EXPECT_EQ(e.details().value("state", ""), to_string(from));
+        EXPECT_EQ(e.details().value("action", ""), to_string(action));
+        EXPECT_EQ(nodes_.get(id)->node.state, to_string(from));
+        EXPECT_EQ(events(id), events_before);
+        EXPECT_EQ(audits(id), audits_before);
+      }
+    }
+  }
+  EXPECT_FALSE(
+      nodes_.transition("nod_0000000000000000000000", NodeAction::kDrain, "x", admin_, ctx_));
+}
+
+TEST_F(NodeStoreTest, SystemEventsWriteEventsButNoAuditRows) {
+  std::string id = create("sys-01", "L4-24GB", 1);
+  nodes_.transition(id, NodeAction::kEnrolled, "agent enrolled", std::nullopt, ctx_);
+  auto d = nodes_.get(id);
+  EXPECT_EQ(d->node.state, "available");
+  EXPECT_FALSE(d->events.front().actor_user_id);
+  EXPECT_EQ(audits(id), 1);  // the creation only
+}
+
+// Eight admins drain one node at once: the row lock lets exactly one through.
+TEST_F(NodeStoreTest, ConcurrentTransitionsOfOneNodeSerialise) {
+  std::string id = node_in(NodeState::kAvailable, "race-01");
+  std::atomic<int> ok{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      try {
+        nodes_.transition(id, NodeAction::kDrain, "race", admin_, ctx_);
+        ++ok;
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kInvalidState) ++refused;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 1);
+  EXPECT_EQ(refused.load(), 7);
+  EXPECT_EQ(count("SELECT count(*) FROM node_events WHERE action = 'drain'"), 1);
+}
+
+TEST_F(NodeStoreTest, SetTopologyReplacesTheMatrixOrRefusesAnotherGpuCount) {
+  std::string id = create("topo-01", "L40S-48GB", 4);
+  auto m = topology::declared_matrix(topology::Interconnect::kNvswitch, 4, "NV6");
+  auto d = nodes_.set_topology(id, m, "admin", admin_, ctx_);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->topology, m);
+  EXPECT_EQ(d->node.topology_source, "admin");
+  auto eight = topology::declared_matrix(topology::Interconnect::kPcie, 8, "");
+  try {
+    nodes_.set_topology(id, eight, "admin", admin_, ctx_);
+    FAIL() << "accepted 8 GPUs on a 4-GPU node";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+    EXPECT_EQ(e.details().value("field", ""), "topology");
+  }
+  EXPECT_EQ(nodes_.get(id)->topology, m);
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'node.topology_set'"), 1);
+}
+
+TEST_F(NodeStoreTest, ListFiltersAndPagesVisitEveryNodeOnce) {
+  std::set<std::string> l4;
+  for (int i = 0; i < 5; ++i) l4.insert(create("l4-" + std::to_string(i), "L4-24GB", 1));
+  std::string h100 = create("h100-0");
+  nodes_.transition(h100, NodeAction::kRetire, "gone", admin_, ctx_);
+  std::set<std::string> seen;
+  std::optional<std::string> cursor;
+  NodeFilter filter{.gpu_model = "L4-24GB"};
+  do {
+    auto page = nodes_.list(filter, 2, cursor);
+    for (const auto& n : page.items) EXPECT_TRUE(seen.insert(n.id).second) << "repeated";
+    cursor = page.next_cursor;
+  } while (cursor);
+  EXPECT_EQ(seen, l4);
+  auto retired = nodes_.list({.state = "retired"}, 50, std::nullopt);
+  ASSERT_EQ(retired.items.size(), 1u);
+  EXPECT_EQ(retired.items[0].id, h100);
+  EXPECT_EQ(nodes_.list({.site_id = site_}, 50, std::nullopt).items.size(), 6u);
+  EXPECT_TRUE(
+      nodes_.list({.site_id = "sit_0000000000000000000000"}, 50, std::nullopt).items.empty());
+}
+
+TEST_F(NodeStoreTest, UpdateChangesOnlyWhatItNamesAndCanClear) {
+  auto n = node("upd-01", "L4-24GB", 1);
+  n.cpu_cores = 16;
+  n.ram_gb = 256;
+  std::string id = nodes_.create(n, admin_, ctx_).node.node.id;
+  NodeChange change;
+  change.cpu_cores = {true, std::nullopt};
+  change.labels = nlohmann::json{{"rack", "b7"}};
+  auto d = nodes_.update(id, change, admin_, ctx_);
+  EXPECT_FALSE(d->node.cpu_cores);
+  EXPECT_EQ(d->node.ram_gb, 256);
+  EXPECT_EQ(d->node.labels, (nlohmann::json{{"rack", "b7"}}));
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'node.updated'"), 1);
+  EXPECT_FALSE(nodes_.update("nod_0000000000000000000000", change, admin_, ctx_));
+}
+
+TEST_F(NodeStoreTest, HealthIsSetForTheNodeAndItsGpus) {
+  std::string id = create("health-01", "L4-24GB", 2);
+  nodes_.set_health(id, "ok");
+  auto d = nodes_.get(id);
+  EXPECT_EQ(d->node.health, "ok");
+  for (const auto& g : d->gpus) EXPECT_EQ(g.health, "ok");
+}
+
+}  // namespace
+}  // namespace gpurent::inventory

@@ -1,0 +1,61 @@
+// SiteStore against a real PostgreSQL: IANA time zones, names unique ignoring case, paging.
+#include "inventory/site_store.h"
+
+#include "core/error.h"
+#include "inventory/tests/inventory_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace gpurent::inventory {
+namespace {
+
+using SiteStoreTest = InventoryTest;
+
+TEST_F(SiteStoreTest, TimeZonesMustBeIana) {
+  for (const char* zone : {"Mars/Olympus", "", "europe/moscow", "UTC+3", "Europe/Moscow'--"}) {
+    SCOPED_TRACE(zone);
+    try {
+      sites_.create("Site X", "r", zone, admin_, ctx_);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+      EXPECT_EQ(e.details().value("field", ""), "timezone");
+    }
+  }
+  EXPECT_EQ(sites_.create("Frankfurt", "eu-central", "Europe/Berlin", admin_, ctx_).timezone,
+            "Europe/Berlin");
+  EXPECT_EQ(count("SELECT count(*) FROM sites"), 2);
+}
+
+TEST_F(SiteStoreTest, NamesAreUniqueIgnoringCaseAndCreationIsAudited) {
+  try {
+    sites_.create("TEST dc", "r", "UTC", admin_, ctx_);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConflict);
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'site.created'"), 1);
+  EXPECT_EQ(sites_.get(site_)->name, "Test DC");
+  EXPECT_FALSE(sites_.get("sit_0000000000000000000000"));
+}
+
+TEST_F(SiteStoreTest, PagesVisitEverySiteOnce) {
+  std::set<std::string> all{site_};
+  for (int i = 0; i < 4; ++i) {
+    all.insert(sites_.create("DC " + std::to_string(i), "r", "UTC", admin_, ctx_).id);
+  }
+  std::set<std::string> seen;
+  std::optional<std::string> cursor;
+  do {
+    auto page = sites_.list(2, cursor);
+    for (const auto& s : page.items) EXPECT_TRUE(seen.insert(s.id).second);
+    cursor = page.next_cursor;
+  } while (cursor);
+  EXPECT_EQ(seen, all);
+  EXPECT_THROW(sites_.list(2, std::string("nonsense")), Error);
+}
+
+}  // namespace
+}  // namespace gpurent::inventory
