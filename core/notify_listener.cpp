@@ -28,7 +28,9 @@ bool valid_channel(std::string_view c) {
 // so operators (and tests) can find it, and a bounded connect, so stop() is not held up
 // by an unreachable server. Later keys override earlier ones in both libpq formats.
 std::string listener_conninfo(const std::string& url) {
-  std::string keys = std::string("application_name=") + kApplicationName;
+  // Appended in steps: GCC 12 at -O3 warns falsely about a concatenation here.
+  std::string keys = "application_name=";
+  keys.append(kApplicationName);
   bool has_timeout = url.find("connect_timeout") != std::string::npos;
   bool uri = url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0;
   if (uri) {

@@ -12,6 +12,9 @@
 #include "core/money.h"
 #include "inventory/image_compat.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace gpurent::http {
 namespace {
 
@@ -54,6 +57,7 @@ std::vector<inventory::PriceEntry> read_price_list(const nlohmann::json& body) {
   if (body.is_object()) {
     JsonObjectReader in(body);
     list = in.optional_value("items");
+    in.optional_value("next_cursor");  // so a whole GET body can be PUT back
     in.finish();
     if (!list) throw Error::invalid_field("items", "is required");
   }
@@ -75,10 +79,17 @@ std::vector<inventory::PriceEntry> read_price_list(const nlohmann::json& body) {
   return out;
 }
 
-Response prices_response(const std::vector<inventory::PriceRecord>& prices) {
-  nlohmann::json items = nlohmann::json::array();
-  for (const auto& p : prices) items.push_back(price_json(p));
-  return list_response(200, std::move(items), std::nullopt);
+// Prices sort by model, then count (zero-padded so 8 sorts before 16).
+SortedItems sorted_prices(const std::vector<inventory::PriceRecord>& prices) {
+  SortedItems items;
+  for (const auto& p : prices) {
+    char count[8];
+    std::snprintf(count, sizeof count, "%03d", p.gpu_count);
+    items.emplace_back(p.gpu_model + '\x1f' + count, price_json(p));
+  }
+  std::sort(items.begin(), items.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return items;
 }
 
 void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
@@ -87,13 +98,17 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
               .handler =
                   [&state](const Request& req) {
                     platform_admin(*state.auth, req);
-                    QueryParams query(req, {});
+                    QueryParams query(req, {"limit", "cursor"});
                     auto models = state.catalog->gpu_models();
-                    nlohmann::json items = nlohmann::json::array();
+                    SortedItems items;
                     for (const auto& i : state.catalog->images(true)) {
-                      items.push_back(image_json(i, inventory::compatible_gpu_models(i, models)));
+                      items.emplace_back(
+                          ascii_lower(i.name),
+                          image_json(i, inventory::compatible_gpu_models(i, models)));
                     }
-                    return list_response(200, std::move(items), std::nullopt);
+                    std::sort(items.begin(), items.end(),
+                              [](const auto& a, const auto& b) { return a.first < b.first; });
+                    return page_of_sorted(items, query);
                   },
               .summary = "Every image, deprecated ones included (platform admins).",
               .tag = "admin"});
@@ -145,8 +160,8 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
               .handler =
                   [&state](const Request& req) {
                     platform_admin(*state.auth, req);
-                    QueryParams query(req, {});
-                    return prices_response(state.prices->current());
+                    QueryParams query(req, {"limit", "cursor"});
+                    return page_of_sorted(sorted_prices(state.prices->current()), query);
                   },
               .summary = "The price list in force: a price per day for each GPU model and "
                          "count (platform admins).",
@@ -157,9 +172,13 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
               .handler =
                   [&state](const Request& req) {
                     Principal p = platform_admin(*state.auth, req);
+                    QueryParams query(req, {});
                     auto entries = read_price_list(parse_json_body(req));
-                    return prices_response(
-                        state.prices->replace(entries, admin_actor(p), audit_context(req)));
+                    auto prices =
+                        state.prices->replace(entries, admin_actor(p), audit_context(req));
+                    nlohmann::json items = nlohmann::json::array();
+                    for (auto& [_, item] : sorted_prices(prices)) items.push_back(std::move(item));
+                    return list_response(200, std::move(items), std::nullopt);
                   },
               .summary = "Replace the price list: [{gpu_model, gpu_count, price_per_day}]; "
                          "shapes left out are no longer priced; rentals keep the price they "

@@ -2,50 +2,48 @@
 #include "api/handlers/catalog_handlers.h"
 
 #include "api/handlers/inventory_json.h"
+#include "api/handlers/json_values.h"
 #include "api/handlers/query_params.h"
 #include "api/responses.h"
+#include "core/crypto.h"
+#include "core/error.h"
 #include "inventory/image_compat.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace gpurent::http {
 namespace {
 
-using Items = std::vector<std::pair<std::string, nlohmann::json>>;
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::shared_ptr<const std::string> first_page_body(const Items& items) {
+std::shared_ptr<const std::string> first_page_body(const SortedItems& items) {
   nlohmann::json array = nlohmann::json::array();
   for (const auto& [_, item] : items) array.push_back(item);
   nlohmann::json body = {{"items", std::move(array)}, {"next_cursor", nullptr}};
   return std::make_shared<const std::string>(body.dump());
 }
 
-// A page of the snapshot: the items whose key sorts after the cursor (the key of the last
-// item of the previous page), so a page boundary survives a rebuild of the snapshot.
-Response page_of(const Items& items, const QueryParams& query) {
-  auto cursor = query.cursor();
-  auto it = items.begin();
-  if (cursor) {
-    it = std::upper_bound(items.begin(), items.end(), *cursor,
-                          [](const std::string& c, const auto& item) { return c < item.first; });
+// A cursor is "k" and the hex of the last item's sort key: opaque to clients, and anything
+// else is refused like any list's bad cursor.
+std::string make_cursor(const std::string& key) {
+  std::string out = "k";  // appended, not `"k" + …`: GCC 12 -O3 warns falsely on that
+  out.append(crypto::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
+  return out;
+}
+
+std::string key_of_cursor(const std::string& cursor) {
+  auto bad = [] { return Error::invalid_field("cursor", "is not a cursor from this list"); };
+  if (cursor.size() < 3 || cursor.size() > 513 || cursor[0] != 'k' || cursor.size() % 2 == 0) {
+    throw bad();
   }
-  nlohmann::json out = nlohmann::json::array();
-  std::optional<std::string> next;
-  int limit = query.limit();
-  for (; it != items.end(); ++it) {
-    if (static_cast<int>(out.size()) == limit) {
-      next = std::prev(it)->first;
-      break;
-    }
-    out.push_back(it->second);
+  std::string key;
+  for (std::size_t i = 1; i < cursor.size(); i += 2) {
+    auto nibble = [&](char c) {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      throw bad();
+    };
+    key.push_back(static_cast<char>(nibble(cursor[i]) * 16 + nibble(cursor[i + 1])));
   }
-  return list_response(200, std::move(out), next);
+  return key;
 }
 
 Response shared_body_response(std::shared_ptr<const std::string> body) {
@@ -56,13 +54,34 @@ Response shared_body_response(std::shared_ptr<const std::string> body) {
 
 }  // namespace
 
+Response page_of_sorted(const SortedItems& items, const QueryParams& query) {
+  auto cursor = query.cursor();
+  auto it = items.begin();
+  if (cursor) {
+    std::string after = key_of_cursor(*cursor);
+    it = std::upper_bound(items.begin(), items.end(), after,
+                          [](const std::string& c, const auto& item) { return c < item.first; });
+  }
+  nlohmann::json out = nlohmann::json::array();
+  std::optional<std::string> next;
+  int limit = query.limit();
+  for (; it != items.end(); ++it) {
+    if (static_cast<int>(out.size()) == limit) {
+      next = make_cursor(std::prev(it)->first);
+      break;
+    }
+    out.push_back(it->second);
+  }
+  return list_response(200, std::move(out), next);
+}
+
 CatalogDocuments build_catalog_documents(inventory::CatalogStore& store) {
   auto models = store.gpu_models();
   auto images = store.images(false);
   CatalogDocuments docs;
   for (const auto& m : models) docs.gpu_models.emplace_back(m.name, gpu_model_json(m));
   for (const auto& i : images) {
-    docs.images.emplace_back(lower(i.name),
+    docs.images.emplace_back(ascii_lower(i.name),
                              image_json(i, inventory::compatible_gpu_models(i, models)));
   }
   // Byte order, whatever the database's collation: the cursor compares the same way.
@@ -83,7 +102,7 @@ void add_catalog_routes(Router& router, CatalogRoutesState& state) {
                     QueryParams query(req, {"limit", "cursor"});
                     auto docs = state.cache->get();
                     if (req.query.empty()) return shared_body_response(docs->gpu_models_body);
-                    return page_of(docs->gpu_models, query);
+                    return page_of_sorted(docs->gpu_models, query);
                   },
               .summary = "The GPU model catalog: specs, bf16/fp8 support and NVLink, by name.",
               .tag = "catalog"});
@@ -96,7 +115,7 @@ void add_catalog_routes(Router& router, CatalogRoutesState& state) {
                     QueryParams query(req, {"limit", "cursor"});
                     auto docs = state.cache->get();
                     if (req.query.empty()) return shared_body_response(docs->images_body);
-                    return page_of(docs->images, query);
+                    return page_of_sorted(docs->images, query);
                   },
               .summary = "Active images with their driver, CUDA release, frameworks and the GPU "
                          "models they run on.",

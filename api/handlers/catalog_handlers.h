@@ -17,9 +17,18 @@ namespace gpurent::http {
 
 // The catalog as responses print it: items with their sort keys (for pages) and the whole
 // first page already serialised, which is what nearly every request asks for.
+class QueryParams;
+
+// Items with the keys they are sorted by (byte order), for lists cut from memory.
+using SortedItems = std::vector<std::pair<std::string, nlohmann::json>>;
+
+// The page of `items` that ?limit= and ?cursor= ask for. The cursor encodes the sort key of
+// the last item of the previous page, so a boundary survives the list being rebuilt.
+Response page_of_sorted(const SortedItems& items, const QueryParams& query);
+
 struct CatalogDocuments {
-  std::vector<std::pair<std::string, nlohmann::json>> gpu_models;  // key: name
-  std::vector<std::pair<std::string, nlohmann::json>> images;      // key: lower-case name
+  SortedItems gpu_models;  // key: name
+  SortedItems images;      // key: lower-case name
   std::shared_ptr<const std::string> gpu_models_body;
   std::shared_ptr<const std::string> images_body;
 };

@@ -23,6 +23,14 @@ inline std::string trimmed(std::string_view s) {
   return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
 }
 
+// `s` with ASCII letters lower-cased (sort keys that ignore case, as the name indexes do).
+inline std::string ascii_lower(std::string s) {
+  for (auto& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
 // C0 controls, DEL and the C1 controls (U+0080..U+009F, encoded 0xC2 0x80..0x9F).
 inline bool has_control_characters(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {

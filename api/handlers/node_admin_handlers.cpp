@@ -108,6 +108,12 @@ identity::LimitChange<T> change_of(const nlohmann::json& body, const char* field
 inventory::NodeChange read_node_change(const nlohmann::json& body) {
   JsonObjectReader in(body);
   inventory::NodeChange c;
+  // A node always has a hostname and a label set: null is refused rather than ignored.
+  for (const char* field : {"hostname", "labels"}) {
+    if (body.is_object() && body.contains(field) && body[field].is_null()) {
+      throw Error::invalid_field(field, "cannot be null (send {} to clear labels)");
+    }
+  }
   if (auto h = in.optional_string("hostname", 253)) c.hostname = hostname(*h);
   std::optional<std::string> cpu;
   if (auto v = in.optional_string("cpu_model", 200)) cpu = printable_text("cpu_model", *v, 200);
@@ -132,7 +138,7 @@ std::string read_reason(const Request& req) {
 topology::Matrix read_topology_text(const Request& req) {
   std::string_view type = req.header("content-type");
   std::string_view base = type.substr(0, type.find(';'));
-  if (trimmed(base) != "text/plain") {
+  if (ascii_lower(trimmed(base)) != "text/plain") {
     throw Error::invalid_field("Content-Type", "must be text/plain: the nvidia-smi topo -m output");
   }
   try {

@@ -152,6 +152,22 @@ TEST_F(NodeStoreTest, EnrollmentTokensAreSingleUseAndExpire) {
   EXPECT_FALSE(nodes_.consume_enrollment_token(second.enrollment_token));
 }
 
+// Two agents present one token at once: exactly one enrols.
+TEST_F(NodeStoreTest, ATokenPresentedConcurrentlyEnrolsOnce) {
+  for (int round = 0; round < 5; ++round) {
+    auto created = nodes_.create(node("race-" + std::to_string(round), "L4-24GB", 1), admin_, ctx_);
+    std::atomic<int> won{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 6; ++i) {
+      threads.emplace_back([&] {
+        if (nodes_.consume_enrollment_token(created.enrollment_token)) ++won;
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(won.load(), 1) << "round " << round;
+  }
+}
+
 TEST_F(NodeStoreTest, EveryActionFromEveryStateFollowsTheMachine) {
   int n = 0;
   for (NodeState from : all_node_states()) {

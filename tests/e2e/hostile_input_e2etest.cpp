@@ -174,6 +174,10 @@ class HostileInputE2E : public ::testing::Test {
       auto s = post("/v1/auth/signup",
                     {{"email", email}, {"password", kPassword}, {"org_name", "Hostile Co"}});
       EXPECT_EQ(s.status, 201) << s.body;
+      // A platform admin too, so the same session reaches the /v1/admin routes; the flag is
+      // read on every request and changes nothing for the org routes.
+      tx().exec_params("UPDATE users SET is_platform_admin = true WHERE id = $1",
+                       s.json()["user"]["id"].get<std::string>());
       owner_ = login(email);
     }
     return *owner_;
@@ -208,6 +212,30 @@ class HostileInputE2E : public ::testing::Test {
         owner().org_id, id, role);
     return id;
   }
+  // A site for node bodies, made once through the API.
+  const std::string& site_id() {
+    if (site_id_.empty()) {
+      auto r = post("/v1/admin/sites",
+                    {{"name", "Hostile DC"}, {"region", "r"}, {"timezone", "Europe/Moscow"}},
+                    owner().credentials());
+      EXPECT_EQ(r.status, 201) << r.body;
+      site_id_ = r.json().value("id", "");
+    }
+    return site_id_;
+  }
+  // A fresh node in `available` (the agent's enrolment is not under test here).
+  std::string available_node() {
+    auto r = post("/v1/admin/nodes",
+                  {{"site_id", site_id()},
+                   {"hostname", unique("node")},
+                   {"gpu_model", "L4-24GB"},
+                   {"gpu_count", 2}},
+                  owner().credentials());
+    EXPECT_EQ(r.status, 201) << r.body;
+    std::string id = r.json()["node"].value("id", "");
+    tx().exec_params("UPDATE nodes SET state = 'available' WHERE id = $1", id);
+    return id;
+  }
   std::string fresh_public_key() {
     if (key_dir_.empty()) key_dir_ = make_temp_dir("gpurent-hostile-keys");
     std::string path = key_dir_ + "/" + unique("k");
@@ -234,7 +262,17 @@ class HostileInputE2E : public ::testing::Test {
              {"api_tokens",
               "id, org_id, name, scopes, expires_at, revoked_at, max_concurrent_gpus, max_days,"
               " spend_limit_minor"},
-             {"ssh_keys", "id, org_id, name, public_key, fingerprint"}}) {
+             {"ssh_keys", "id, org_id, name, public_key, fingerprint"},
+             {"sites", "id, name, region, timezone"},
+             {"nodes",
+              "id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model, cpu_cores,"
+              " ram_gb, disk_gb, labels, state, health, topology_source"},
+             {"node_events", "id, node_id, action, from_state, to_state, reason"},
+             {"gpus", "node_id, idx, health"},
+             {"gpu_links", "node_id, gpu_a, gpu_b, kind"},
+             {"node_enrollment_tokens", "token_hash, node_id, used_at"},
+             {"images", "id, name, os, driver_version, cuda_version, frameworks, status"},
+             {"prices", "id, gpu_model, gpu_count, amount_minor, currency, valid_until"}}) {
       auto r = t.exec(
           "SELECT count(*), md5(coalesce(string_agg(x::text, '|' ORDER BY x::text),"
           " '')) FROM (SELECT " +
@@ -302,6 +340,7 @@ class HostileInputE2E : public ::testing::Test {
   std::unique_ptr<pqxx::connection> conn_;
   std::optional<Session> owner_;
   std::string key_dir_;
+  std::string site_id_;
   int counter_ = 0;
   int cells_ = 0;
 };
@@ -641,8 +680,93 @@ const std::vector<BodyEndpoint>& body_endpoints() {
          }
          return "not listed: " + r.body.substr(0, 200);
        }},
+      {"POST",
+       "/v1/admin/sites",
+       true,
+       201,
+       {{"name", Kind::kString, true, V::kStored, V::kRefused},
+        {"region", Kind::kString, true, V::kStored, V::kRefused},
+        {"timezone", Kind::kString, true, V::kRefused, V::kRefused}},
+       [](T& t) {
+         return ValidRequest{"/v1/admin/sites",
+                             {{"name", t.unique("DC")}, {"region", "eu"}, {"timezone", "UTC"}}};
+       },
+       [](T&, const Json& response, const Json&, const std::string& field) {
+         return response[field].get<std::string>();
+       }},
+      {"POST",
+       "/v1/admin/nodes",
+       true,
+       201,
+       {{"site_id", Kind::kString, true, V::kRefused, V::kRefused},
+        {"hostname", Kind::kString, true, V::kRefused, V::kRefused},
+        {"gpu_model", Kind::kString, true, V::kRefused, V::kRefused},
+        {"gpu_count", Kind::kInt, true, V::kRefused, V::kRefused, nullptr, 1, 64},
+        {"interconnect", Kind::kString, false, V::kRefused, V::kRefused},
+        {"cpu_model", Kind::kString, false, V::kStored, V::kRefused},
+        {"cpu_cores", Kind::kInt, false, V::kRefused, V::kRefused, nullptr, 1, 4096},
+        {"ram_gb", Kind::kInt, false, V::kRefused, V::kRefused, nullptr, 1, 1 << 20},
+        {"disk_gb", Kind::kInt, false, V::kRefused, V::kRefused, nullptr, 1, 1 << 24}},
+       [](T& t) {
+         return ValidRequest{"/v1/admin/nodes",
+                             {{"site_id", t.site_id()},
+                              {"hostname", t.unique("gpu")},
+                              {"gpu_model", "RTX4090-24GB"},
+                              {"gpu_count", 8},
+                              {"cpu_model", "EPYC"}}};
+       },
+       [](T&, const Json& response, const Json&, const std::string& field) {
+         return response["node"][field].get<std::string>();
+       }},
+      {"POST",
+       "/v1/admin/nodes/{id}/drain",
+       true,
+       200,
+       {{"reason", Kind::kString, true, V::kStored, V::kRefused}},
+       [](T& t) {
+         return ValidRequest{"/v1/admin/nodes/" + t.available_node() + "/drain",
+                             {{"reason", "fan noise"}}};
+       },
+       [](T&, const Json& response, const Json&, const std::string&) {
+         return response["events"][0]["reason"].get<std::string>();
+       }},
+      {"POST",
+       "/v1/admin/images",
+       true,
+       201,
+       {{"name", Kind::kString, true, V::kStored, V::kRefused},
+        {"os", Kind::kString, true, V::kStored, V::kRefused},
+        {"driver_version", Kind::kString, true, V::kRefused, V::kRefused},
+        {"cuda_version", Kind::kString, true, V::kRefused, V::kRefused}},
+       [](T& t) {
+         return ValidRequest{"/v1/admin/images",
+                             {{"name", t.unique("image")},
+                              {"os", "Ubuntu 24.04"},
+                              {"driver_version", "570.124.06"},
+                              {"cuda_version", "12.8"},
+                              {"frameworks", {"PyTorch 2.7"}}}};
+       },
+       [](T&, const Json& response, const Json&, const std::string& field) {
+         return response[field].get<std::string>();
+       }},
   };
   return endpoints;
+}
+
+TEST_F(HostileInputE2E, SiteBodies) {
+  check_endpoint(endpoint("POST", "/v1/admin/sites"));
+}
+
+TEST_F(HostileInputE2E, NodeBodies) {
+  check_endpoint(endpoint("POST", "/v1/admin/nodes"));
+}
+
+TEST_F(HostileInputE2E, NodeTransitionBodies) {
+  check_endpoint(endpoint("POST", "/v1/admin/nodes/{id}/drain"));
+}
+
+TEST_F(HostileInputE2E, ImageBodies) {
+  check_endpoint(endpoint("POST", "/v1/admin/images"));
 }
 
 TEST_F(HostileInputE2E, SignupBodies) {
@@ -834,6 +958,35 @@ TEST_F(HostileInputListsE2E, MemberAndTokenListsCheckTheirQueryParameters) {
     auto all = get(list);
     EXPECT_EQ(seen.size(), all.json()["items"].size()) << list;
     EXPECT_GE(seen.size(), 2u) << list;
+  }
+}
+
+TEST_F(HostileInputListsE2E, NodeListQueryParameters) {
+  available_node();
+  available_node();
+  std::string node = new_id(id_prefix::kNode);
+  auto cases = common_list_cases();
+  cases.insert(cases.end(), {
+                                {"cursor=1." + new_id(id_prefix::kSshKey), "cursor"},
+                                {"cursor=0." + node, ""},
+                                {"state=asleep", "state"},
+                                {"state=AVAILABLE", "state"},
+                                {"state=%27%20OR%201%3D1--", "state"},
+                                {"site_id=sit_%25", "site_id"},
+                                {"site_id=" + new_id(id_prefix::kSite), ""},
+                                {"gpu_model=%27%3B%20DROP%20TABLE%20nodes%3B--", ""},
+                                {"state=available&state=failed", "state"},
+                                {"hostname=x", "hostname"},
+                            });
+  check_list("/v1/admin/nodes", cases);
+  std::printf("[ cells    ] GET /v1/admin/nodes: %d\n", cells_);
+}
+
+// The catalog lists cut their pages from the cached snapshot; their cursors are checked
+// like every other list's.
+TEST_F(HostileInputListsE2E, CatalogListQueryParameters) {
+  for (const std::string list : {"/v1/gpu-models", "/v1/images", "/v1/admin/sites"}) {
+    check_list(list, common_list_cases());
   }
 }
 

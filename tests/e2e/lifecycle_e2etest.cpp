@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <pqxx/pqxx>
+
 #include <csignal>
 #include <future>
 
@@ -131,7 +133,7 @@ TEST(Lifecycle, EmbeddedPostgresWhenNoDatabaseUrl) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Lifecycle, DemoModePrintsAWorkingAdminLoginAtEveryStart) {
+TEST(Lifecycle, DemoModePrintsAWorkingAdminLoginAndSeedsTheFleetOnce) {
   TestDatabase db;
   std::string dir = make_temp_dir("gpurent-demo");
   auto password_in = [](const std::string& logs) {
@@ -155,12 +157,30 @@ TEST(Lifecycle, DemoModePrintsAWorkingAdminLoginAtEveryStart) {
                      {{"Content-Type", "application/json"}});
     EXPECT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.json()["user"]["is_platform_admin"], true);
+    // The demo fleet is there: every node available, images and a price list in RUB.
+    std::string cookie = r.header("set-cookie");
+    std::map<std::string, std::string> session = {{"Cookie", cookie.substr(0, cookie.find(';'))}};
+    auto nodes = http_request(server.port(), "GET", "/v1/admin/nodes", "", session);
+    ASSERT_EQ(nodes.status, 200) << nodes.body;
+    auto node_list = nodes.json();
+    EXPECT_EQ(node_list["items"].size(), 8u);
+    for (const auto& n : node_list["items"]) EXPECT_EQ(n["state"], "available") << n.dump();
+    auto images = http_request(server.port(), "GET", "/v1/images", "", session);
+    EXPECT_EQ(images.json()["items"].size(), 5u) << images.body;
+    auto prices = http_request(server.port(), "GET", "/v1/admin/prices", "", session);
+    auto price_list = prices.json();
+    ASSERT_FALSE(price_list["items"].empty()) << prices.body;
+    EXPECT_EQ(price_list["items"][0]["price_per_day"]["currency"], "RUB");
   }
   ServerProcess again(
       {.database_url = db.url(), .flags = {"--demo=true", "--data_dir=" + dir + "/pg"}});
   for (int i = 0; i < 50 && password_in(again.logs()).empty(); ++i)
     std::this_thread::sleep_for(50ms);
   EXPECT_EQ(password_in(again.logs()), first) << "a restart prints the same login";
+  pqxx::connection c(db.url());
+  pqxx::nontransaction tx(c);
+  EXPECT_EQ(tx.exec("SELECT count(*) FROM nodes")[0][0].as<int>(), 8)
+      << "a restart does not seed the fleet again";
   std::filesystem::remove_all(dir);
 }
 
