@@ -44,11 +44,6 @@ constexpr Statement kInsertAdminAudit = {
     "INSERT INTO audit_log (at, org_id, actor_user_id, actor_token_id, action, target, ip,"
     " request_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)"};
 
-template <typename T>
-std::optional<T> optional_field(const pqxx::field& f) {
-  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
-}
-
 Guardrails guardrails_from(const pqxx::row& row, int first) {
   return {optional_field<int>(row[first]), optional_field<int>(row[first + 1]),
           optional_field<long long>(row[first + 2])};

@@ -21,6 +21,12 @@ namespace gpurent::identity {
 // survives the round trip.
 std::string sql_timestamp(Timestamp t);
 
+// A nullable column as an optional.
+template <typename T>
+std::optional<T> optional_field(const pqxx::field& f) {
+  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
+}
+
 // One page of a list (API.md "Lists"): next_cursor is absent on the last page.
 template <typename T>
 struct Page {

@@ -59,11 +59,6 @@ std::vector<std::string> split_scopes(const std::string& s) {
   return out;
 }
 
-template <typename T>
-std::optional<T> optional_field(const pqxx::field& f) {
-  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
-}
-
 }  // namespace
 
 bool is_valid_scope(std::string_view scope) {

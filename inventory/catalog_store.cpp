@@ -3,11 +3,13 @@
 
 #include "core/error.h"
 #include "core/id.h"
+#include "identity/sql_common.h"
 #include "inventory/compatibility.h"
 
 namespace gpurent::inventory {
 namespace {
 
+using identity::optional_field;
 using identity::sql_timestamp;
 
 #define MODEL_COLUMNS                                                                    \
@@ -40,11 +42,6 @@ constexpr Statement kDeprecateImage = {
     "catalog_deprecate_image",
     "UPDATE images SET status = 'deprecated', deprecated_at = $2 WHERE id = $1"
     " RETURNING " IMAGE_COLUMNS};
-
-template <typename T>
-std::optional<T> optional_field(const pqxx::field& f) {
-  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
-}
 
 GpuModelRecord model_from(const pqxx::row& row) {
   GpuModelRecord m;

@@ -5,10 +5,12 @@
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "identity/sql_common.h"
 
 namespace gpurent::inventory {
 namespace {
 
+using identity::optional_field;
 using identity::sql_timestamp;
 
 #define NODE_COLUMNS \
@@ -88,11 +90,6 @@ constexpr Statement kUpdateNode = {
 constexpr Statement kSetHealth = {"node_set_health", "UPDATE nodes SET health = $2 WHERE id = $1"};
 constexpr Statement kSetGpuHealth = {"node_set_gpu_health",
                                      "UPDATE gpus SET health = $2 WHERE node_id = $1"};
-
-template <typename T>
-std::optional<T> optional_field(const pqxx::field& f) {
-  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
-}
 
 NodeRecord node_from(const pqxx::row& row) {
   NodeRecord n;

@@ -26,12 +26,6 @@ std::optional<long long> read_spend_limit(JsonObjectReader& in) {
   return minor;
 }
 
-template <typename T>
-identity::LimitChange<T> change_of(const nlohmann::json& body, const char* field,
-                                   std::optional<T> value) {
-  return {body.contains(field), std::move(value)};
-}
-
 }  // namespace
 
 identity::Guardrails read_guardrails(JsonObjectReader& in) {

@@ -10,6 +10,14 @@
 
 namespace gpurent::http {
 
+// One field of a partial update: `change` when the body names the field at all (null
+// clears), with the value read from it.
+template <typename T>
+identity::LimitChange<T> change_of(const nlohmann::json& body, const char* field,
+                                   std::optional<T> value) {
+  return {body.contains(field), std::move(value)};
+}
+
 inline constexpr int kMaxGuardrailGpus = 100000;
 inline constexpr int kMaxGuardrailDays = 3650;
 

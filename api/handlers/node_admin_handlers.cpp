@@ -2,6 +2,7 @@
 #include "api/handlers/node_admin_handlers.h"
 
 #include "api/handlers/admin_common.h"
+#include "api/handlers/guardrails.h"
 #include "api/handlers/inventory_json.h"
 #include "api/handlers/json_values.h"
 #include "api/handlers/query_params.h"
@@ -97,12 +98,6 @@ inventory::NewNode read_new_node(const nlohmann::json& body) {
   if (const auto* l = in.optional_value("labels")) n.labels = labels(*l);
   in.finish();
   return n;
-}
-
-template <typename T>
-identity::LimitChange<T> change_of(const nlohmann::json& body, const char* field,
-                                   std::optional<T> value) {
-  return {body.contains(field), std::move(value)};
 }
 
 inventory::NodeChange read_node_change(const nlohmann::json& body) {

@@ -1,9 +1,7 @@
 // Inventory end to end: the platform-admin gate on sites, nodes, images and prices; node
 // topologies pasted from real `nvidia-smi topo -m` captures and declared from the interconnect;
 // the node state machine over HTTP; image compatibility; the catalog; price history.
-#include "tests/support/http_client.h"
-#include "tests/support/pg_harness.h"
-#include "tests/support/server_process.h"
+#include "tests/support/api_fixture.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +17,6 @@
 namespace gpurent::testing {
 namespace {
 
-using Headers = std::map<std::string, std::string>;
 using nlohmann::json;
 
 constexpr const char* kFixtureDir = GPURENT_SOURCE_DIR "/agent_proto/tests/fixtures/topo/";
@@ -32,13 +29,6 @@ constexpr const char* kWindowsFixture =
 constexpr const char* kUnknownNode = "nod_0123456789012345678901";
 constexpr const char* kUnknownSite = "sit_0123456789012345678901";
 constexpr const char* kUnknownImage = "img_0123456789012345678901";
-
-struct Login {
-  std::string cookie;  // "gpurent_session=…"
-  std::string csrf;
-  std::string user_id;
-  std::string org_id;  // the org the session acts for
-};
 
 std::string read_fixture(const std::string& name) {
   std::ifstream in(std::string(kFixtureDir) + name, std::ios::binary);
@@ -53,35 +43,8 @@ bool mentions(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-class InventoryE2E : public ::testing::Test {
+class InventoryE2E : public ApiTest {
  protected:
-  void SetUp() override {
-    // Many requests per test: the rate limits are tested elsewhere.
-    server_ = std::make_unique<ServerProcess>(
-        ServerOptions{.database_url = db_.url(),
-                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0"}});
-  }
-  int port() { return server_->port(); }
-
-  // ---- HTTP ----
-
-  HttpResult send(const std::string& method, const std::string& path, const std::string& body,
-                  Headers headers) {
-    if (!body.empty()) headers.emplace("Content-Type", "application/json");
-    return http_request(port(), method, path, body, headers);
-  }
-  HttpResult get(const std::string& path, const Headers& headers) {
-    return send("GET", path, "", headers);
-  }
-  HttpResult post(const std::string& path, const json& body, Headers headers = {}) {
-    return send("POST", path, body.dump(), std::move(headers));
-  }
-  HttpResult patch(const std::string& path, const json& body, Headers headers) {
-    return send("PATCH", path, body.dump(), std::move(headers));
-  }
-  HttpResult put(const std::string& path, const json& body, Headers headers) {
-    return send("PUT", path, body.dump(), std::move(headers));
-  }
   // PUT …/topology with the text as the body, under the given Content-Type ("" = none).
   HttpResult put_topology(const Headers& h, const std::string& node_id, const std::string& text,
                           const std::string& content_type = "text/plain") {
@@ -89,51 +52,6 @@ class InventoryE2E : public ::testing::Test {
     if (!content_type.empty()) headers["Content-Type"] = content_type;
     return http_request(port(), "PUT", "/v1/admin/nodes/" + node_id + "/topology", text, headers);
   }
-  static Headers session(const Login& l) {
-    return {{"Cookie", l.cookie}, {"X-CSRF-Token", l.csrf}};
-  }
-  static Headers bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
-
-  // ---- Accounts ----
-
-  Login login(const std::string& email) {
-    auto r = post("/v1/auth/login", {{"email", email}, {"password", "a good passphrase"}});
-    EXPECT_EQ(r.status, 200) << r.body;
-    std::string set_cookie = r.header("set-cookie");
-    return {set_cookie.substr(0, set_cookie.find(';')), r.json().value("csrf_token", ""),
-            r.json()["user"].value("id", ""), r.json().value("current_org_id", "")};
-  }
-  // Signs up (with an org of their own) and logs in.
-  Login account(const std::string& email, const std::string& org) {
-    auto s = post("/v1/auth/signup",
-                  {{"email", email}, {"password", "a good passphrase"}, {"org_name", org}});
-    EXPECT_EQ(s.status, 201) << s.body;
-    return login(email);
-  }
-  // A signed-up user made platform admin, then logged in afresh.
-  Login platform_admin(const std::string& email = "root@example.com") {
-    Login l = account(email, "Root Org");
-    exec("UPDATE users SET is_platform_admin = true WHERE id = $1", l.user_id);
-    return login(email);
-  }
-  // A new user added to `owner`'s org with `role`, acting for that org.
-  Login member_of(const Login& owner, const std::string& role, const std::string& email) {
-    Login l = account(email, "Own org");
-    auto r = post("/v1/members", {{"email", email}, {"role", role}}, session(owner));
-    EXPECT_EQ(r.status, 201) << r.body;
-    auto s = post("/v1/session/org", {{"org_id", owner.org_id}}, session(l));
-    EXPECT_EQ(s.status, 200) << s.body;
-    l.org_id = owner.org_id;
-    return l;
-  }
-  // A new API token of `creator`'s org; returns {id, token}.
-  std::pair<std::string, std::string> token(const Headers& creator,
-                                            const std::vector<std::string>& scopes) {
-    auto r = post("/v1/api-tokens", {{"name", "ci"}, {"scopes", scopes}}, creator);
-    EXPECT_EQ(r.status, 201) << r.body;
-    return {r.json().value("id", ""), r.json().value("token", "")};
-  }
-
   // ---- Database ----
 
   template <typename... Args>
@@ -278,9 +196,6 @@ class InventoryE2E : public ::testing::Test {
     }
     EXPECT_EQ(error["details"]["field"], field) << r.body;
   }
-
-  TestDatabase db_;
-  std::unique_ptr<ServerProcess> server_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,117 @@
+// The starting point of end-to-end tests that act as several kinds of caller: one gpurentd
+// on a fresh database, and helpers to sign up, log in, become a platform admin, join an
+// org with a role and create API tokens, all through the API.
+#pragma once
+
+#include "tests/support/http_client.h"
+#include "tests/support/pg_harness.h"
+#include "tests/support/server_process.h"
+
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpurent::testing {
+
+using Headers = std::map<std::string, std::string>;
+
+// A signed-in session and the org it acts for.
+struct Login {
+  std::string cookie;  // "gpurent_session=…"
+  std::string csrf;
+  std::string user_id;
+  std::string org_id;
+};
+
+class ApiTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kPassword = "a good passphrase";
+
+  void SetUp() override {
+    // Many requests per test: the rate limits are tested elsewhere.
+    server_ = std::make_unique<ServerProcess>(
+        ServerOptions{.database_url = db_.url(),
+                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0"}});
+  }
+  int port() { return server_->port(); }
+
+  HttpResult send(const std::string& method, const std::string& path, const std::string& body,
+                  Headers headers) {
+    if (!body.empty()) headers.emplace("Content-Type", "application/json");
+    return http_request(port(), method, path, body, headers);
+  }
+  HttpResult get(const std::string& path, const Headers& headers) {
+    return send("GET", path, "", headers);
+  }
+  HttpResult post(const std::string& path, const nlohmann::json& body, Headers headers = {}) {
+    return send("POST", path, body.dump(), std::move(headers));
+  }
+  HttpResult patch(const std::string& path, const nlohmann::json& body, Headers headers) {
+    return send("PATCH", path, body.dump(), std::move(headers));
+  }
+  HttpResult put(const std::string& path, const nlohmann::json& body, Headers headers) {
+    return send("PUT", path, body.dump(), std::move(headers));
+  }
+  static Headers session(const Login& l) {
+    return {{"Cookie", l.cookie}, {"X-CSRF-Token", l.csrf}};
+  }
+  static Headers bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+
+  Login login(const std::string& email) {
+    auto r = post("/v1/auth/login", {{"email", email}, {"password", kPassword}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::string set_cookie = r.header("set-cookie");
+    return {set_cookie.substr(0, set_cookie.find(';')), r.json().value("csrf_token", ""),
+            r.json()["user"].value("id", ""), r.json().value("current_org_id", "")};
+  }
+  // Signs up (with an org of their own) and logs in.
+  Login account(const std::string& email, const std::string& org) {
+    auto s =
+        post("/v1/auth/signup", {{"email", email}, {"password", kPassword}, {"org_name", org}});
+    EXPECT_EQ(s.status, 201) << s.body;
+    return login(email);
+  }
+  void set_platform_admin(const std::string& user_id, bool on) {
+    pqxx::connection c(db_.url());
+    pqxx::work tx(c);
+    tx.exec_params("UPDATE users SET is_platform_admin = $2 WHERE id = $1", user_id, on);
+    tx.commit();
+  }
+  // A signed-up user made platform admin, then logged in afresh.
+  Login platform_admin(const std::string& email = "root@example.com") {
+    Login l = account(email, "Root Org");
+    set_platform_admin(l.user_id, true);
+    return login(email);
+  }
+  // A new user added to `owner`'s org with `role`, acting for that org.
+  Login member_of(const Login& owner, const std::string& role, const std::string& email) {
+    Login l = account(email, "Own org");
+    auto r = post("/v1/members", {{"email", email}, {"role", role}}, session(owner));
+    EXPECT_EQ(r.status, 201) << r.body;
+    auto s = post("/v1/session/org", {{"org_id", owner.org_id}}, session(l));
+    EXPECT_EQ(s.status, 200) << s.body;
+    l.org_id = owner.org_id;
+    return l;
+  }
+  // A new API token of `creator`'s org; returns {id, token}.
+  std::pair<std::string, std::string> token(const Headers& creator,
+                                            const std::vector<std::string>& scopes,
+                                            Headers extra = {}) {
+    Headers h = creator;
+    for (auto& [k, v] : extra) h[k] = v;
+    auto r = post("/v1/api-tokens", {{"name", "ci"}, {"scopes", scopes}}, h);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return {r.json().value("id", ""), r.json().value("token", "")};
+  }
+
+  TestDatabase db_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+}  // namespace gpurent::testing
