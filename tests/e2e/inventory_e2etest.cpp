@@ -325,7 +325,8 @@ TEST_F(InventoryE2E, TopologyFixturesThroughTheApi) {
   std::string n8 = node(a, site, "l40s-8.example.net", "L40S-48GB", 8).value("id", "");
   std::string n1 = node(a, site, "l40s-1.example.net", "L40S-48GB", 1).value("id", "");
   ASSERT_FALSE(n4.empty() || n8.empty() || n1.empty());
-  for (const auto& l : node_detail(a, n4)["topology"]["links"]) {
+  json declared = node_detail(a, n4);  // kept: the loop reads into it
+  for (const auto& l : declared["topology"]["links"]) {
     for (const auto& k : l) EXPECT_FALSE(k.get<std::string>().starts_with("NV")) << "pcie";
   }
 
