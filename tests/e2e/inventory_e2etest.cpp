@@ -834,6 +834,9 @@ TEST_F(InventoryE2E, NodesCreateListAndPatch) {
   expect_field_error(patch("/v1/admin/nodes/" + id2, {{"cpu_cores", 0}}, a), 400, "cpu_cores");
   expect_field_error(patch("/v1/admin/nodes/" + id2, {{"labels", {{"Rack", "x"}}}}, a), 400,
                      "labels");
+  // A node always has a hostname and a label set: null is refused, not silently ignored.
+  expect_field_error(patch("/v1/admin/nodes/" + id2, {{"hostname", nullptr}}, a), 400, "hostname");
+  expect_field_error(patch("/v1/admin/nodes/" + id2, {{"labels", nullptr}}, a), 400, "labels");
   EXPECT_EQ(node_detail(a, id2), before);
   // Renaming to its own name in another case is not a conflict with itself.
   auto recase = patch("/v1/admin/nodes/" + id2, {{"hostname", "L4-RENAMED.example.net"}}, a);
