@@ -3,26 +3,27 @@
 
 #include "core/error.h"
 
+#include <cctype>
+
 namespace gpurent::http {
-namespace {
 
-bool is_json_content_type(std::string_view ct) {
-  auto semi = ct.find(';');
-  std::string_view base = ct.substr(0, semi);
-  while (!base.empty() && base.back() == ' ') base.remove_suffix(1);
-  if (base.size() != 16) return false;
-  std::string lower(base);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower == "application/json";
+bool has_media_type(const Request& request, std::string_view type) {
+  std::string_view base = request.header("Content-Type");
+  base = base.substr(0, base.find(';'));  // parameters (charset) do not matter
+  while (!base.empty() && (base.back() == ' ' || base.back() == '\t')) base.remove_suffix(1);
+  while (!base.empty() && (base.front() == ' ' || base.front() == '\t')) base.remove_prefix(1);
+  if (base.size() != type.size()) return false;
+  for (std::size_t i = 0; i < base.size(); ++i) {  // media types ignore case (RFC 9110)
+    if (std::tolower(static_cast<unsigned char>(base[i])) != type[i]) return false;
+  }
+  return true;
 }
-
-}  // namespace
 
 nlohmann::json parse_json_body(const Request& request) {
   if (request.body.empty()) {
     throw Error(ErrorCode::kInvalidJson, "The request body is empty; a JSON object is expected.");
   }
-  if (!is_json_content_type(request.header("Content-Type"))) {
+  if (!has_media_type(request, "application/json")) {
     throw Error(ErrorCode::kInvalidRequest, "The body must be sent as application/json.",
                 {{"field", "Content-Type"}, {"reason", "must be application/json"}});
   }

@@ -10,8 +10,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 namespace gpurent::http {
+
+// Whether the request's Content-Type is `type` (lower case), ignoring case, surrounding
+// whitespace and parameters such as charset.
+bool has_media_type(const Request& request, std::string_view type);
 
 // Parses the body as one JSON value. Requires Content-Type application/json when a body
 // is present. Throws Error(kInvalidJson) with the parser's position on malformed input.

@@ -131,9 +131,7 @@ std::string read_reason(const Request& req) {
 
 // PUT …/topology takes the text exactly as `nvidia-smi topo -m` printed it.
 topology::Matrix read_topology_text(const Request& req) {
-  std::string_view type = req.header("content-type");
-  std::string_view base = type.substr(0, type.find(';'));
-  if (ascii_lower(trimmed(base)) != "text/plain") {
+  if (!has_media_type(req, "text/plain")) {
     throw Error::invalid_field("Content-Type", "must be text/plain: the nvidia-smi topo -m output");
   }
   try {

@@ -25,27 +25,6 @@ class AdminE2E : public ApiTest {
     ASSERT_EQ(r.status, 200) << r.body;
   }
 
-  // Every item of a listing, page by page, checking page sizes and that nothing repeats.
-  json walk(const std::string& path, const Headers& h, int limit) {
-    json all = json::array();
-    std::string sep = path.find('?') == std::string::npos ? "?" : "&";
-    std::string cursor;
-    for (int pages = 0; pages < 200; ++pages) {
-      std::string target = path + sep + "limit=" + std::to_string(limit);
-      if (!cursor.empty()) target += "&cursor=" + cursor;
-      auto r = get(target, h);
-      EXPECT_EQ(r.status, 200) << target << " " << r.body;
-      if (r.status != 200) return all;
-      auto page = r.json();
-      EXPECT_LE(page["items"].size(), static_cast<std::size_t>(limit));
-      for (auto& item : page["items"]) all.push_back(item);
-      if (page["next_cursor"].is_null()) return all;
-      EXPECT_EQ(page["items"].size(), static_cast<std::size_t>(limit));
-      cursor = page["next_cursor"].get<std::string>();
-    }
-    ADD_FAILURE() << "paging did not end";
-    return all;
-  }
   static std::vector<long long> ids(const json& items) {
     std::vector<long long> out;
     for (const auto& i : items) out.push_back(i["id"].get<long long>());

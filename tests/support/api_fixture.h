@@ -110,6 +110,28 @@ class ApiTest : public ::testing::Test {
     return {r.json().value("id", ""), r.json().value("token", "")};
   }
 
+  // Every item of a listing, page by page, checking page sizes and that nothing repeats.
+  nlohmann::json walk(const std::string& path, const Headers& h, int limit) {
+    nlohmann::json all = nlohmann::json::array();
+    std::string sep = path.find('?') == std::string::npos ? "?" : "&";
+    std::string cursor;
+    for (int pages = 0; pages < 200; ++pages) {
+      std::string target = path + sep + "limit=" + std::to_string(limit);
+      if (!cursor.empty()) target += "&cursor=" + cursor;
+      auto r = get(target, h);
+      EXPECT_EQ(r.status, 200) << target << " " << r.body;
+      if (r.status != 200) return all;
+      auto page = r.json();
+      EXPECT_LE(page["items"].size(), static_cast<std::size_t>(limit));
+      for (auto& item : page["items"]) all.push_back(item);
+      if (page["next_cursor"].is_null()) return all;
+      EXPECT_EQ(page["items"].size(), static_cast<std::size_t>(limit));
+      cursor = page["next_cursor"].get<std::string>();
+    }
+    ADD_FAILURE() << "paging did not end";
+    return all;
+  }
+
   TestDatabase db_;
   std::unique_ptr<ServerProcess> server_;
 };
