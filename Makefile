@@ -12,7 +12,7 @@ build/release/build.ninja:
 
 build/test/build.ninja:
 	cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPURENT_SANITIZE=ON \
-	  -DGPURENT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	  -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DGPURENT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 
 build: build/release/build.ninja
 	@scripts/bootstrap

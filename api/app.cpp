@@ -17,6 +17,7 @@
 #include "api/idempotency.h"
 #include "api/openapi.h"
 #include "api/rate_limiter.h"
+#include "core/build_info.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/embedded_postgres.h"
@@ -49,10 +50,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-
-#ifndef GPURENT_COMMIT
-#define GPURENT_COMMIT "unknown"
-#endif
 
 namespace gpurent {
 namespace {
@@ -105,7 +102,7 @@ void add_runtime_collectors(http::Metrics& metrics, PgPool& pool, WorkerPool& wo
         static_cast<unsigned long long>(s.wait_timeouts_total),
         static_cast<unsigned long long>(s.connect_failures_total),
         static_cast<unsigned long long>(s.broken_total), workers.queued(), workers.busy(),
-        GPURENT_VERSION, GPURENT_COMMIT);
+        GPURENT_VERSION, build_commit());
     out += buf;
   });
 }

@@ -1,6 +1,7 @@
 // Handler invocation with exception-to-response mapping and access logging.
 #include "api/dispatch.h"
 
+#include "api/request_input.h"
 #include "api/responses.h"
 #include "core/log.h"
 
@@ -11,6 +12,9 @@ namespace gpurent::http {
 Response invoke(const Route& route, const Request& request) {
   log::RequestScope scope(request.request_id);
   try {
+    // Before any handler, so every route, including those added later, refuses text it
+    // cannot use with the same 400.
+    check_request_input(route, request);
     return route.handler(request);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kInternal)
@@ -18,6 +22,12 @@ Response invoke(const Route& route, const Request& request) {
     return error_response(e);
   } catch (const std::exception& e) {
     spdlog::error("{} {} failed: {}", method_name(request.method), route.pattern, e.what());
+    return error_response(ErrorCode::kInternal, "The server failed to handle the request.");
+  } catch (...) {
+    // Whatever was thrown, the caller gets an answer: a worker that ends without one leaves
+    // the client waiting until its connection times out.
+    spdlog::error("{} {} failed with a non-standard exception", method_name(request.method),
+                  route.pattern);
     return error_response(ErrorCode::kInternal, "The server failed to handle the request.");
   }
 }

@@ -9,8 +9,10 @@
 
 namespace gpurent::http {
 
-// Runs the route's handler. Any gpurent::Error becomes its contract response; any other
-// exception is logged and answered with 500 internal, never a crash.
+// Runs the route's handler, after check_request_input (api/request_input.h) has accepted the
+// request's path parameters, query string and data headers. Any gpurent::Error becomes its
+// contract response; any other exception is logged and answered with 500 internal, never a
+// crash and never silence.
 Response invoke(const Route& route, const Request& request);
 
 Response not_found_response();

@@ -1,5 +1,5 @@
 // Strict reading of JSON request bodies: malformed JSON is 400 invalid_json; unknown,
-// missing or mistyped fields are 400 invalid_request naming the field.
+// missing, mistyped or unrepresentable fields are 400 invalid_request naming the field.
 #pragma once
 
 #include "api/http_types.h"
@@ -19,7 +19,10 @@ namespace gpurent::http {
 bool has_media_type(const Request& request, std::string_view type);
 
 // Parses the body as one JSON value. Requires Content-Type application/json when a body
-// is present. Throws Error(kInvalidJson) with the parser's position on malformed input.
+// is present. Throws Error(kInvalidJson) with the parser's position on malformed input, and
+// Error(kInvalidRequest) naming the field for a number no double can hold (1e400; the path,
+// as in "items[2].gpu_count", and the offset) or for nesting deeper than 64 levels (the
+// top-level field that holds it).
 nlohmann::json parse_json_body(const Request& request);
 
 // Reads fields from a JSON object; finish() rejects any field that was not read.

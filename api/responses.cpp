@@ -43,7 +43,9 @@ int status_for(ErrorCode code) {
 Response json_response(int status, const nlohmann::json& body) {
   Response r;
   r.status = status;
-  r.body = body.dump();
+  // Text that is not UTF-8 can reach a body only by mistake (a handler echoing request
+  // bytes); it is printed as U+FFFD rather than failing the response.
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return r;
 }
 

@@ -7,11 +7,13 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 
 extern char** environ;
 
@@ -38,18 +40,31 @@ long long parse_int(const std::string& v, long long lo, long long hi) {
   return out;
 }
 
-// "500ms", "10s", "2m", "1h".
+constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(87600);
+
+// "500ms", "10s", "2m", "1h", up to kMaxDuration.
 std::chrono::milliseconds parse_duration(const std::string& v) {
   std::size_t digits = 0;
   while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
   std::string unit = v.substr(digits);
   if (digits == 0 || digits > 9) bad("a duration such as 500ms, 10s or 2m", v);
   long long n = std::stoll(v.substr(0, digits));
-  if (unit == "ms") return std::chrono::milliseconds(n);
-  if (unit == "s") return std::chrono::seconds(n);
-  if (unit == "m") return std::chrono::minutes(n);
-  if (unit == "h") return std::chrono::hours(n);
-  bad("a duration such as 500ms, 10s or 2m", v);
+  std::chrono::milliseconds d{};
+  if (unit == "ms") {
+    d = std::chrono::milliseconds(n);
+  } else if (unit == "s") {
+    d = std::chrono::seconds(n);
+  } else if (unit == "m") {
+    d = std::chrono::minutes(n);
+  } else if (unit == "h") {
+    d = std::chrono::hours(n);
+  } else {
+    bad("a duration such as 500ms, 10s or 2m", v);
+  }
+  // Added to clock readings (in nanoseconds), 999999999h would overflow; nothing the
+  // server waits for or keeps alive needs more than ten years.
+  if (d > kMaxDuration) bad("a duration of at most 87600h (ten years)", v);
+  return d;
 }
 
 // A timeout of zero would expire at once; checked here so the error names key and source.
@@ -57,6 +72,50 @@ std::chrono::milliseconds parse_positive_duration(const std::string& v) {
   auto d = parse_duration(v);
   if (d.count() <= 0) bad("a duration greater than zero", v);
   return d;
+}
+
+// Lifetimes kept and stored in whole seconds (sessions, enrolment tokens): a value below a
+// second would truncate to zero and end every session at once, and a fraction of a second
+// would be dropped without a word, so both are refused. 1000ms is 1s and is accepted.
+std::chrono::seconds parse_whole_seconds(const std::string& v) {
+  auto d = parse_duration(v);
+  if (d < std::chrono::seconds(1)) bad("a duration of at least 1s", v);
+  if ((d % std::chrono::seconds(1)).count() != 0) {
+    bad("a whole number of seconds, such as 90s, 15m or 12h", v);
+  }
+  return std::chrono::duration_cast<std::chrono::seconds>(d);
+}
+
+// The active alphabetic codes of ISO 4217 list one (as of 2025) that are currencies in
+// circulation: fund codes (BOV, CLF, USN...), precious metals (XAU...), SDR and bond units,
+// and the testing and "no currency" codes (XTS, XXX) are left out, since no price list is
+// kept in them. Sorted, so a lookup is a binary search.
+constexpr std::array<std::string_view, 156> kCurrencies = {
+    "AED", "AFN", "ALL", "AMD", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT", "BGN",
+    "BHD", "BIF", "BMD", "BND", "BOB", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD", "CAD", "CDF",
+    "CHF", "CLP", "CNY", "COP", "CRC", "CUP", "CVE", "CZK", "DJF", "DKK", "DOP", "DZD", "EGP",
+    "ERN", "ETB", "EUR", "FJD", "FKP", "GBP", "GEL", "GHS", "GIP", "GMD", "GNF", "GTQ", "GYD",
+    "HKD", "HNL", "HTG", "HUF", "IDR", "ILS", "INR", "IQD", "IRR", "ISK", "JMD", "JOD", "JPY",
+    "KES", "KGS", "KHR", "KMF", "KPW", "KRW", "KWD", "KYD", "KZT", "LAK", "LBP", "LKR", "LRD",
+    "LSL", "LYD", "MAD", "MDL", "MGA", "MKD", "MMK", "MNT", "MOP", "MRU", "MUR", "MVR", "MWK",
+    "MXN", "MYR", "MZN", "NAD", "NGN", "NIO", "NOK", "NPR", "NZD", "OMR", "PAB", "PEN", "PGK",
+    "PHP", "PKR", "PLN", "PYG", "QAR", "RON", "RSD", "RUB", "RWF", "SAR", "SBD", "SCR", "SDG",
+    "SEK", "SGD", "SHP", "SLE", "SOS", "SRD", "SSP", "STN", "SVC", "SYP", "SZL", "THB", "TJS",
+    "TMT", "TND", "TOP", "TRY", "TTD", "TWD", "TZS", "UAH", "UGX", "USD", "UYU", "UZS", "VED",
+    "VES", "VND", "VUV", "WST", "XAF", "XCD", "XCG", "XOF", "XPF", "YER", "ZAR", "ZMW", "ZWG",
+};
+static_assert(std::adjacent_find(kCurrencies.begin(), kCurrencies.end(), std::greater_equal<>()) ==
+                  kCurrencies.end(),
+              "kCurrencies must be sorted and hold each code once");
+
+std::string parse_currency(const std::string& v) {
+  if (!Money::is_valid_currency(v)) {
+    bad("three upper-case letters, an ISO 4217 code such as RUB", v);
+  }
+  if (!std::binary_search(kCurrencies.begin(), kCurrencies.end(), v)) {
+    bad("an ISO 4217 code of a currency in circulation, such as RUB, USD or EUR", v);
+  }
+  return v;
 }
 
 // "1048576", "64KiB", "1MiB".
@@ -143,18 +202,13 @@ const std::vector<Field>& fields() {
        [](Config& c, const std::string& v) { c.migrate_on_start = parse_bool(v); }},
       {{"signup_enabled", "GPURENT_SIGNUP_ENABLED", "allow POST /v1/auth/signup", "true"},
        [](Config& c, const std::string& v) { c.signup_enabled = parse_bool(v); }},
-      {{"session_idle", "GPURENT_SESSION_IDLE", "a panel session ends after this much inactivity",
+      {{"session_idle", "GPURENT_SESSION_IDLE",
+        "a panel session ends after this much inactivity (whole seconds, at most session_absolute)",
         "12h"},
-       [](Config& c, const std::string& v) {
-         c.session_idle =
-             std::chrono::duration_cast<std::chrono::seconds>(parse_positive_duration(v));
-       }},
+       [](Config& c, const std::string& v) { c.session_idle = parse_whole_seconds(v); }},
       {{"session_absolute", "GPURENT_SESSION_ABSOLUTE",
-        "a panel session ends this long after sign-in, active or not", "168h"},
-       [](Config& c, const std::string& v) {
-         c.session_absolute =
-             std::chrono::duration_cast<std::chrono::seconds>(parse_positive_duration(v));
-       }},
+        "a panel session ends this long after sign-in, active or not (whole seconds)", "168h"},
+       [](Config& c, const std::string& v) { c.session_absolute = parse_whole_seconds(v); }},
       {{"rate_limit_per_credential", "GPURENT_RATE_LIMIT_PER_CREDENTIAL",
         "requests a second per API token or session, sustained (0: no limit)", "20"},
        [](Config& c, const std::string& v) {
@@ -184,17 +238,12 @@ const std::vector<Field>& fields() {
          c.rate_limit_burst_per_ip = parse_int(v, 0, 1'000'000);
        }},
       {{"currency", "GPURENT_CURRENCY",
-        "the platform's currency (ISO 4217): every price and balance is in it", "RUB"},
-       [](Config& c, const std::string& v) {
-         if (!Money::is_valid_currency(v)) bad("an ISO 4217 code such as RUB", v);
-         c.currency = v;
-       }},
+        "the platform's currency (ISO 4217, in circulation): every price and balance is in it",
+        "RUB"},
+       [](Config& c, const std::string& v) { c.currency = parse_currency(v); }},
       {{"enrollment_token_ttl", "GPURENT_ENROLLMENT_TOKEN_TTL",
-        "how long a new node's single-use agent enrolment token is valid", "24h"},
-       [](Config& c, const std::string& v) {
-         c.enrollment_token_ttl =
-             std::chrono::duration_cast<std::chrono::seconds>(parse_positive_duration(v));
-       }},
+        "how long a new node's single-use agent enrolment token is valid (whole seconds)", "24h"},
+       [](Config& c, const std::string& v) { c.enrollment_token_ttl = parse_whole_seconds(v); }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {
@@ -238,15 +287,35 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-void apply(Config& c, const Field& f, const std::string& value, const std::string& source) {
+// The value each key was given and where it came from, for errors that weigh two keys.
+using Origins = std::map<std::string, std::string>;
+
+void apply(Config& c, Origins& origins, const Field& f, const std::string& value,
+           const std::string& source) {
   try {
     f.set(c, value);
   } catch (const ConfigError& e) {
     throw ConfigError("config " + f.key.name + " (from " + source + "): " + e.what());
   }
+  origins[f.key.name] = value + ", from " + source;
 }
 
-void apply_file(Config& c, const std::string& path) {
+std::string origin(const Origins& origins, const std::string& name) {
+  if (auto it = origins.find(name); it != origins.end()) return it->second;
+  return find_field(name)->key.default_value + ", the default";
+}
+
+// Rules that involve several keys; checked once every source has been applied, since any
+// source may set either key.
+void check_together(const Config& c, const Origins& origins) {
+  if (c.session_idle > c.session_absolute) {
+    throw ConfigError("config session_idle (" + origin(origins, "session_idle") +
+                      ") must not exceed session_absolute (" + origin(origins, "session_absolute") +
+                      ")");
+  }
+}
+
+void apply_file(Config& c, Origins& origins, const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError("config file " + path + " cannot be read");
   std::string line;
@@ -261,7 +330,7 @@ void apply_file(Config& c, const std::string& path) {
     std::string key = trim(line.substr(0, eq));
     const Field* f = find_field(key);
     if (!f) throw ConfigError(where + ": unknown key '" + key + "'");
-    apply(c, *f, trim(line.substr(eq + 1)), where);
+    apply(c, origins, *f, trim(line.substr(eq + 1)), where);
   }
 }
 
@@ -318,14 +387,17 @@ Config load_config(const std::vector<std::string>& args, const std::vector<std::
   }
 
   Config c;
-  if (config_file) apply_file(c, *config_file);
+  Origins origins;
+  if (config_file) apply_file(c, origins, *config_file);
   for (const auto& f : fields()) {
     if (auto it = env_map.find(f.key.env); it != env_map.end()) {
-      apply(c, f, it->second, "environment " + f.key.env);
+      apply(c, origins, f, it->second, "environment " + f.key.env);
     }
   }
-  for (const auto& [name, value] : flags) apply(c, *find_field(name), value, "flag --" + name);
-
+  for (const auto& [name, value] : flags) {
+    apply(c, origins, *find_field(name), value, "flag --" + name);
+  }
+  check_together(c, origins);
   return c;
 }
 

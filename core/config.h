@@ -34,7 +34,7 @@ struct Config {
   std::chrono::milliseconds db_statement_timeout{10'000};
   bool migrate_on_start = true;
 
-  // Identity.
+  // Identity. Lifetimes are whole seconds; session_idle never exceeds session_absolute.
   bool signup_enabled = true;
   std::chrono::seconds session_idle{12 * 3600};
   std::chrono::seconds session_absolute{7 * 24 * 3600};
@@ -47,7 +47,7 @@ struct Config {
   // Reverse proxies whose X-Forwarded-For is believed (addresses and CIDR blocks, comma
   // separated); validated at parse time. Empty: the peer address is the client's.
   std::string trusted_proxies;
-  std::string currency = "RUB";
+  std::string currency = "RUB";  // an ISO 4217 code of a currency in circulation
   std::chrono::seconds enrollment_token_ttl{24 * 3600};
 
   // Logging.
@@ -59,6 +59,9 @@ struct Config {
 
   // Enables the test clock and test-only routes. Never on in production.
   bool test_mode = false;
+
+  // Every field: the documented defaults are checked against the initialisers as a whole.
+  bool operator==(const Config&) const = default;
 };
 
 // One row of the configuration table (README.md prints the same list).

@@ -127,8 +127,19 @@ void EmbeddedPostgres::start() {
   if (!initialised) {
     prepare_dir(data_dir_);
     spdlog::info("initialising embedded PostgreSQL in {}", data_dir_);
-    auto r = run({options_.bin_dir + "/initdb", "-D", data_dir_, "-U", "gpurent", "-A", "trust",
-                  "-E", "UTF8", "--no-locale", "--no-instructions"});
+    std::vector<std::string> initdb = {options_.bin_dir + "/initdb",
+                                       "-D",
+                                       data_dir_,
+                                       "-U",
+                                       "gpurent",
+                                       "-A",
+                                       "trust",
+                                       "-E",
+                                       "UTF8",
+                                       "--no-locale",
+                                       "--no-instructions"};
+    if (!options_.durable) initdb.push_back("--no-sync");
+    auto r = run(initdb);
     if (r.exit_code != 0) throw ConfigError("initdb failed: " + r.output);
   }
   if (socket_dir_ != data_dir_) prepare_dir(socket_dir_);
@@ -137,7 +148,9 @@ void EmbeddedPostgres::start() {
     spdlog::warn("adopting the PostgreSQL server left running in {}", data_dir_);
   } else {
     std::string opts = "-k " + socket_dir_ + " -c listen_addresses='' -p " + std::to_string(kPort) +
-                       " -c max_connections=200 -c fsync=on";
+                       " -c max_connections=200";
+    opts += options_.durable ? " -c fsync=on"
+                             : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off";
     auto r = run({options_.bin_dir + "/pg_ctl", "-D", data_dir_, "-l", data_dir_ + "/server.log",
                   "-o", opts, "-w", "-t", "60", "start"});
     if (r.exit_code != 0) {

@@ -13,6 +13,10 @@ struct EmbeddedPostgresOptions {
   std::string bin_dir = "/usr/lib/postgresql/15/bin";
   std::string database = "gpurent";      // created on first start
   std::string system_user = "postgres";  // who runs the server when we are root
+  // false: a throwaway cluster (the test suite's), where a crash may lose everything:
+  // initdb --no-sync, and fsync, synchronous_commit and full_page_writes off. Production
+  // (make run) keeps the defaults.
+  bool durable = true;
 };
 
 // Owns the cluster for its lifetime. While one instance holds a data folder, another (in

@@ -118,7 +118,12 @@ MigrationStatus Migrator::run(bool apply) {
     if (!apply) continue;
     spdlog::info("applying migration {}", m.name);
     pqxx::work tx(conn, "migration_apply");
-    tx.exec(m.sql);
+    try {
+      tx.exec(m.sql);
+    } catch (const pqxx::sql_error& e) {
+      // Name the file: the database's message alone does not say which migration failed.
+      throw MigrationError("migration " + m.name + " failed: " + e.what());
+    }
     tx.exec_params("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
                    m.version, m.name, m.checksum);
     tx.commit();

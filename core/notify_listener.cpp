@@ -1,17 +1,26 @@
-// NotifyListener: a dedicated LISTEN connection, polled, rebuilt whenever it breaks.
+// NotifyListener: a dedicated LISTEN connection, waited on with poll(), rebuilt whenever
+// it breaks.
 #include "core/notify_listener.h"
 
+#include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <memory>
 #include <stdexcept>
+#include <system_error>
 
 namespace gpurent {
 namespace {
 
 constexpr const char* kApplicationName = "gpurent_listener";
-// How long one wait for notifications lasts: the bound on noticing stop() or a dead socket.
-constexpr long kPollMicros = 200'000;
+// How long one wait for notifications lasts at most. A notification, a closed socket and
+// stop() all end the wait at once; this only bounds how long a state the socket does not
+// signal goes unchecked. Long enough that StopIsPromptAndIdempotent fails if stop() ever
+// has to wait it out.
+constexpr int kPollMillis = 5000;
 constexpr const char* kNotifySql = "SELECT pg_notify($1, $2)";
 
 // Lower-case identifiers only: NOTIFY names channels by string and LISTEN by (quoted)
@@ -100,10 +109,14 @@ struct Session {
 
 }  // namespace
 
-NotifyListener::NotifyListener(Options options) : options_(std::move(options)) {}
+NotifyListener::NotifyListener(Options options)
+    : options_(std::move(options)), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+}
 
 NotifyListener::~NotifyListener() {
   stop();
+  ::close(wake_fd_);
 }
 
 void NotifyListener::subscribe(std::string channel,
@@ -132,6 +145,8 @@ void NotifyListener::stop() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof one);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -184,8 +199,12 @@ void NotifyListener::listen_until_stopped_or_broken() {
     // await_notification would quietly re-open a dead connection (libpqxx 6 "reactivation")
     // and skip on_connected; ending the session instead makes the reconnect visible.
     if (!session.conn.is_open()) throw pqxx::broken_connection("connection lost");
-    notifications_total_ +=
-        static_cast<std::uint64_t>(session.conn.await_notification(0, kPollMicros));
+    // Deliver what has arrived (get_notifs throws broken_connection on a dead socket), then
+    // sleep until the socket has more, stop() writes the wake descriptor, or the poll
+    // interval passes. await_notification cannot be woken, so stopping waited for it.
+    notifications_total_ += static_cast<std::uint64_t>(session.conn.get_notifs());
+    pollfd fds[2] = {{session.conn.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    ::poll(fds, 2, kPollMillis);
   }
 }
 

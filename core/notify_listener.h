@@ -42,9 +42,9 @@ class NotifyListener {
   // Spawns the thread and returns; connection failures are logged and retried until stop().
   // Once per object.
   void start();
-  // Idempotent. Interrupts a reconnect_delay wait; otherwise joins within the 200 ms poll,
-  // a connect attempt in progress (connect_timeout, 2 s unless the URL sets it) or a
-  // callback in progress, whichever is running.
+  // Idempotent. Interrupts a reconnect_delay wait or the wait for notifications at once;
+  // otherwise joins after a connect attempt in progress (connect_timeout, 2 s unless the URL
+  // sets it) or a callback in progress, whichever is running.
   void stop();
 
   bool connected() const { return connected_.load(); }
@@ -70,6 +70,7 @@ class NotifyListener {
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
   std::atomic<bool> stopping_{false};
+  int wake_fd_ = -1;  // an eventfd stop() writes, to end the listener's poll at once
 
   std::uint64_t connections_total_ = 0;  // listener thread only
   std::atomic<bool> connected_{false};

@@ -1,6 +1,7 @@
 // Tests the `nvidia-smi topo -m` parser against output captured on real machines and against
 // malformed and hostile text, plus declared-shape matrices and the JSON form.
 #include "agent_proto/topology.h"
+#include "tests/support/paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,12 +21,16 @@ void PrintTo(const Matrix& m, std::ostream* os) {
 
 namespace {
 
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 
 // ---- Helpers ----
 
+std::filesystem::path fixture_dir() {
+  return std::filesystem::path(gpurent::testing::source_dir()) / "agent_proto/tests/fixtures/topo";
+}
+
 std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::filesystem::path(GPURENT_TOPO_FIXTURES) / name, std::ios::binary);
+  std::ifstream in(fixture_dir() / name, std::ios::binary);
   EXPECT_TRUE(in) << "missing fixture " << name;
   std::ostringstream out;
   out << in.rdbuf();
@@ -157,7 +162,7 @@ const std::vector<FixtureCase>& fixture_cases() {
   return cases;
 }
 
-class TopoFixture : public testing::TestWithParam<FixtureCase> {};
+class TopoFixture : public ::testing::TestWithParam<FixtureCase> {};
 
 TEST_P(TopoFixture, ParsesToExpectedMatrixOrError) {
   const auto& c = GetParam();
@@ -171,13 +176,13 @@ TEST_P(TopoFixture, ParsesToExpectedMatrixOrError) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Captured, TopoFixture, testing::ValuesIn(fixture_cases()),
+INSTANTIATE_TEST_SUITE_P(Captured, TopoFixture, ::testing::ValuesIn(fixture_cases()),
                          [](const auto& info) { return info.param.label; });
 
 TEST(TopoFixtures, EveryFileInTheFolderHasACase) {
   std::set<std::string> covered;
   for (const auto& c : fixture_cases()) covered.insert(c.file);
-  for (const auto& entry : std::filesystem::directory_iterator(GPURENT_TOPO_FIXTURES)) {
+  for (const auto& entry : std::filesystem::directory_iterator(fixture_dir())) {
     auto name = entry.path().filename().string();
     if (name == "README.md") continue;
     EXPECT_TRUE(covered.contains(name)) << name << " has no case in fixture_cases()";
@@ -210,7 +215,7 @@ TEST(TopoFixtures, WindowsErrorQuotesTheFirstLineOnly) {
   auto error =
       parse_error(read_fixture("windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.topo-m"));
   EXPECT_THAT(error, HasSubstr("ERROR: Option -m is missing its value"));
-  EXPECT_THAT(error, testing::Not(HasSubstr("exit code")));
+  EXPECT_THAT(error, ::testing::Not(HasSubstr("exit code")));
 }
 
 // ---- Variants of good input that must still parse ----
@@ -230,7 +235,7 @@ void PrintTo(const VariantCase& c, std::ostream* os) {
   *os << c.label;
 }
 
-class TopoVariant : public testing::TestWithParam<VariantCase> {};
+class TopoVariant : public ::testing::TestWithParam<VariantCase> {};
 
 TEST_P(TopoVariant, Parses) {
   EXPECT_EQ(parse_topo_m(GetParam().text), GetParam().expected);
@@ -238,7 +243,7 @@ TEST_P(TopoVariant, Parses) {
 
 INSTANTIATE_TEST_SUITE_P(
     Good, TopoVariant,
-    testing::ValuesIn(std::vector<VariantCase>{
+    ::testing::ValuesIn(std::vector<VariantCase>{
         {"CrlfLineEnds", replace_all(read_fixture(kPxb), "\n", "\r\n"), pxb_pix_sys()},
         {"CrlfWithAnsiHeader", replace_all(read_fixture(kL40s), "\n", "\r\n"), kSingleGpu},
         {"TabsReplacedBySpaces", replace_all(read_fixture(kPxb), "\t", "    "), pxb_pix_sys()},
@@ -289,7 +294,7 @@ std::string many_gpus(int n) {
   return text;
 }
 
-class TopoMalformed : public testing::TestWithParam<MalformedCase> {};
+class TopoMalformed : public ::testing::TestWithParam<MalformedCase> {};
 
 TEST_P(TopoMalformed, ThrowsParseErrorSayingWhy) {
   auto error = parse_error(GetParam().text);
@@ -301,7 +306,7 @@ TEST_P(TopoMalformed, ThrowsParseErrorSayingWhy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Bad, TopoMalformed,
-    testing::ValuesIn(std::vector<MalformedCase>{
+    ::testing::ValuesIn(std::vector<MalformedCase>{
         {"Empty", "", "empty"},
         {"OnlyWhitespace", " \n\t\r\n\n", "empty"},
         {"Garbage", "hello world\nthis is not nvidia-smi\n", "no topology matrix: \"hello world\""},
@@ -490,7 +495,7 @@ void PrintTo(const BadJsonCase& c, std::ostream* os) {
   *os << c.label;
 }
 
-class MatrixJsonBad : public testing::TestWithParam<BadJsonCase> {};
+class MatrixJsonBad : public ::testing::TestWithParam<BadJsonCase> {};
 
 TEST_P(MatrixJsonBad, ThrowsParseError) {
   try {
@@ -503,7 +508,7 @@ TEST_P(MatrixJsonBad, ThrowsParseError) {
 
 INSTANTIATE_TEST_SUITE_P(
     Bad, MatrixJsonBad,
-    testing::ValuesIn(std::vector<BadJsonCase>{
+    ::testing::ValuesIn(std::vector<BadJsonCase>{
         {"NotAnObject", R"([["X"]])", "JSON object"},
         {"MissingLinks", R"({"gpus": 1})", "needs both"},
         {"MissingGpus", R"({"links": [["X"]]})", "needs both"},

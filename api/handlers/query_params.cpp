@@ -1,6 +1,7 @@
 // Query-string parsing for list routes, and a strict RFC 3339 parser (no regex, no locale).
 #include "api/handlers/query_params.h"
 
+#include "api/utf8.h"
 #include "core/error.h"
 #include "core/id.h"
 
@@ -43,8 +44,10 @@ long long days_from_civil(int y, int m, int d) {
   return era * 146097 + doe - 719468;
 }
 
+// Cut on a character boundary, with bytes that are not UTF-8 escaped: a name cut inside a
+// character would make the error itself unprintable as JSON.
 std::string echoed(std::string_view name) {
-  return std::string(name.substr(0, kMaxEchoedName));
+  return printable_name(name, kMaxEchoedName);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // GET /v1/test/sleep?ms=N holds a database connection for N ms;
-// GET/POST /v1/admin/test-clock reads or moves the test clock forward.
+// GET/POST /v1/admin/test-clock reads or moves the test clock forward;
+// POST /v1/test/leak drops a 4242-byte allocation, so a test can show that the harness fails
+// a server whose LeakSanitizer report appears at exit.
 #include "api/handlers/test_handlers.h"
 
 #include "api/json_body.h"
@@ -7,17 +9,29 @@
 #include "core/db_health.h"
 
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 
 namespace gpurent::http {
 namespace {
 
 constexpr std::int64_t kMaxSleepMs = 60'000;
+constexpr std::size_t kLeakBytes = 4242;
 constexpr std::int64_t kMaxAdvanceSeconds = 10LL * 366 * 24 * 3600;
 
 nlohmann::json clock_json(const TestClock& clock) {
   return {
       {"now", format_rfc3339(clock.now())},
       {"offset_seconds", std::chrono::duration_cast<std::chrono::seconds>(clock.offset()).count()}};
+}
+
+// Kept out of line and written through a volatile pointer, so the compiler can neither
+// drop the allocation nor keep the last pointer to it alive in a register.
+void* volatile g_leak_sink = nullptr;
+[[gnu::noinline]] void leak_on_purpose(std::size_t bytes) {
+  g_leak_sink = std::malloc(bytes);
+  std::memset(g_leak_sink, 0x5a, bytes);
+  g_leak_sink = nullptr;
 }
 
 }  // namespace
@@ -65,6 +79,19 @@ void add_test_routes(Router& router, TestRoutesState& state) {
                   },
               .execution = Execution::kInline,
               .summary = "Test mode: move the test clock forward by advance_seconds.",
+              .tag = "test",
+              .documented = false,
+              .idempotency_key = false});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/test/leak",
+              .handler =
+                  [](const Request&) {
+                    leak_on_purpose(kLeakBytes);
+                    return json_response(200, {{"leaked_bytes", kLeakBytes}});
+                  },
+              .execution = Execution::kInline,
+              .summary = "Test mode: leak 4242 bytes (proves the harness's leak check).",
               .tag = "test",
               .documented = false,
               .idempotency_key = false});

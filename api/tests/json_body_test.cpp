@@ -9,6 +9,8 @@
 #include <cctype>
 #include <functional>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace gpurent::http {
 namespace {
@@ -130,6 +132,107 @@ TEST_F(ParseJsonBodyTest, AnyJsonValueParses) {
   // Whether it must be an object is JsonObjectReader's call.
   EXPECT_EQ(parse_json_body(request("[1,2]")), json::array({1, 2}));
   EXPECT_EQ(parse_json_body(request("42")), 42);
+}
+
+// Numbers no double can hold are well-formed JSON: 400 invalid_request naming the field by
+// its path, with the offset, never an exception that escapes as a 500.
+TEST_F(ParseJsonBodyTest, OutOfRangeNumbersNameTheirField) {
+  struct Row {
+    std::string body;
+    std::string field;
+  };
+  std::vector<Row> rows = {
+      {R"({"x": 1e400})", "x"},
+      {R"({"x": -1e400})", "x"},
+      {R"({"x": 1E+400})", "x"},
+      {R"({"x": 123.0e99999})", "x"},
+      {R"({"name": "ok", "days": 1e400})", "days"},
+      {R"({"spend_limit": {"amount_minor": 1e400, "currency": "RUB"}})",
+       "spend_limit.amount_minor"},
+      {R"({"items": [{"gpu_count": 8}, {"gpu_count": -1e400}]})", "items[1].gpu_count"},
+      {R"({"scopes": ["a", [], {}, 1e400]})", "scopes[3]"},
+      {R"({"a": [[1, 2], [3, 1e400]]})", "a[1][1]"},
+      {R"({"a": {"b": {"c": [0, 1e400]}}})", "a.b.c[1]"},
+      {R"([1, 2, 1e400])", "body[2]"},
+      {R"(1e400)", "body"},
+      {R"(-1e400)", "body"},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.body);
+    Error e = caught([&] { parse_json_body(request(row.body)); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+    EXPECT_EQ(e.details().value("field", ""), row.field);
+    EXPECT_THAT(e.details().value("reason", ""), HasSubstr("out of range"));
+    EXPECT_GT(e.details().value("offset", 0), 0);
+    EXPECT_NO_THROW(e.to_json().dump());
+  }
+}
+
+TEST_F(ParseJsonBodyTest, LargeButRepresentableNumbersParse) {
+  EXPECT_EQ(parse_json_body(request(R"({"x": 1e308})"))["x"], 1e308);
+  EXPECT_EQ(parse_json_body(request(R"({"x": 1e-400})"))["x"], 0.0);  // underflow is zero
+  EXPECT_TRUE(
+      parse_json_body(request(R"({"x": 123456789012345678901234567890})"))["x"].is_number_float());
+}
+
+TEST_F(ParseJsonBodyTest, FieldNamesInErrorsArePrintable) {
+  // The key is valid JSON (escaped control characters) and long: the field named is bounded
+  // and prints.
+  std::string key = "\\u0001" + std::string(1000, 'k');
+  Error e = caught([&] { parse_json_body(request("{\"" + key + "\": 1e400}")); });
+  std::string field = e.details().value("field", "");
+  EXPECT_LE(field.size(), 256u);
+  EXPECT_EQ(field.substr(0, 4), "%01k");
+}
+
+std::string nested(int depth, const std::string& open, const std::string& close,
+                   const std::string& inner = "1") {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += open;
+  s += inner;
+  for (int i = 0; i < depth; ++i) s += close;
+  return s;
+}
+
+TEST_F(ParseJsonBodyTest, NestingUpTo64LevelsParses) {
+  EXPECT_NO_THROW(parse_json_body(request(nested(64, "[", "]"))));
+  EXPECT_NO_THROW(parse_json_body(request(nested(64, "{\"a\":", "}"))));
+  EXPECT_NO_THROW(parse_json_body(request("{\"a\":" + nested(63, "[", "]") + "}")));
+  // Brackets inside strings do not count.
+  EXPECT_NO_THROW(parse_json_body(request("{\"a\": \"" + std::string(1000, '[') + "\"}")));
+  EXPECT_NO_THROW(parse_json_body(request(
+      R"({"a": "\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})")));
+}
+
+TEST_F(ParseJsonBodyTest, DeeperNestingNamesTheTopLevelField) {
+  struct Row {
+    std::string body;
+    std::string field;
+  };
+  std::vector<Row> rows = {
+      {nested(65, "[", "]"), "body"},
+      {nested(100000, "[", "]"), "body"},
+      {nested(65, "{\"a\":", "}"), "a"},
+      {"{\"ok\": 1, \"email\": " + nested(100000, "[", "]") + "}", "email"},
+      {"{\"items\": [{\"x\": " + nested(70, "{\"y\":", "}") + "}]}", "items"},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.body.substr(0, 40));
+    Error e = caught([&] { parse_json_body(request(row.body)); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+    EXPECT_EQ(e.details().value("field", ""), row.field);
+    EXPECT_THAT(e.details().value("reason", ""), HasSubstr("64 levels"));
+  }
+}
+
+TEST_F(ParseJsonBodyTest, DeepButMalformedIsInvalidJson) {
+  // Unclosed, or broken before the depth limit is reached: a syntax error, with its offset.
+  for (std::string bad :
+       {"{\"a\": x" + std::string(100, '['), std::string("[1,]") + std::string(100, '[')}) {
+    Error e = caught([&] { parse_json_body(request(bad)); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidJson) << bad.substr(0, 20);
+    EXPECT_TRUE(e.details().contains("offset"));
+  }
 }
 
 TEST(JsonObjectReader, RequiresAnObject) {

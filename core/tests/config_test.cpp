@@ -10,7 +10,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
+#include <vector>
 
 namespace gpurent {
 namespace {
@@ -56,34 +58,53 @@ Config load_flag(const std::string& name, const std::string& value) {
   return load_config({"--" + name + "=" + value}, {});
 }
 
-void expect_same(const Config& a, const Config& b) {
-  EXPECT_EQ(a.listen_host, b.listen_host);
-  EXPECT_EQ(a.listen_port, b.listen_port);
-  EXPECT_EQ(a.port_file, b.port_file);
-  EXPECT_EQ(a.io_threads, b.io_threads);
-  EXPECT_EQ(a.worker_threads, b.worker_threads);
-  EXPECT_EQ(a.http_body_limit, b.http_body_limit);
-  EXPECT_EQ(a.http_header_limit, b.http_header_limit);
-  EXPECT_EQ(a.http_read_timeout, b.http_read_timeout);
-  EXPECT_EQ(a.http_write_timeout, b.http_write_timeout);
-  EXPECT_EQ(a.http_idle_timeout, b.http_idle_timeout);
-  EXPECT_EQ(a.http_pipeline_limit, b.http_pipeline_limit);
-  EXPECT_EQ(a.shutdown_deadline, b.shutdown_deadline);
-  EXPECT_EQ(a.web_root, b.web_root);
-  EXPECT_EQ(a.database_url, b.database_url);
-  EXPECT_EQ(a.data_dir, b.data_dir);
-  EXPECT_EQ(a.db_pool_size, b.db_pool_size);
-  EXPECT_EQ(a.db_pool_wait, b.db_pool_wait);
-  EXPECT_EQ(a.db_statement_timeout, b.db_statement_timeout);
-  EXPECT_EQ(a.migrate_on_start, b.migrate_on_start);
-  EXPECT_EQ(a.rate_limit_per_credential, b.rate_limit_per_credential);
-  EXPECT_EQ(a.rate_limit_burst_per_credential, b.rate_limit_burst_per_credential);
-  EXPECT_EQ(a.rate_limit_per_ip, b.rate_limit_per_ip);
-  EXPECT_EQ(a.rate_limit_burst_per_ip, b.rate_limit_burst_per_ip);
-  EXPECT_EQ(a.trusted_proxies, b.trusted_proxies);
-  EXPECT_EQ(a.log_format, b.log_format);
-  EXPECT_EQ(a.log_level, b.log_level);
-  EXPECT_EQ(a.test_mode, b.test_mode);
+// A value other than the default for every key, so a test can tell that loading a key's
+// documented default really sets what it names, rather than leaving the initialiser alone.
+const std::map<std::string, std::string>& other_values() {
+  static const std::map<std::string, std::string> kOther = {
+      {"listen", "0.0.0.0:9090"},
+      {"port_file", "/tmp/gpurent.port"},
+      {"io_threads", "3"},
+      {"worker_threads", "5"},
+      {"http_body_limit", "2MiB"},
+      {"http_header_limit", "8KiB"},
+      {"http_read_timeout", "11s"},
+      {"http_write_timeout", "12s"},
+      {"http_idle_timeout", "61s"},
+      {"http_pipeline_limit", "9"},
+      {"shutdown_deadline", "16s"},
+      {"web_root", "/srv/web"},
+      {"database_url", "postgresql://db/gpurent"},
+      {"data_dir", "/var/lib/gpurent"},
+      {"db_pool_size", "9"},
+      {"db_pool_wait", "3s"},
+      {"db_statement_timeout", "11s"},
+      {"migrate_on_start", "false"},
+      {"signup_enabled", "false"},
+      {"session_idle", "11h"},
+      {"session_absolute", "169h"},
+      {"rate_limit_per_credential", "21"},
+      {"rate_limit_burst_per_credential", "101"},
+      {"trusted_proxies", "10.0.0.0/8"},
+      {"rate_limit_per_ip", "51"},
+      {"rate_limit_burst_per_ip", "201"},
+      {"currency", "USD"},
+      {"enrollment_token_ttl", "1h"},
+      {"log_format", "json"},
+      {"log_level", "debug"},
+      {"demo", "true"},
+      {"test_mode", "true"},
+  };
+  return kOther;
+}
+
+// Every key but `config`, which names a file rather than a setting.
+std::vector<ConfigKey> setting_keys() {
+  std::vector<ConfigKey> out;
+  for (const auto& key : config_keys()) {
+    if (key.name != "config") out.push_back(key);
+  }
+  return out;
 }
 
 TEST(LoadConfig, DefaultsWithoutAnySource) {
@@ -100,26 +121,60 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.database_url, "");
   EXPECT_EQ(c.data_dir, "var/pg");
   EXPECT_TRUE(c.migrate_on_start);
+  EXPECT_TRUE(c.signup_enabled);
+  EXPECT_EQ(c.session_idle, hours(12));
+  EXPECT_EQ(c.session_absolute, hours(168));
+  EXPECT_EQ(c.currency, "RUB");
+  EXPECT_EQ(c.enrollment_token_ttl, hours(24));
   EXPECT_EQ(c.log_format, LogFormat::kAuto);
   EXPECT_EQ(c.log_level, "info");
+  EXPECT_FALSE(c.demo);
   EXPECT_FALSE(c.test_mode);
   EXPECT_EQ(c.rate_limit_per_credential, 20);
   EXPECT_EQ(c.rate_limit_burst_per_ip, 200);
-  expect_same(c, Config{});
+  EXPECT_TRUE(c == Config{});
 }
 
 TEST(LoadConfig, UnrelatedEnvironmentIsIgnored) {
   Config c = load_config({}, {"PATH=/usr/bin", "HOME=/root", "NOEQUALS", "GPURENT_IO_THREADS"});
-  expect_same(c, Config{});
+  EXPECT_TRUE(c == Config{});
+}
+
+TEST(ConfigKeys, EveryKeyChangesTheConfig) {
+  // Otherwise the tests below, which load other values and then the defaults, prove nothing
+  // for that key.
+  for (const auto& key : setting_keys()) {
+    SCOPED_TRACE(key.name);
+    auto other = other_values().find(key.name);
+    ASSERT_NE(other, other_values().end()) << "other_values() needs a value for this key";
+    EXPECT_NE(other->second, key.default_value);
+    EXPECT_FALSE(load_flag(key.name, other->second) == Config{});
+  }
+  EXPECT_EQ(other_values().size(), setting_keys().size()) << "a key in other_values() is gone";
 }
 
 TEST(ConfigKeys, DocumentedDefaultsAreTheRealDefaults) {
-  // The table README prints must agree with Config's initialisers.
-  for (const auto& key : config_keys()) {
-    if (key.name == "config") continue;
+  // The defaults --help prints (README's table is checked against --help end to end), loaded
+  // over other values, must give exactly Config's initialisers, every field compared.
+  for (const auto& key : setting_keys()) {
     SCOPED_TRACE(key.name);
-    expect_same(load_flag(key.name, key.default_value), Config{});
+    Config c = load_config({"--" + key.name + "=" + other_values().at(key.name),
+                            "--" + key.name + "=" + key.default_value},
+                           {});
+    EXPECT_TRUE(c == Config{}) << "--" << key.name << "=" << key.default_value
+                               << " does not give the default";
   }
+  // All at once, through the other two sources: a file of other values, then the documented
+  // environment variables holding the documented defaults.
+  std::string file_text;
+  std::vector<std::string> env;
+  for (const auto& key : setting_keys()) {
+    file_text += key.name + " = " + other_values().at(key.name) + "\n";
+    env.push_back(key.env + "=" + key.default_value);
+  }
+  TempFile file(file_text);
+  EXPECT_FALSE(load_config({"--config=" + file.path()}, {}) == Config{});
+  EXPECT_TRUE(load_config({"--config=" + file.path()}, env) == Config{});
 }
 
 TEST(ConfigKeys, NamesAndEnvironmentVariablesAreUnique) {
@@ -259,6 +314,182 @@ TEST(LoadConfig, ZeroTimeoutIsRejectedNamingKeyAndSource) {
     std::string msg = config_error({}, {env_name + "=0s"});
     EXPECT_THAT(msg, HasSubstr(key));
     EXPECT_THAT(msg, HasSubstr(env_name));
+  }
+}
+
+// Kept in whole seconds: less than a second would truncate to zero (every session over at
+// once), and a fraction would be dropped silently.
+TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
+  for (std::string key : {"http_read_timeout", "http_write_timeout", "http_idle_timeout",
+                          "shutdown_deadline", "db_pool_wait", "db_statement_timeout",
+                          "session_idle", "session_absolute", "enrollment_token_ttl"}) {
+    SCOPED_TRACE(key);
+    for (std::string too_long : {"87601h", "999999999h", "315360001s"}) {
+      std::string error = config_error({"--" + key + "=" + too_long});
+      EXPECT_THAT(error, HasSubstr("config " + key + " (from flag --" + key + ")"));
+      EXPECT_THAT(error, HasSubstr("at most 87600h"));
+    }
+  }
+  // Ten years exactly is accepted (session_idle may not exceed session_absolute).
+  EXPECT_EQ(
+      load_config({"--session_absolute=87600h", "--session_idle=87600h"}, {}).session_absolute,
+      std::chrono::hours(87600));
+}
+
+TEST(LoadConfig, WholeSecondDurationsRefuseLessThanASecondAndFractions) {
+  struct Case {
+    std::string value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"500ms", "at least 1s"},
+      {"999ms", "at least 1s"},
+      {"1ms", "at least 1s"},
+      {"0ms", "at least 1s"},
+      {"0s", "at least 1s"},
+      {"0h", "at least 1s"},
+      {"1500ms", "whole number of seconds"},
+      {"1001ms", "whole number of seconds"},
+      {"86399999ms", "whole number of seconds"},
+  };
+  for (std::string key : {"session_idle", "session_absolute", "enrollment_token_ttl"}) {
+    std::string env_name = "GPURENT_" + key;
+    for (auto& ch : env_name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    for (const auto& c : cases) {
+      SCOPED_TRACE(key + "=" + c.value);
+      std::string from_flag = config_error({"--" + key + "=" + c.value});
+      EXPECT_THAT(from_flag, HasSubstr("config " + key + " (from flag --" + key + ")"));
+      EXPECT_THAT(from_flag, HasSubstr(c.expected));
+      EXPECT_THAT(from_flag, HasSubstr("'" + c.value + "'"));
+      EXPECT_THAT(from_flag, Not(HasSubstr("\n")));
+      std::string from_env = config_error({}, {env_name + "=" + c.value});
+      EXPECT_THAT(from_env, HasSubstr("config " + key + " (from environment " + env_name + ")"));
+      EXPECT_THAT(from_env, HasSubstr(c.expected));
+    }
+  }
+}
+
+TEST(LoadConfig, WholeSecondDurationsAcceptWholeSeconds) {
+  struct Case {
+    std::string value;
+    seconds expected;
+  };
+  const std::vector<Case> cases = {
+      {"1s", seconds(1)},
+      {"1000ms", seconds(1)},
+      {"2000ms", seconds(2)},
+      {"90s", seconds(90)},
+      {"15m", minutes(15)},
+      {"12h", hours(12)},
+      {"315360000s", seconds(315360000)},  // ten years, the most a duration may be
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.value);
+    // Both session keys at once, so session_idle never exceeds session_absolute.
+    Config sessions =
+        load_config({"--session_idle=" + c.value, "--session_absolute=" + c.value}, {});
+    EXPECT_EQ(sessions.session_idle, c.expected);
+    EXPECT_EQ(sessions.session_absolute, c.expected);
+    EXPECT_EQ(load_flag("enrollment_token_ttl", c.value).enrollment_token_ttl, c.expected);
+  }
+}
+
+TEST(LoadConfig, SessionIdleLongerThanSessionAbsoluteIsRefusedNamingBoth) {
+  TempFile absolute_in_file("session_absolute = 1h\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    std::vector<std::string> expected;  // parts of the one line
+  };
+  const std::vector<Case> cases = {
+      {{"--session_idle=13h", "--session_absolute=12h"},
+       {},
+       {"session_idle (13h, from flag --session_idle)",
+        "session_absolute (12h, from flag --session_absolute)"}},
+      {{"--session_idle=3601s", "--session_absolute=1h"},
+       {},
+       {"session_idle (3601s, from flag --session_idle)",
+        "session_absolute (1h, from flag --session_absolute)"}},
+      {{},
+       {"GPURENT_SESSION_IDLE=169h"},
+       {"session_idle (169h, from environment GPURENT_SESSION_IDLE)",
+        "session_absolute (168h, the default)"}},
+      {{"--config=" + absolute_in_file.path()},
+       {},
+       {"session_idle (12h, the default)",
+        "session_absolute (1h, from " + absolute_in_file.path() + ":1)"}},
+  };
+  for (const auto& c : cases) {
+    std::string msg = config_error(c.args, c.env);
+    SCOPED_TRACE(msg);
+    EXPECT_THAT(msg, HasSubstr("must not exceed"));
+    for (const auto& part : c.expected) EXPECT_THAT(msg, HasSubstr(part));
+    EXPECT_THAT(msg, Not(HasSubstr("\n")));
+  }
+}
+
+TEST(LoadConfig, SessionIdleUpToSessionAbsoluteIsAccepted) {
+  TempFile idle_in_file("session_idle = 200h\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    seconds idle;
+    seconds absolute;
+  };
+  const std::vector<Case> cases = {
+      {{"--session_idle=12h", "--session_absolute=12h"}, {}, hours(12), hours(12)},
+      {{"--session_idle=3600s", "--session_absolute=1h"}, {}, hours(1), hours(1)},
+      {{"--session_idle=1s", "--session_absolute=1s"}, {}, seconds(1), seconds(1)},
+      {{}, {"GPURENT_SESSION_IDLE=168h"}, hours(168), hours(168)},
+      // Checked once every source is in: a file's value overridden by a flag never counts.
+      {{"--config=" + idle_in_file.path(), "--session_idle=1h"}, {}, hours(1), hours(168)},
+      {{"--config=" + idle_in_file.path()},
+       {"GPURENT_SESSION_ABSOLUTE=200h"},
+       hours(200),
+       hours(200)},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(testing::PrintToString(c.args) + testing::PrintToString(c.env));
+    Config config = load_config(c.args, c.env);
+    EXPECT_EQ(config.session_idle, c.idle);
+    EXPECT_EQ(config.session_absolute, c.absolute);
+  }
+}
+
+TEST(LoadConfig, CurrencyMustBeAnIsoCodeInCirculation) {
+  struct Case {
+    std::string value;
+    std::string expected;
+  };
+  const std::vector<Case> refused = {
+      {"rub", "three upper-case letters"},
+      {"Rub", "three upper-case letters"},
+      {"RU", "three upper-case letters"},
+      {"RUBL", "three upper-case letters"},
+      {"", "three upper-case letters"},
+      {"R1B", "three upper-case letters"},
+      {" RUB", "three upper-case letters"},
+      {"\xd0\xa0UB", "three upper-case letters"},
+      {"ABC", "in circulation"},
+      {"ZZZ", "in circulation"},
+      {"XXX", "in circulation"},  // no currency
+      {"XTS", "in circulation"},  // reserved for testing
+      {"XAU", "in circulation"},  // gold
+      {"XDR", "in circulation"},  // special drawing rights
+      {"USN", "in circulation"},  // a fund code
+      {"RUR", "in circulation"},  // withdrawn in 1997
+      {"HRK", "in circulation"},  // replaced by EUR in 2023
+  };
+  for (const auto& c : refused) {
+    SCOPED_TRACE(c.value);
+    std::string msg = config_error({}, {"GPURENT_CURRENCY=" + c.value});
+    EXPECT_THAT(msg, HasSubstr("config currency (from environment GPURENT_CURRENCY)"));
+    EXPECT_THAT(msg, HasSubstr(c.expected));
+    EXPECT_THAT(msg, HasSubstr("'" + c.value + "'"));
+  }
+  // The first and last codes of the list, and some a platform is likely to use.
+  for (std::string ok : {"AED", "ZWG", "RUB", "USD", "EUR", "GBP", "CNY", "JPY", "KZT", "XOF"}) {
+    EXPECT_EQ(load_flag("currency", ok).currency, ok);
   }
 }
 

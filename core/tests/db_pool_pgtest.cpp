@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <future>
+#include <latch>
 #include <thread>
 
 namespace gpurent {
@@ -140,8 +141,11 @@ TEST(PgPool, ManyThreadsShareASmallPool) {
                 [](PgPool::Lease&, pqxx::work& tx) { tx.exec("CREATE TABLE hits (n int)"); });
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
-  for (int t = 0; t < 8; ++t) {
+  constexpr int kThreads = 8;
+  std::latch go(kThreads);  // all contend from the start
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
+      go.arrive_and_wait();
       for (int i = 0; i < 25; ++i) {
         try {
           pool.transact("hit", [](PgPool::Lease&, pqxx::work& tx) {

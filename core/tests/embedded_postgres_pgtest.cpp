@@ -25,10 +25,19 @@ int count_rows(const std::string& url, const std::string& table) {
   return tx.exec("SELECT count(*) FROM " + tx.quote_name(table))[0][0].as<int>();
 }
 
+std::string setting(const std::string& url, const std::string& name) {
+  pqxx::connection c(url);
+  pqxx::nontransaction tx(c);
+  return tx.exec("SELECT current_setting(" + tx.quote(name) + ")")[0][0].as<std::string>();
+}
+
 TEST_F(EmbeddedPostgresTest, InitialisesStartsAndKeepsDataAcrossRestarts) {
-  EmbeddedPostgres pg({.data_dir = root_ + "/pg"});
+  EmbeddedPostgres pg({.data_dir = root_ + "/pg"});  // as make run and production start it
   pg.start();
   EXPECT_TRUE(std::filesystem::exists(root_ + "/pg/PG_VERSION"));
+  for (const char* name : {"fsync", "synchronous_commit", "full_page_writes"}) {
+    EXPECT_EQ(setting(pg.url(), name), "on") << name << ": durable by default";
+  }
   {
     pqxx::connection c(pg.url());
     pqxx::nontransaction tx(c);
@@ -40,8 +49,19 @@ TEST_F(EmbeddedPostgresTest, InitialisesStartsAndKeepsDataAcrossRestarts) {
   EXPECT_EQ(count_rows(pg.url(), "kept"), 2);
 }
 
+TEST_F(EmbeddedPostgresTest, ThrowawayClustersSkipTheDiskAndTheRunsClusterIsOne) {
+  EmbeddedPostgres throwaway({.data_dir = root_ + "/pg", .durable = false});
+  throwaway.start();
+  testing::TestDatabase db;  // in the run's shared cluster
+  for (const std::string& url : {throwaway.url(), db.url()}) {
+    for (const char* name : {"fsync", "synchronous_commit", "full_page_writes"}) {
+      EXPECT_EQ(setting(url, name), "off") << name << " " << url;
+    }
+  }
+}
+
 TEST_F(EmbeddedPostgresTest, ListensOnNoTcpPort) {
-  EmbeddedPostgres pg({.data_dir = root_ + "/pg"});
+  EmbeddedPostgres pg({.data_dir = root_ + "/pg", .durable = false});
   pg.start();
   pqxx::connection c(pg.url());
   pqxx::nontransaction tx(c);
@@ -49,10 +69,10 @@ TEST_F(EmbeddedPostgresTest, ListensOnNoTcpPort) {
 }
 
 TEST_F(EmbeddedPostgresTest, SecondOwnerOfTheSameFolderIsRefusedClearly) {
-  EmbeddedPostgres first({.data_dir = root_ + "/pg"});
+  EmbeddedPostgres first({.data_dir = root_ + "/pg", .durable = false});
   first.start();
   try {
-    EmbeddedPostgres second({.data_dir = root_ + "/pg"});
+    EmbeddedPostgres second({.data_dir = root_ + "/pg", .durable = false});
     FAIL() << "a second owner must not touch a folder in use";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("in use by another gpurentd"), std::string::npos)
@@ -66,12 +86,12 @@ TEST_F(EmbeddedPostgresTest, SecondOwnerOfTheSameFolderIsRefusedClearly) {
 TEST_F(EmbeddedPostgresTest, AdoptsAServerLeftRunningByACrashedOwner) {
   std::string url;
   {
-    EmbeddedPostgres crashed({.data_dir = root_ + "/pg"});
+    EmbeddedPostgres crashed({.data_dir = root_ + "/pg", .durable = false});
     crashed.start();
     url = crashed.url();
     crashed.detach();  // like a process that died without stopping its server
   }
-  EmbeddedPostgres next({.data_dir = root_ + "/pg"});
+  EmbeddedPostgres next({.data_dir = root_ + "/pg", .durable = false});
   next.start();
   pqxx::connection c(next.url());
   EXPECT_TRUE(c.is_open());
@@ -81,7 +101,7 @@ TEST_F(EmbeddedPostgresTest, AdoptsAServerLeftRunningByACrashedOwner) {
 
 TEST_F(EmbeddedPostgresTest, LongFolderPathsGetASocketUnderTmp) {
   std::string deep = root_ + "/" + std::string(60, 'd') + "/" + std::string(40, 'e');
-  EmbeddedPostgres pg({.data_dir = deep + "/pg"});
+  EmbeddedPostgres pg({.data_dir = deep + "/pg", .durable = false});
   EXPECT_EQ(pg.socket_dir().rfind("/tmp/gpurent-pg-", 0), 0u) << pg.socket_dir();
   pg.start();
   pqxx::connection c(pg.url());

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <latch>
 #include <map>
 #include <string>
 #include <thread>
@@ -97,10 +98,13 @@ TEST(NewRequestId, UniqueOverManyIds) {
 TEST(NewRequestId, ThreadsDoNotRepeatEachOther) {
   // Each thread seeds its own generator; two threads must not produce the same sequence.
   std::vector<std::string> a, b;
+  std::latch go(2);  // both running at once, not one after the other
   std::thread ta([&] {
+    go.arrive_and_wait();
     for (int i = 0; i < 1000; ++i) a.push_back(new_request_id());
   });
   std::thread tb([&] {
+    go.arrive_and_wait();
     for (int i = 0; i < 1000; ++i) b.push_back(new_request_id());
   });
   ta.join();

@@ -72,8 +72,13 @@ TEST(MigrationsFromFiles, RejectsTwoFilesWithOneNumber) {
   EXPECT_THAT(msg, HasSubstr("3_c.sql"));
 }
 
-TEST(MigrationError, IsARuntimeError) {
-  EXPECT_THROW(migrations_from_files({{"bad", ""}}), std::runtime_error);
+TEST(MigrationError, IsARuntimeErrorNamingTheFile) {
+  try {
+    migrations_from_files({{"bad", ""}});
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("migration file bad "));
+  }
 }
 
 }  // namespace

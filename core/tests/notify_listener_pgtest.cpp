@@ -2,6 +2,7 @@
 // reconnecting after the backend is killed, failing callbacks, stopping, redacted logs.
 #include "core/notify_listener.h"
 #include "tests/support/pg_harness.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
@@ -18,15 +19,11 @@ namespace {
 using testing::TestDatabase;
 using namespace std::chrono_literals;
 
-// Polls `done` until it holds or ~5 s pass; never asserts how long anything took.
+// Polls `done` until it holds, up to the shared generous limit; never asserts how long
+// anything took.
 template <typename Pred>
-bool eventually(Pred done, std::chrono::milliseconds limit = 5000ms) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
+bool eventually(Pred done) {
+  return testing::wait_for(done);
 }
 
 // What one subscriber has received, readable from the test thread.

@@ -10,6 +10,7 @@
 #include <pqxx/pqxx>
 
 #include <atomic>
+#include <latch>
 #include <thread>
 #include <vector>
 
@@ -124,8 +125,11 @@ TEST_F(IdempotencyStoreTest, ConcurrentClaimsOfOneKeyStartExactlyOnce) {
     k.key_hash = "race-" + std::to_string(round);
     std::atomic<int> started{0}, running{0}, other{0};
     std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t) {
+    constexpr int kThreads = 8;
+    std::latch go(kThreads);  // all claim at once
+    for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
+        go.arrive_and_wait();
         auto c = store_.claim(k, "req");
         (c.kind == Kind::kStarted ? started : c.kind == Kind::kRunning ? running : other)++;
       });

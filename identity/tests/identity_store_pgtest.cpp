@@ -7,6 +7,7 @@
 #include <pqxx/pqxx>
 
 #include <atomic>
+#include <latch>
 #include <thread>
 
 namespace gpurent::identity {
@@ -112,8 +113,11 @@ TEST_F(IdentityStoreTest, PlatformAdminHasNoOrgAndTheFlag) {
 TEST_F(IdentityStoreTest, ConcurrentSignupsWithOneEmailCreateOneAccount) {
   std::atomic<int> created{0}, conflicts{0};
   std::vector<std::thread> threads;
-  for (int i = 0; i < 6; ++i) {
+  constexpr int kThreads = 6;
+  std::latch go(kThreads);  // all sign up at once
+  for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&] {
+      go.arrive_and_wait();
       try {
         store_.create_user_with_org("race@example.com", "hash", "Race", ctx_);
         ++created;

@@ -12,6 +12,7 @@
 #include <pqxx/pqxx>
 
 #include <atomic>
+#include <latch>
 #include <thread>
 
 namespace gpurent::identity {
@@ -177,10 +178,10 @@ TEST_F(MemberStoreTest, OwnersRemovingEachOtherConcurrentlyNeverLeaveAnOrgWithou
     auto b = identity_.create_user_with_org("b" + n + "@race.example", "h", "B", ctx_).first;
     store_.add_by_email(org.id, b.email, "owner", a.id, ctx_);
     bool demote = i % 2 == 1;
-    std::atomic<int> ready{0}, ok{0}, last_owner{0}, other{0};
+    std::atomic<int> ok{0}, last_owner{0}, other{0};
+    std::latch go(2);  // both act at once
     auto act = [&](const std::string& actor, const std::string& target) {
-      ++ready;
-      while (ready.load() < 2) std::this_thread::yield();
+      go.arrive_and_wait();
       try {
         if (demote) {
           if (store_.set_role(org.id, target, "member", actor, ctx_)) ++ok;

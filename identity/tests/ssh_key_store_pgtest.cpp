@@ -13,6 +13,7 @@
 #include <pqxx/pqxx>
 
 #include <atomic>
+#include <latch>
 #include <set>
 #include <thread>
 
@@ -194,8 +195,11 @@ TEST_F(SshKeyStoreTest, ConcurrentCreatesOfOneKeyLeaveExactlyOneRow) {
   auto key = random_key();
   std::atomic<int> created{0}, conflicts{0}, other{0};
   std::vector<std::thread> threads;
-  for (int i = 0; i < 8; ++i) {
+  constexpr int kThreads = 8;
+  std::latch go(kThreads);  // all create at once
+  for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
+      go.arrive_and_wait();
       try {
         store_.create(org1_, "race " + std::to_string(i), key, user1_, ctx_);
         ++created;

@@ -5,6 +5,7 @@
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/subprocess.h"
+#include "tests/support/test_keys.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,9 +23,9 @@
 namespace gpurent::identity {
 namespace {
 
-using testing::AllOf;
-using testing::HasSubstr;
-using testing::Not;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ---- Helpers: files, processes, wire format ----
 
@@ -123,7 +124,8 @@ Listed ssh_keygen_list(const std::string& path) {
   return listed;
 }
 
-// Keys made with the real ssh-keygen, once per name and process, in a folder removed at exit.
+// Keys made with the real ssh-keygen (once per test run, see tests/support/test_keys.h), and
+// a folder removed at exit for the copies and files a test writes.
 class KeyFolder {
  public:
   static KeyFolder& instance() {
@@ -131,16 +133,9 @@ class KeyFolder {
     return folder;
   }
 
-  // The private key file `name`, made on first use by `ssh-keygen -q -N '' -f PATH args...`.
-  const std::string& private_key(const std::string& name, const std::vector<std::string>& args) {
-    auto it = made_.find(name);
-    if (it != made_.end()) return it->second;
-    std::string path = dir_ + "/" + name;
-    std::vector<std::string> argv{"/usr/bin/ssh-keygen", "-q", "-N", "", "-f", path};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto result = run_subprocess(argv);
-    if (result.exit_code != 0) throw std::runtime_error("ssh-keygen failed: " + result.output);
-    return made_.emplace(name, path).first->second;
+  // The private key file `name`, made by `ssh-keygen -q -N '' -f PATH args...`.
+  std::string private_key(const std::string& name, const std::vector<std::string>& args) {
+    return gpurent::testing::ssh_key_pair(name, args);
   }
 
   // The public key file of `name` (made as by private_key).
@@ -180,7 +175,6 @@ class KeyFolder {
   }
 
   std::string dir_;
-  std::map<std::string, std::string> made_;
 };
 
 const std::string kExponent65537("\x01\x00\x01", 3);
@@ -527,7 +521,7 @@ TEST(SshPublicKey, RejectsBadBase64) {
     return type + s;
   };
   for (std::string_view bad : {"*", "-", "_", "!", ".", "\x01", "\xc3\xa9", "="}) {
-    SCOPED_TRACE(testing::PrintToString(std::string(bad)));
+    SCOPED_TRACE(::testing::PrintToString(std::string(bad)));
     expect_rejected(with(40, bad), "not valid base64");
   }
   expect_rejected(type + b64.substr(0, b64.size() - 1), "not valid base64");  // padding missing
@@ -661,7 +655,7 @@ TEST(SshPublicKey, RejectsCommentsWithControlCharactersOrInvalidUtf8) {
            std::string("cut \xe2\x9c"),
            std::string("too big \xf4\x90\x80\x80"),
        }) {
-    SCOPED_TRACE(testing::PrintToString(comment));
+    SCOPED_TRACE(::testing::PrintToString(comment));
     expect_rejected("ssh-ed25519 " + b64 + " " + comment, "printable text only");
   }
 }

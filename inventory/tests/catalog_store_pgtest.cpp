@@ -8,12 +8,12 @@
 #include "inventory/compatibility.h"
 #include "inventory/image_compat.h"
 #include "inventory/tests/inventory_fixture.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 namespace gpurent::inventory {
 namespace {
@@ -156,35 +156,36 @@ TEST_F(CatalogStoreTest, CompatibleModelsFollowTheRules) {
 // by hand in psql.
 TEST_F(CatalogStoreTest, EveryCatalogChangeIsAnnouncedOnTheCatalogChannel) {
   std::atomic<int> heard{0};
+  std::atomic<int> sentinels{0};
   std::atomic<bool> ready{false};
   NotifyListener listener({.url = db_.url()});
   listener.subscribe("gpurent_catalog", [&](const std::string&) { ++heard; });
+  listener.subscribe("catalog_test_sentinel", [&](const std::string&) { ++sentinels; });
   listener.on_connected([&] { ready = true; });
   listener.start();
-  auto wait_for = [&](int n) {
-    for (int i = 0; i < 500 && heard.load() < n; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+  ASSERT_TRUE(testing::wait_for([&] { return ready.load(); }));
+  // Every notification committed before the sentinel is delivered before it (one queue, in
+  // commit order), so once the sentinel is heard the count is final: nothing more can be
+  // on its way.
+  auto heard_by_now = [&] {
+    int sent = sentinels.load() + 1;
+    exec("NOTIFY catalog_test_sentinel");
+    EXPECT_TRUE(testing::wait_for([&] { return sentinels.load() >= sent; }));
     return heard.load();
   };
-  for (int i = 0; i < 500 && !ready; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(ready);
 
   auto created = catalog_.create_image(image("n", "570.124.06", "12.8"), admin_, ctx_);
-  EXPECT_EQ(wait_for(1), 1);
+  EXPECT_EQ(heard_by_now(), 1);
   catalog_.deprecate_image(created.id, admin_, ctx_);
-  EXPECT_EQ(wait_for(2), 2);
+  EXPECT_EQ(heard_by_now(), 2);
   exec("UPDATE gpu_models SET tdp_w = 701 WHERE name = 'H100-SXM5-80GB'");
-  EXPECT_EQ(wait_for(3), 3);
+  EXPECT_EQ(heard_by_now(), 3);
   // Nodes and prices are not part of the cached catalog.
   nodes_.create(node("quiet-01", "L4-24GB", 1), admin_, ctx_);
+  prices_.replace({{"L4-24GB", 1, Money(100'000, "RUB")}}, admin_, ctx_);
+  EXPECT_EQ(heard_by_now(), 3);
   exec("UPDATE images SET os = os WHERE false");  // a statement that changes no row still tells
-  EXPECT_GE(wait_for(4), 4);
-  // Notifications arrive in commit order: had the node announced itself, a fifth would
-  // follow at once.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(heard.load(), 4);
+  EXPECT_EQ(heard_by_now(), 4);
   listener.stop();
 }
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <set>
 #include <thread>
 
@@ -158,8 +159,11 @@ TEST_F(NodeStoreTest, ATokenPresentedConcurrentlyEnrolsOnce) {
     auto created = nodes_.create(node("race-" + std::to_string(round), "L4-24GB", 1), admin_, ctx_);
     std::atomic<int> won{0};
     std::vector<std::thread> threads;
-    for (int i = 0; i < 6; ++i) {
+    constexpr int kAgents = 6;
+    std::latch go(kAgents);  // all present the token at once
+    for (int i = 0; i < kAgents; ++i) {
       threads.emplace_back([&] {
+        go.arrive_and_wait();
         if (nodes_.consume_enrollment_token(created.enrollment_token)) ++won;
       });
     }
@@ -215,8 +219,11 @@ TEST_F(NodeStoreTest, ConcurrentTransitionsOfOneNodeSerialise) {
   std::string id = node_in(NodeState::kAvailable, "race-01");
   std::atomic<int> ok{0}, refused{0};
   std::vector<std::thread> threads;
-  for (int i = 0; i < 8; ++i) {
+  constexpr int kAdmins = 8;
+  std::latch go(kAdmins);  // all drain at once
+  for (int i = 0; i < kAdmins; ++i) {
     threads.emplace_back([&] {
+      go.arrive_and_wait();
       try {
         nodes_.transition(id, NodeAction::kDrain, "race", admin_, ctx_);
         ++ok;

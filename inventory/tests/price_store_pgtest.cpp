@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <latch>
 #include <thread>
 
 namespace gpurent::inventory {
@@ -94,7 +95,9 @@ TEST_F(PriceStoreTest, AnEmptyListRemovesEveryPrice) {
 // Two admins replace the list at once, many times: each replacement sees the list the other
 // left, so one price per shape is ever current and the final list is one of the two.
 TEST_F(PriceStoreTest, ConcurrentReplacementsSerialise) {
+  std::latch go(2);  // both replace from the start
   auto run = [&](long long amount) {
+    go.arrive_and_wait();
     for (int i = 0; i < 10; ++i) {
       prices_.replace({entry("L4-24GB", 1, amount + i), entry("L4-24GB", 2, amount + i)}, admin_,
                       ctx_);

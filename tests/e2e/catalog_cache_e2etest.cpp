@@ -6,6 +6,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 
 #include <chrono>
 #include <functional>
+#include <latch>
 #include <thread>
 
 namespace gpurent::testing {
@@ -80,13 +82,10 @@ class CatalogCacheE2E : public ::testing::Test {
     auto at = r.body.find(needle);
     return at == std::string::npos ? -1 : std::stoll(r.body.substr(at + needle.size()));
   }
-  // Polls `ok` for up to five seconds: invalidation travels through PostgreSQL.
+  // Polls `ok` until it holds (invalidation travels through PostgreSQL), up to the shared
+  // generous limit.
   static bool eventually(const std::function<bool()>& ok) {
-    for (int i = 0; i < 250; ++i) {
-      if (ok()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return ok();
+    return wait_for(ok, kWaitLimit, std::chrono::milliseconds(20));
   }
 
   TestDatabase db_;
@@ -159,9 +158,12 @@ TEST_F(CatalogCacheE2E, ConcurrentReadersDuringChangesNeverSeeAnError) {
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0}, reads{0};
   std::vector<std::thread> readers;
-  for (int i = 0; i < 4; ++i) {
+  constexpr int kReaders = 4;
+  std::latch reading(kReaders + 1);  // the changes start once every reader is running
+  for (int i = 0; i < kReaders; ++i) {
     readers.emplace_back([&, i] {
       ServerProcess& s = i % 2 ? *a_ : *b_;
+      reading.arrive_and_wait();
       while (!stop) {
         auto r = http_request(s.port(), "GET", i < 2 ? "/v1/images" : "/v1/gpu-models", "", admin_);
         if (r.status != 200) ++errors;
@@ -169,6 +171,7 @@ TEST_F(CatalogCacheE2E, ConcurrentReadersDuringChangesNeverSeeAnError) {
       }
     });
   }
+  reading.arrive_and_wait();
   for (int i = 0; i < 10; ++i) {
     auto r = post(i % 2 ? *a_ : *b_, "/v1/admin/images",
                   {{"name", "img-" + std::to_string(i)},

@@ -1,7 +1,8 @@
 // Hostile JSON bodies generated from a table of every JSON endpoint's fields (wrong types,
 // huge, unicode, control characters, broken surrogates, SQL metacharacters, missing and extra
 // fields, non-object bodies), and hostile list query parameters: always 4xx naming the field
-// with nothing written, or 2xx with the value stored verbatim; never 5xx.
+// with nothing written, or 2xx with the value stored verbatim (read back from the database)
+// and shown verbatim; never 5xx.
 #include "core/id.h"
 #include "core/subprocess.h"
 #include "tests/support/http_client.h"
@@ -67,17 +68,23 @@ struct BodyEndpoint {
   int success;
   std::vector<Field> fields;  // in the order the handler reads them
   std::function<ValidRequest(HostileInputE2E&)> make;
-  // The stored value of a string field after a 2xx (through the API or the database).
+  // The value of a string field after a 2xx, read back from the database (for a password,
+  // kept only as a hash: whether signing in with exactly it works).
   std::function<std::string(HostileInputE2E&, const Json& response, const Json& sent,
                             const std::string& field)>
-      read_back;
+      stored;
+  // The same value as the API shows it, in the response or through a read; empty when the
+  // API never shows the field.
+  std::function<std::optional<std::string>(HostileInputE2E&, const Json& response,
+                                           const std::string& field)>
+      shown;
 };
 
 struct Expected {
   int status;
   std::string code;      // for errors
   std::string field;     // details.field, when the error names one
-  bool stored = false;   // 2xx, and the field reads back as sent
+  bool stored = false;   // 2xx, and the field reads back as sent from the database
   std::string readback;  // the field to read back
 };
 
@@ -309,9 +316,14 @@ class HostileInputE2E : public ::testing::Test {
       }
       EXPECT_EQ(db_rows(), before) << label << " changed the database";
     } else if (c.expected.stored && r.status == c.expected.status) {
-      const std::string& sent = req.body[c.expected.readback].get_ref<const std::string&>();
-      EXPECT_EQ(ep.read_back(*this, r.json(), req.body, c.expected.readback), sent)
+      const std::string& field = c.expected.readback;
+      const std::string& sent = req.body[field].get_ref<const std::string&>();
+      ASSERT_TRUE(ep.stored) << label << ": no way to read " << field << " back is given";
+      EXPECT_EQ(ep.stored(*this, r.json(), req.body, field), sent)
           << label << " was not stored verbatim";
+      if (auto shown = ep.shown ? ep.shown(*this, r.json(), field) : std::nullopt) {
+        EXPECT_EQ(*shown, sent) << label << " is not shown verbatim";
+      }
     }
   }
   void check_endpoint(const BodyEndpoint& ep) {
@@ -603,6 +615,11 @@ const std::vector<BodyEndpoint>& body_endpoints() {
          auto l =
              t.post("/v1/auth/login", {{"email", sent["email"]}, {"password", sent["password"]}});
          return l.status == 200 ? sent["password"].get<std::string>() : "login → " + l.body;
+       },
+       [](T&, const Json& response, const std::string& field) -> std::optional<std::string> {
+         if (field == "email") return response["user"]["email"].get<std::string>();
+         if (field == "org_name") return response["org"]["name"].get<std::string>();
+         return std::nullopt;
        }},
       // Each case signs in as an account of its own, so failed attempts never reach the
       // per-account throttle (5); the 16 that fail stay under the per-address one (20).
@@ -615,6 +632,7 @@ const std::vector<BodyEndpoint>& body_endpoints() {
        [](T& t) {
          return ValidRequest{"/v1/auth/login", {{"email", t.bare_user()}, {"password", kPassword}}};
        },
+       nullptr,
        nullptr},
       {"POST",
        "/v1/session/org",
@@ -624,6 +642,7 @@ const std::vector<BodyEndpoint>& body_endpoints() {
        [](T& t) {
          return ValidRequest{"/v1/session/org", {{"org_id", t.owner().org_id}}};
        },
+       nullptr,
        nullptr},
       {"POST",
        "/v1/members",
@@ -634,6 +653,7 @@ const std::vector<BodyEndpoint>& body_endpoints() {
        [](T& t) {
          return ValidRequest{"/v1/members", {{"email", t.bare_user()}, {"role", "viewer"}}};
        },
+       nullptr,
        nullptr},
       {"PATCH",
        "/v1/members/{user_id}",
@@ -643,6 +663,7 @@ const std::vector<BodyEndpoint>& body_endpoints() {
        [](T& t) {
          return ValidRequest{"/v1/members/" + t.bare_member("member"), {{"role", "billing"}}};
        },
+       nullptr,
        nullptr},
       {"POST",
        "/v1/ssh-keys",
@@ -656,6 +677,11 @@ const std::vector<BodyEndpoint>& body_endpoints() {
                              {{"name", "laptop"}, {"public_key", t.fresh_public_key()}}};
        },
        [](T& t, const Json& response, const Json&, const std::string& field) {
+         if (field != "name") return "no query for " + field;
+         return t.query_one("SELECT name FROM ssh_keys WHERE id = $1",
+                            response["id"].get<std::string>());
+       },
+       [](T& t, const Json& response, const std::string& field) -> std::optional<std::string> {
          auto r = t.get("/v1/ssh-keys/" + response["id"].get<std::string>());
          return r.status == 200 ? r.json()[field].get<std::string>() : "GET → " + r.body;
        }},
@@ -673,6 +699,11 @@ const std::vector<BodyEndpoint>& body_endpoints() {
          return ValidRequest{"/v1/api-tokens", {{"name", "ci"}, {"scopes", {"rentals:read"}}}};
        },
        [](T& t, const Json& response, const Json&, const std::string& field) {
+         if (field != "name") return "no query for " + field;
+         return t.query_one("SELECT name FROM api_tokens WHERE id = $1",
+                            response["id"].get<std::string>());
+       },
+       [](T& t, const Json& response, const std::string& field) -> std::optional<std::string> {
          auto r = t.get("/v1/api-tokens");
          Json list = r.json();
          for (const auto& item : list["items"]) {
@@ -691,7 +722,13 @@ const std::vector<BodyEndpoint>& body_endpoints() {
          return ValidRequest{"/v1/admin/sites",
                              {{"name", t.unique("DC")}, {"region", "eu"}, {"timezone", "UTC"}}};
        },
-       [](T&, const Json& response, const Json&, const std::string& field) {
+       [](T& t, const Json& response, const Json&, const std::string& field) {
+         std::string id = response["id"].get<std::string>();
+         if (field == "name") return t.query_one("SELECT name FROM sites WHERE id = $1", id);
+         if (field == "region") return t.query_one("SELECT region FROM sites WHERE id = $1", id);
+         return "no query for " + field;
+       },
+       [](T&, const Json& response, const std::string& field) -> std::optional<std::string> {
          return response[field].get<std::string>();
        }},
       {"POST",
@@ -715,7 +752,12 @@ const std::vector<BodyEndpoint>& body_endpoints() {
                               {"gpu_count", 8},
                               {"cpu_model", "EPYC"}}};
        },
-       [](T&, const Json& response, const Json&, const std::string& field) {
+       [](T& t, const Json& response, const Json&, const std::string& field) {
+         if (field != "cpu_model") return "no query for " + field;
+         return t.query_one("SELECT cpu_model FROM nodes WHERE id = $1",
+                            response["node"]["id"].get<std::string>());
+       },
+       [](T&, const Json& response, const std::string& field) -> std::optional<std::string> {
          return response["node"][field].get<std::string>();
        }},
       {"POST",
@@ -727,7 +769,14 @@ const std::vector<BodyEndpoint>& body_endpoints() {
          return ValidRequest{"/v1/admin/nodes/" + t.available_node() + "/drain",
                              {{"reason", "fan noise"}}};
        },
-       [](T&, const Json& response, const Json&, const std::string&) {
+       [](T& t, const Json& response, const Json&, const std::string& field) {
+         if (field != "reason") return "no query for " + field;
+         return t.query_one(
+             "SELECT reason FROM node_events WHERE node_id = $1 ORDER BY id DESC"
+             " LIMIT 1",
+             response["id"].get<std::string>());
+       },
+       [](T&, const Json& response, const std::string&) -> std::optional<std::string> {
          return response["events"][0]["reason"].get<std::string>();
        }},
       {"POST",
@@ -746,7 +795,13 @@ const std::vector<BodyEndpoint>& body_endpoints() {
                               {"cuda_version", "12.8"},
                               {"frameworks", {"PyTorch 2.7"}}}};
        },
-       [](T&, const Json& response, const Json&, const std::string& field) {
+       [](T& t, const Json& response, const Json&, const std::string& field) {
+         std::string id = response["id"].get<std::string>();
+         if (field == "name") return t.query_one("SELECT name FROM images WHERE id = $1", id);
+         if (field == "os") return t.query_one("SELECT os FROM images WHERE id = $1", id);
+         return "no query for " + field;
+       },
+       [](T&, const Json& response, const std::string& field) -> std::optional<std::string> {
          return response[field].get<std::string>();
        }},
   };

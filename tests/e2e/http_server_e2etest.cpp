@@ -3,8 +3,14 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <latch>
+#include <thread>
+#include <vector>
 
 namespace gpurent::testing {
 namespace {
@@ -53,9 +59,7 @@ TEST_F(HttpServerE2E, AcceptsAWellFormedRequestIdAndReplacesABadOne) {
 TEST_F(HttpServerE2E, RequestIdAppearsInTheAccessLog) {
   http_request(port(), "GET", "/v1/definitely-missing", "", {{"X-Request-Id", "trace-me-123"}});
   // The access log line is written just before the response; allow a moment for the file.
-  for (int i = 0; i < 50 && logs().find("trace-me-123") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  wait_for([] { return logs().find("trace-me-123") != std::string::npos; });
   std::string log = logs();
   auto at = log.find("\"request_id\":\"trace-me-123\"");
   ASSERT_NE(at, std::string::npos) << log;
@@ -281,8 +285,11 @@ TEST(TestRoutes, AbsentWithoutTestMode) {
 TEST_F(HttpServerE2E, ManyClientsAtOnce) {
   std::vector<std::thread> clients;
   std::atomic<int> ok{0};
-  for (int t = 0; t < 16; ++t) {
+  constexpr int kClients = 16;
+  std::latch go(kClients);  // all connected at once
+  for (int t = 0; t < kClients; ++t) {
     clients.emplace_back([&] {
+      go.arrive_and_wait();
       RawConnection c(port());
       for (int i = 0; i < 25; ++i) {
         const char* target = i % 5 == 0 ? "/readyz" : "/healthz";
@@ -292,7 +299,7 @@ TEST_F(HttpServerE2E, ManyClientsAtOnce) {
     });
   }
   for (auto& t : clients) t.join();
-  EXPECT_EQ(ok.load(), 16 * 25);
+  EXPECT_EQ(ok.load(), kClients * 25);
 }
 
 }  // namespace

@@ -4,18 +4,18 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
 #include <pqxx/pqxx>
 
 #include <future>
-#include <thread>
+#include <latch>
 
 namespace gpurent::testing {
 namespace {
 
-using namespace std::chrono_literals;
 using Headers = std::map<std::string, std::string>;
 
 class IdempotencyE2E : public ::testing::Test {
@@ -58,23 +58,43 @@ class IdempotencyE2E : public ::testing::Test {
     return tx.exec(sql)[0][0].as<int>();
   }
   int tokens() { return count("SELECT count(*) FROM api_tokens"); }
+  // Sessions waiting for a lock on `table`: requests held up by a TableLock.
+  int lock_waiters(const std::string& table) {
+    pqxx::connection c(db_.url());
+    pqxx::nontransaction tx(c);
+    return tx
+        .exec_params("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = $1::regclass",
+                     table)[0][0]
+        .as<int>();
+  }
 
-  // Holds a lock that blocks every insert into api_tokens until the returned future's
-  // promise is fulfilled, so concurrent retries overlap with a first run that is stuck
-  // inside its transaction.
-  std::thread hold_token_inserts(std::chrono::milliseconds how_long) {
-    std::promise<void> locked;
-    auto ready = locked.get_future();
-    std::thread t([this, how_long, locked = std::move(locked)]() mutable {
-      pqxx::connection c(db_.url());
-      pqxx::work tx(c);
-      tx.exec("LOCK TABLE api_tokens IN SHARE ROW EXCLUSIVE MODE");
-      locked.set_value();
-      std::this_thread::sleep_for(how_long);
-      tx.commit();
-    });
-    ready.wait();
-    return t;
+  // Holds a table lock until release(), so the requests that write the table wait inside
+  // their transaction for as long as the test needs.
+  class TableLock {
+   public:
+    TableLock(const std::string& url, const std::string& lock_statement) : conn_(url), tx_(conn_) {
+      tx_.exec(lock_statement);
+    }
+    void release() { tx_.commit(); }  // otherwise rolled back, and so released, when destroyed
+
+   private:
+    pqxx::connection conn_;
+    pqxx::work tx_;
+  };
+  static constexpr const char* kLockTokenInserts =
+      "LOCK TABLE api_tokens IN SHARE ROW EXCLUSIVE MODE";
+  static constexpr const char* kLockKeyClaims = "LOCK TABLE idempotency_keys IN SHARE MODE";
+
+  // Releases `token_inserts` once the first run is stuck behind it and retries have come in
+  // meanwhile: their claims are held up too, until they go on to find the first running.
+  void release_once_retries_overlap(TableLock& token_inserts) {
+    EXPECT_TRUE(wait_for([&] { return lock_waiters("api_tokens") == 1; }))
+        << "the run that claimed the key should be stuck on the lock";
+    TableLock claims(db_.url(), kLockKeyClaims);
+    EXPECT_TRUE(wait_for([&] { return lock_waiters("idempotency_keys") >= 1; }))
+        << "no retry came in while the first run was stuck";
+    claims.release();
+    token_inserts.release();
   }
 
   TestDatabase db_;
@@ -117,14 +137,18 @@ TEST_F(IdempotencyE2E, SameKeyWithAnotherBodyIs422AndChangesNothing) {
 
 TEST_F(IdempotencyE2E, ConcurrentRetriesCreateExactlyOneObject) {
   constexpr int kClients = 12;
-  std::thread lock = hold_token_inserts(1500ms);
+  TableLock token_inserts(db_.url(), kLockTokenInserts);
+  std::latch go(kClients);
   std::vector<std::future<HttpResult>> results;
   for (int i = 0; i < kClients; ++i) {
-    results.push_back(std::async(std::launch::async, [&] { return create_token(owner_, "race"); }));
+    results.push_back(std::async(std::launch::async, [&] {
+      go.arrive_and_wait();
+      return create_token(owner_, "race");
+    }));
   }
+  release_once_retries_overlap(token_inserts);
   std::vector<HttpResult> got;
   for (auto& f : results) got.push_back(f.get());
-  lock.join();
   int replayed = 0;
   for (const auto& r : got) {
     ASSERT_EQ(r.status, 201) << r.body;
@@ -138,20 +162,23 @@ TEST_F(IdempotencyE2E, ConcurrentRetriesCreateExactlyOneObject) {
 
 TEST_F(IdempotencyE2E, RetriesSpreadOverReplicasCreateExactlyOneObject) {
   ServerProcess second(ServerOptions{.database_url = db_.url()});
-  std::thread lock = hold_token_inserts(1500ms);
+  constexpr int kClients = 8;
+  TableLock token_inserts(db_.url(), kLockTokenInserts);
+  std::latch go(kClients);
   std::vector<std::future<HttpResult>> results;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kClients; ++i) {
     int target = i % 2 ? second.port() : port();
     results.push_back(std::async(std::launch::async, [&, target] {
+      go.arrive_and_wait();
       Headers h = with_key(owner_, "replicas");
       h["Content-Type"] = "application/json";
       return http_request(target, "POST", "/v1/api-tokens",
                           R"({"name": "ci", "scopes": ["rentals:read"]})", h);
     }));
   }
+  release_once_retries_overlap(token_inserts);
   std::vector<HttpResult> got;
   for (auto& f : results) got.push_back(f.get());
-  lock.join();
   for (const auto& r : got) {
     ASSERT_EQ(r.status, 201) << r.body;
     EXPECT_EQ(r.body, got[0].body);
@@ -160,14 +187,15 @@ TEST_F(IdempotencyE2E, RetriesSpreadOverReplicasCreateExactlyOneObject) {
 }
 
 TEST_F(IdempotencyE2E, ARetryThatOutwaitsTheFirstGets409ThenTheReplay) {
-  std::thread lock = hold_token_inserts(6500ms);
+  TableLock token_inserts(db_.url(), kLockTokenInserts);
   auto first = std::async(std::launch::async, [&] { return create_token(owner_, "slow"); });
-  std::this_thread::sleep_for(300ms);
+  // The first run holds the key and is stuck on the lock for as long as the retry waits.
+  EXPECT_TRUE(wait_for([&] { return lock_waiters("api_tokens") == 1; }));
   auto retry = create_token(owner_, "slow");
   EXPECT_EQ(retry.status, 409) << retry.body;
   EXPECT_EQ(retry.json()["error"]["code"], "conflict");
   EXPECT_EQ(retry.header("retry-after"), "1");
-  lock.join();
+  token_inserts.release();
   auto done = first.get();
   ASSERT_EQ(done.status, 201) << done.body;
   auto later = create_token(owner_, "slow");

@@ -2,6 +2,8 @@
 // topologies pasted from real `nvidia-smi topo -m` captures and declared from the interconnect;
 // the node state machine over HTTP; image compatibility; the catalog; price history.
 #include "tests/support/api_fixture.h"
+#include "tests/support/paths.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kFixtureDir = GPURENT_SOURCE_DIR "/agent_proto/tests/fixtures/topo/";
 constexpr const char* kNv6Fixture = "nccl-1617_4xH100_NV6.topo-m.txt";
 constexpr const char* kPhbFixture = "nccl-1298_aws-g5.48xlarge_8xA10G_PHB.topo-m.txt";
 constexpr const char* kPxbFixture = "nccl-667_4gpu_PXB_PIX_SYS.topo-m.txt";
@@ -31,7 +32,7 @@ constexpr const char* kUnknownSite = "sit_0123456789012345678901";
 constexpr const char* kUnknownImage = "img_0123456789012345678901";
 
 std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::string(kFixtureDir) + name, std::ios::binary);
+  std::ifstream in(source_dir() + "/agent_proto/tests/fixtures/topo/" + name, std::ios::binary);
   EXPECT_TRUE(in) << "missing fixture " << name;
   std::stringstream out;
   out << in.rdbuf();
@@ -127,15 +128,11 @@ class InventoryE2E : public ApiTest {
     auto v = strings(items, key);
     return {v.begin(), v.end()};
   }
-  // Polls `probe` until it returns true or 10 s pass (the catalog is a cached snapshot).
+  // Polls `probe` until it returns true, up to the shared generous limit (the catalog is
+  // a cached snapshot).
   template <typename Probe>
   static bool eventually(Probe probe) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!probe()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
+    return wait_for(probe, kWaitLimit, std::chrono::milliseconds(20));
   }
 
   // `secret` (hex) is in no text of any row, nor inside any bytea value as bytes.

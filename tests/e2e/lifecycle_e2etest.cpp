@@ -1,20 +1,104 @@
-// gpurentd as a process: start-up errors, graceful shutdown, pool exhaustion, embedded
-// PostgreSQL, and several replicas on one database.
+// gpurentd as a process: its documented keys, start-up errors, graceful shutdown, pool
+// exhaustion, embedded PostgreSQL, and several replicas on one database.
+#include "core/subprocess.h"
 #include "tests/support/http_client.h"
+#include "tests/support/paths.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
 #include <pqxx/pqxx>
 
 #include <csignal>
+#include <fstream>
 #include <future>
+#include <latch>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
 
 namespace gpurent::testing {
 namespace {
 
 using namespace std::chrono_literals;
+
+// How many requests of `db`'s database are inside pg_sleep (the test route's statement) now.
+int requests_in_pg_sleep(const TestDatabase& db) {
+  pqxx::connection c(db.url());
+  pqxx::nontransaction tx(c);
+  return tx
+      .exec(
+          "SELECT count(*) FROM pg_stat_activity"
+          " WHERE datname = current_database() AND wait_event = 'PgSleep'")[0][0]
+      .as<int>();
+}
+
+// key -> {environment variable, default}.
+using KeyDocs = std::map<std::string, std::pair<std::string, std::string>>;
+
+std::string trimmed_cell(std::string cell) {
+  std::erase(cell, '`');
+  auto b = cell.find_first_not_of(' ');
+  auto e = cell.find_last_not_of(' ');
+  return b == std::string::npos ? "" : cell.substr(b, e - b + 1);
+}
+
+// The rows of README's configuration table: | `key` | `ENV` | `default` | meaning |.
+KeyDocs readme_configuration_table() {
+  std::ifstream in(source_dir() + "/README.md");
+  EXPECT_TRUE(in) << source_dir() << "/README.md";
+  KeyDocs out;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#", 0) == 0) in_section = line == "### Configuration";
+    if (!in_section || line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(trimmed_cell(cell));
+    EXPECT_GE(cells.size(), 5u) << line;
+    if (cells.size() >= 5) out[cells[1]] = {cells[2], cells[3]};
+  }
+  return out;
+}
+
+// What `gpurentd --help` lists: "  --key  ENV  default" lines, "(empty)" for no default.
+KeyDocs help_keys() {
+  auto r = run_subprocess({gpurentd_path(), "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  KeyDocs out;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  --", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string name, env, default_value;
+    words >> name >> env >> default_value;
+    out[name.substr(2)] = {env, default_value == "(empty)" ? "" : default_value};
+  }
+  return out;
+}
+
+TEST(Lifecycle, ReadmeDocumentsEveryKeyAsHelpDoes) {
+  // --help prints the keys that load_config reads, with their real defaults (core's config
+  // tests check that); README's table must say the same.
+  KeyDocs help = help_keys();
+  ASSERT_TRUE(help.count("listen")) << "no keys parsed from --help";
+  help.erase("config");  // the file of keys, described above the table
+  KeyDocs readme = readme_configuration_table();
+  for (const auto& [key, doc] : help) {
+    auto row = readme.find(key);
+    if (row == readme.end()) {
+      ADD_FAILURE() << key << " is missing from README's table";
+      continue;
+    }
+    EXPECT_EQ(row->second, doc) << key << ": README's (environment, default) differ from --help";
+  }
+  for (const auto& [key, doc] : readme) {
+    EXPECT_TRUE(help.count(key)) << key << " is in README's table but not in --help";
+  }
+}
 
 TEST(Lifecycle, BadConfigurationStopsStartupWithOneClearLine) {
   ServerProcess server({.flags = {"--http_body_limit=lots"}, .wait_ready = false});
@@ -36,7 +120,7 @@ TEST(Lifecycle, SigtermDuringASlowRequestLetsItFinish) {
   ServerProcess server({.database_url = db.url()});
   RawConnection slow(server.port());
   ASSERT_TRUE(slow.send(build_request("GET", "/v1/test/sleep?ms=1500")));
-  std::this_thread::sleep_for(300ms);  // the request is now inside pg_sleep
+  ASSERT_TRUE(wait_for([&] { return requests_in_pg_sleep(db) == 1; })) << server.logs();
   auto signalled = std::chrono::steady_clock::now();
   server.send_signal(SIGTERM);
 
@@ -55,18 +139,20 @@ TEST(Lifecycle, DrainingServerAcceptsNoNewConnections) {
   ServerProcess server({.database_url = db.url()});
   RawConnection slow(server.port());
   ASSERT_TRUE(slow.send(build_request("GET", "/v1/test/sleep?ms=1500")));
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(wait_for([&] { return requests_in_pg_sleep(db) == 1; })) << server.logs();
   server.send_signal(SIGTERM);
-  std::this_thread::sleep_for(200ms);
-  bool refused = false;
-  try {
-    RawConnection late(server.port());
-    late.send(build_request("GET", "/healthz"));
-    late.read_response(2s);
-  } catch (const std::runtime_error&) {
-    refused = true;
-  }
-  EXPECT_TRUE(refused) << "the listener closes as soon as shutdown starts";
+  auto refused = [&] {
+    try {
+      RawConnection late(server.port());
+      late.send(build_request("GET", "/healthz"));
+      late.read_response(2s);
+      return false;
+    } catch (const std::runtime_error&) {
+      return true;
+    }
+  };
+  EXPECT_TRUE(wait_for(refused)) << "the listener closes once shutdown starts";
+  EXPECT_TRUE(server.running()) << "refused while the slow request still runs, not after exit";
   EXPECT_EQ(slow.read_response(10s).status, 200);
 }
 
@@ -75,7 +161,7 @@ TEST(Lifecycle, ShutdownDeadlineBoundsTheWait) {
   ServerProcess server({.database_url = db.url(), .flags = {"--shutdown_deadline=500ms"}});
   RawConnection slow(server.port());
   ASSERT_TRUE(slow.send(build_request("GET", "/v1/test/sleep?ms=20000")));
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(wait_for([&] { return requests_in_pg_sleep(db) == 1; })) << server.logs();
   auto signalled = std::chrono::steady_clock::now();
   server.send_signal(SIGTERM);
   EXPECT_NE(server.wait_exit(15s), -2);
@@ -90,7 +176,8 @@ TEST(Lifecycle, PoolExhaustionWaitsThenAnswers503) {
   auto holder = std::async(std::launch::async, [&] {
     return http_request(server.port(), "GET", "/v1/test/sleep?ms=2000");
   });
-  std::this_thread::sleep_for(400ms);  // the one connection is now busy
+  // The one connection is busy once its request sleeps.
+  ASSERT_TRUE(wait_for([&] { return requests_in_pg_sleep(db) == 1; })) << server.logs();
   auto start = std::chrono::steady_clock::now();
   auto r = http_request(server.port(), "GET", "/v1/test/sleep?ms=0");
   auto waited = std::chrono::steady_clock::now() - start;
@@ -146,9 +233,8 @@ TEST(Lifecycle, DemoModePrintsAWorkingAdminLoginAndSeedsTheFleetOnce) {
   {
     ServerProcess server(
         {.database_url = db.url(), .flags = {"--demo=true", "--data_dir=" + dir + "/pg"}});
-    // The line is printed right after the listener is up; give stdout a moment.
-    for (int i = 0; i < 50 && password_in(server.logs()).empty(); ++i)
-      std::this_thread::sleep_for(50ms);
+    // The line is printed right after the listener is up, so it may trail the port file.
+    wait_for([&] { return !password_in(server.logs()).empty(); });
     first = password_in(server.logs());
     ASSERT_FALSE(first.empty()) << server.logs();
     auto r =
@@ -174,8 +260,7 @@ TEST(Lifecycle, DemoModePrintsAWorkingAdminLoginAndSeedsTheFleetOnce) {
   }
   ServerProcess again(
       {.database_url = db.url(), .flags = {"--demo=true", "--data_dir=" + dir + "/pg"}});
-  for (int i = 0; i < 50 && password_in(again.logs()).empty(); ++i)
-    std::this_thread::sleep_for(50ms);
+  wait_for([&] { return !password_in(again.logs()).empty(); });
   EXPECT_EQ(password_in(again.logs()), first) << "a restart prints the same login";
   pqxx::connection c(db.url());
   pqxx::nontransaction tx(c);
@@ -188,8 +273,11 @@ TEST(Lifecycle, ReplicasStartTogetherOnOneDatabase) {
   TestDatabase db(TestDatabase::Kind::kEmpty);  // both must race to migrate it
   std::vector<std::unique_ptr<ServerProcess>> replicas;
   std::vector<std::future<std::unique_ptr<ServerProcess>>> starting;
-  for (int i = 0; i < 3; ++i) {
+  constexpr int kReplicas = 3;
+  std::latch go(kReplicas);  // started together, not one thread's start-up after another's
+  for (int i = 0; i < kReplicas; ++i) {
     starting.push_back(std::async(std::launch::async, [&] {
+      go.arrive_and_wait();
       return std::make_unique<ServerProcess>(ServerOptions{.database_url = db.url()});
     }));
   }

@@ -29,7 +29,7 @@ int wait_for_readyz(int port, int status, std::chrono::seconds deadline = 20s) {
 TEST(Readiness, FollowsTheDatabaseDownAndBackUp) {
   // A cluster of this test's own: stopping the run's shared one would break other tests.
   std::string dir = make_temp_dir("gpurent-readyz");
-  EmbeddedPostgres pg({.data_dir = dir + "/pg"});
+  EmbeddedPostgres pg({.data_dir = dir + "/pg", .durable = false});
   pg.start();
   ServerProcess server({.database_url = pg.url()});
   pid_t pid = server.pid();

@@ -4,6 +4,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/test_keys.h"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +32,7 @@ std::string trim(std::string s) {
   return s;
 }
 
-// Key pairs made by the real ssh-keygen, once per test binary.
+// Key pairs made by the real ssh-keygen, once per test run (tests/support/test_keys.h).
 class KeyFolder {
  public:
   static KeyFolder& instance() {
@@ -40,15 +41,9 @@ class KeyFolder {
   }
   // Path of the key pair's private half; the public half is path + ".pub".
   std::string path(const std::string& name, const std::vector<std::string>& args) {
-    std::string p = dir_ + "/" + name;
-    if (!generated_.count(name)) {
-      std::vector<std::string> argv = {"ssh-keygen", "-q", "-N", "", "-C", name + "@e2e", "-f", p};
-      argv.insert(argv.end(), args.begin(), args.end());
-      auto r = run_subprocess(argv);
-      EXPECT_EQ(r.exit_code, 0) << r.output;
-      generated_.insert(name);
-    }
-    return p;
+    std::vector<std::string> with_comment = {"-C", name + "@e2e"};
+    with_comment.insert(with_comment.end(), args.begin(), args.end());
+    return ssh_key_pair(name, with_comment);
   }
   std::string public_key(const std::string& name,
                          const std::vector<std::string>& args = {"-t", "ed25519"}) {
@@ -60,9 +55,7 @@ class KeyFolder {
   }
 
  private:
-  KeyFolder() : dir_(make_temp_dir("gpurent-sshkeys")) {}
-  std::string dir_;
-  std::set<std::string> generated_;
+  KeyFolder() = default;
 };
 
 // `ssh-keygen -lf`: "<bits> SHA256:<hash> <comment> (<TYPE>)".

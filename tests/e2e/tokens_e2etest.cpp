@@ -2,14 +2,45 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
 
 namespace gpurent::testing {
 namespace {
 
-using namespace std::chrono_literals;
 using Headers = std::map<std::string, std::string>;
+
+// A request a test sent, to find its access line in the server's log.
+struct Sent {
+  std::string method;
+  std::string target;
+  HttpResult result;
+};
+
+// Whether `logs` (JSON lines) hold the access line of every request in `sent`: its request
+// id, and a message that starts with its method, target and status.
+bool access_lines_logged(const std::string& logs, const std::vector<Sent>& sent) {
+  std::vector<bool> found(sent.size(), false);
+  std::istringstream lines(logs);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j["request_id"].is_string() || !j["msg"].is_string()) continue;
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+      const Sent& s = sent[i];
+      std::string access = s.method + " " + s.target + " " + std::to_string(s.result.status) + " ";
+      found[i] = found[i] || (j["request_id"] == s.result.header("x-request-id") &&
+                              j["msg"].get<std::string>().rfind(access, 0) == 0);
+    }
+  }
+  return std::find(found.begin(), found.end(), false) == found.end();
+}
 
 class TokensE2E : public ::testing::Test {
  protected:
@@ -48,6 +79,11 @@ class TokensE2E : public ::testing::Test {
     return r.json().value("token", "");
   }
   static Headers bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+  long long count(const std::string& sql) {
+    pqxx::connection c(db_.url());
+    pqxx::nontransaction tx(c);
+    return tx.exec(sql)[0][0].as<long long>();
+  }
 
   TestDatabase db_;
   std::unique_ptr<ServerProcess> server_;
@@ -88,8 +124,17 @@ TEST_F(TokensE2E, BearerRequestsNeedNoCsrfButCannotEscalate) {
   std::string token = new_token({"tokens:write", "rentals:read"});
   auto ok = create(bearer(token), {{"name", "child"}, {"scopes", {"rentals:read"}}});
   EXPECT_EQ(ok.status, 201) << ok.body;
-  auto stronger = create(bearer(token), {{"name", "child"}, {"scopes", {"billing:read"}}});
+  long long tokens_before = count("SELECT count(*) FROM api_tokens");
+  EXPECT_EQ(tokens_before, 2);
+  auto stronger =
+      create(bearer(token), {{"name", "stronger"}, {"scopes", {"rentals:read", "billing:read"}}});
   EXPECT_EQ(stronger.status, 403) << "a token cannot mint a token stronger than itself";
+  EXPECT_EQ(stronger.json()["error"]["code"], "forbidden") << stronger.body;
+  EXPECT_EQ(stronger.json()["error"]["details"]["scope"], "billing:read") << stronger.body;
+  EXPECT_EQ(count("SELECT count(*) FROM api_tokens"), tokens_before) << "no token row was written";
+  EXPECT_EQ(count("SELECT count(*) FROM api_tokens WHERE name = 'stronger'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'token.create'"), 2)
+      << "only the two tokens made are audited";
 }
 
 TEST_F(TokensE2E, RevocationTakesEffectOnTheNextRequest) {
@@ -183,11 +228,23 @@ TEST_F(TokensE2E, HostileCreateInputIs400NamingTheField) {
 }
 
 TEST_F(TokensE2E, TokensNeverReachTheLogs) {
-  std::string token = new_token({"rentals:read"});
-  http_request(port(), "GET", "/v1/me", "", bearer(token));
-  http_request(port(), "GET", "/v1/me", "", bearer("gpr_" + std::string(64, 'e')));
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(server_->logs().find(token.substr(4)), std::string::npos);
+  auto created = create(session_, {{"name", "ci"}, {"scopes", {"rentals:read"}}});
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string token = created.json()["token"];
+  std::string unknown = "gpr_" + std::string(64, 'e');
+  auto used = http_request(port(), "GET", "/v1/me", "", bearer(token));
+  EXPECT_EQ(used.status, 200);
+  auto refused = http_request(port(), "GET", "/v1/me", "", bearer(unknown));
+  EXPECT_EQ(refused.status, 401);
+  // Scanned only once the log holds the access line of every request that carried a token,
+  // so an empty or cut-short log cannot pass.
+  std::vector<Sent> sent = {
+      {"POST", "/v1/api-tokens", created}, {"GET", "/v1/me", used}, {"GET", "/v1/me", refused}};
+  ASSERT_TRUE(wait_for([&] { return access_lines_logged(server_->logs(), sent); }))
+      << server_->logs();
+  std::string logs = server_->logs();
+  EXPECT_EQ(logs.find(token.substr(4)), std::string::npos);
+  EXPECT_EQ(logs.find(unknown.substr(4)), std::string::npos);
 }
 
 }  // namespace

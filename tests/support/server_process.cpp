@@ -1,6 +1,11 @@
 // ServerProcess: fork/exec gpurentd with its output in a temp folder.
 #include "tests/support/server_process.h"
 
+#include "tests/support/paths.h"
+#include "tests/support/sanitizer_report.h"
+
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -21,13 +26,13 @@ ServerProcess::ServerProcess(ServerOptions options) {
   dir_ = dir;
   chmod(dir, 0755);  // an embedded cluster inside runs as the postgres user when we are root
   std::string port_file = dir_ + "/port";
-  std::vector<std::string> args = {GPURENTD_PATH,
+  std::vector<std::string> args = {gpurentd_path(),
                                    "serve",
                                    "--listen=127.0.0.1:0",
                                    "--port_file=" + port_file,
                                    "--log_format=json",
                                    "--io_threads=2",
-                                   "--web_root=" + std::string(GPURENT_SOURCE_DIR) + "/web/public"};
+                                   "--web_root=" + source_dir() + "/web/public"};
   if (options.test_mode) args.push_back("--test_mode=true");
   if (options.database_url.empty()) {
     args.push_back("--data_dir=" + dir_ + "/pg");
@@ -74,15 +79,49 @@ ServerProcess::ServerProcess(ServerOptions options) {
 }
 
 ServerProcess::~ServerProcess() {
-  if (running()) {
-    send_signal(SIGTERM);
-    if (wait_exit(std::chrono::seconds(15)) == -2) {
-      send_signal(SIGKILL);
-      wait_exit(std::chrono::seconds(5));
-    }
-  }
+  if (!verdict_taken_ && !finish().empty()) ADD_FAILURE() << verdict_;
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
+}
+
+std::string ServerProcess::stop() {
+  verdict_taken_ = true;
+  return finish();
+}
+
+const std::string& ServerProcess::finish() {
+  if (stopped_) return verdict_;
+  stopped_ = true;
+  bool stopped_by_harness = false;
+  bool hung = false;
+  if (running()) {
+    stopped_by_harness = true;
+    send_signal(SIGTERM);
+    if (wait_for_exit(std::chrono::seconds(30)) == -2) {
+      hung = true;
+      send_signal(SIGKILL);
+      wait_for_exit(std::chrono::seconds(10));
+    }
+  }
+  std::string log = logs();
+  std::string report = find_sanitizer_report(log);
+  std::string pid = std::to_string(pid_);
+  if (!report.empty()) {
+    verdict_ = "gpurentd (pid " + pid + ") wrote a sanitizer report:\n" + report;
+  } else if (hung) {
+    verdict_ = "gpurentd (pid " + pid + ") did not exit within 30 s of SIGTERM";
+  } else if ((stopped_by_harness || !exit_awaited_) && term_signal_ != 0) {
+    verdict_ = "gpurentd (pid " + pid + ") was ended by signal " + std::to_string(term_signal_);
+  } else if ((stopped_by_harness || !exit_awaited_) && exit_code_ != 0) {
+    verdict_ = "gpurentd (pid " + pid + ") exited with code " + std::to_string(exit_code_) +
+               (stopped_by_harness ? " after SIGTERM" : " before the test ended");
+  }
+  if (!verdict_.empty() && report.empty()) {
+    constexpr std::size_t kTail = 4000;
+    verdict_ +=
+        "; the end of its log:\n" + (log.size() > kTail ? log.substr(log.size() - kTail) : log);
+  }
+  return verdict_;
 }
 
 void ServerProcess::send_signal(int signal) {
@@ -95,10 +134,16 @@ bool ServerProcess::running() {
   pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == 0) return true;
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  term_signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return false;
 }
 
 int ServerProcess::wait_exit(std::chrono::milliseconds timeout) {
+  exit_awaited_ = true;
+  return wait_for_exit(timeout);
+}
+
+int ServerProcess::wait_for_exit(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (running()) {
     if (std::chrono::steady_clock::now() >= deadline) return -2;

@@ -17,10 +17,14 @@ struct ServerOptions {
   bool wait_ready = true;  // wait for the port file (the server is listening)
 };
 
+// When the harness stops a server (the destructor, or stop()), it must exit 0 after
+// SIGTERM and its log must hold no sanitizer report; otherwise the owning test fails with
+// the report or the log's tail. A test that ends the process itself (wait_exit) asserts the
+// exit code it expects; the log is scanned all the same.
 class ServerProcess {
  public:
   explicit ServerProcess(ServerOptions options);
-  ~ServerProcess();  // SIGTERM, then SIGKILL after 15 s
+  ~ServerProcess();  // stop(), failing the current test with its verdict
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
@@ -36,10 +40,24 @@ class ServerProcess {
   // Everything the server wrote to stderr so far.
   std::string logs() const;
 
+  // SIGTERM (SIGKILL after 30 s) unless it has exited, then the verdict: empty when all is
+  // well, otherwise what went wrong (exit code or signal, the sanitizer report or the log's
+  // tail). The caller now owns the verdict: the destructor no longer fails the test with it.
+  // Idempotent: later calls answer the same.
+  [[nodiscard]] std::string stop();
+
  private:
+  int wait_for_exit(std::chrono::milliseconds timeout);
+  const std::string& finish();
+
   pid_t pid_ = -1;
   int port_ = 0;
   int exit_code_ = -3;
+  int term_signal_ = 0;        // the signal that ended it, if any
+  bool exit_awaited_ = false;  // the test collected the exit itself (wait_exit)
+  bool stopped_ = false;
+  bool verdict_taken_ = false;
+  std::string verdict_;
   std::string dir_;  // port file and log live here
 };
 

@@ -26,8 +26,9 @@ int main(int argc, char** argv) {
     if (command == "start") {
       std::string dir = gpurent::testing::make_temp_dir();
       std::string data_dir = dir + "/pg";
-      EmbeddedPostgres pg(
-          {.data_dir = data_dir, .database = gpurent::testing::TestCluster::kTemplate});
+      EmbeddedPostgres pg({.data_dir = data_dir,
+                           .database = gpurent::testing::TestCluster::kTemplate,
+                           .durable = false});
       pg.start();
       gpurent::testing::TestCluster::prepare_template(pg.url("postgres"), pg.url());
       std::ofstream(state_file) << nlohmann::json{{"root", dir},

@@ -1,0 +1,15 @@
+// Where the source tree and the built gpurentd are, for tests that read fixtures or start
+// the server. Defined in one generated source file (tests/support/CMakeLists.txt), so the absolute
+// paths of a checkout reach no other translation unit and ccache hits across checkouts.
+#pragma once
+
+#include <string>
+
+namespace gpurent::testing {
+
+// The repository root, without a trailing slash.
+const std::string& source_dir();
+// The gpurentd binary of this build.
+const std::string& gpurentd_path();
+
+}  // namespace gpurent::testing
