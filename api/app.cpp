@@ -2,6 +2,7 @@
 #include "api/app.h"
 
 #include "api/auth.h"
+#include "api/credential_cache.h"
 #include "api/handlers/admin_handlers.h"
 #include "api/handlers/audit_handlers.h"
 #include "api/handlers/auth_handlers.h"
@@ -17,6 +18,7 @@
 #include "api/idempotency.h"
 #include "api/openapi.h"
 #include "api/rate_limiter.h"
+#include "core/announcement_barrier.h"
 #include "core/build_info.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
@@ -62,12 +64,27 @@ struct Database {
   std::string url;
 };
 
-void open_database(const Config& config, Database& db) {
+// Whether a command may use the embedded cluster of a gpurentd already serving from the
+// same data folder, rather than refusing because that gpurentd holds the folder.
+enum class EmbeddedUse { kOwn, kShareWithRunningServer };
+
+void open_database(const Config& config, Database& db, EmbeddedUse use = EmbeddedUse::kOwn) {
   if (!config.database_url.empty()) {
     db.url = config.database_url;
     return;
   }
-  db.embedded.emplace(EmbeddedPostgresOptions{.data_dir = config.data_dir});
+  EmbeddedPostgresOptions options{.data_dir = config.data_dir};
+  if (use == EmbeddedUse::kShareWithRunningServer) {
+    // The serving gpurentd owns its cluster: reach it through its socket, taking no lock
+    // and starting or stopping nothing.
+    if (auto url = EmbeddedPostgres::running_server_url(options)) {
+      db.url = *url;
+      spdlog::info("using the embedded PostgreSQL of the gpurentd serving from {}",
+                   config.data_dir);
+      return;
+    }
+  }
+  db.embedded.emplace(options);
   db.embedded->start();
   db.url = db.embedded->url();
   spdlog::info("embedded PostgreSQL ready in {}", db.embedded->data_dir());
@@ -94,6 +111,7 @@ void add_runtime_collectors(http::Metrics& metrics, PgPool& pool, WorkerPool& wo
         "# TYPE gpurent_db_pool_connect_failures_total counter\n"
         "gpurent_db_pool_connect_failures_total %llu\n"
         "# TYPE gpurent_db_pool_broken_total counter\ngpurent_db_pool_broken_total %llu\n"
+        "# TYPE gpurent_db_round_trips_total counter\ngpurent_db_round_trips_total %llu\n"
         "# TYPE gpurent_worker_queue_depth gauge\ngpurent_worker_queue_depth %zu\n"
         "# TYPE gpurent_worker_busy gauge\ngpurent_worker_busy %zu\n"
         "# TYPE gpurent_build_info gauge\n"
@@ -101,7 +119,8 @@ void add_runtime_collectors(http::Metrics& metrics, PgPool& pool, WorkerPool& wo
         s.size, s.open, s.in_use, s.waiting, static_cast<unsigned long long>(s.acquired_total),
         static_cast<unsigned long long>(s.wait_timeouts_total),
         static_cast<unsigned long long>(s.connect_failures_total),
-        static_cast<unsigned long long>(s.broken_total), workers.queued(), workers.busy(),
+        static_cast<unsigned long long>(s.broken_total),
+        static_cast<unsigned long long>(s.round_trips_total), workers.queued(), workers.busy(),
         GPURENT_VERSION, build_commit());
     out += buf;
   });
@@ -142,6 +161,39 @@ void add_catalog_cache_collector(http::Metrics& metrics, const http::CatalogCach
     line("gpurent_catalog_cache_invalidations_total", cache.invalidations());
     line("gpurent_notify_reconnects_total", listener.reconnects_total());
     line("gpurent_notifications_total", listener.notifications_total());
+  });
+}
+
+// Connections against their limit, and requests waiting off the workers: a refused count
+// that climbs means the limit, or the clients holding connections, need a look.
+void add_http_server_collector(http::Metrics& metrics, const http::HttpServer& server) {
+  metrics.add_collector([&server](std::string& out) {
+    http::HttpServerStats s = server.stats();
+    auto line = [&out](const char* name, const char* type, std::uint64_t value) {
+      out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+      out.append(name).append(" ").append(std::to_string(value)).append("\n");
+    };
+    line("gpurent_http_connections_open", "gauge", s.connections_open);
+    line("gpurent_http_connections_peak", "gauge", s.connections_peak);
+    line("gpurent_http_connections_max", "gauge", s.connections_max);
+    line("gpurent_http_connections_accepted_total", "counter", s.connections_accepted_total);
+    line("gpurent_http_connections_refused_total", "counter", s.connections_refused_total);
+    line("gpurent_http_accept_errors_total", "counter", s.accept_errors_total);
+    line("gpurent_http_requests_waiting", "gauge", s.requests_waiting);
+  });
+}
+
+void add_credential_cache_collector(http::Metrics& metrics, const http::CredentialCache& cache) {
+  metrics.add_collector([&cache](std::string& out) {
+    auto line = [&out](const char* name, std::uint64_t value) {
+      out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");
+      out.append(std::to_string(value)).append("\n");
+    };
+    line("gpurent_credential_cache_hits_total", cache.hits());
+    line("gpurent_credential_cache_misses_total", cache.misses());
+    line("gpurent_credential_cache_invalidations_total", cache.invalidations());
+    out.append("# TYPE gpurent_credential_cache_entries gauge\ngpurent_credential_cache_entries ");
+    out.append(std::to_string(cache.entries())).append("\n");
   });
 }
 
@@ -203,7 +255,7 @@ int run_admin_create(const Config& config, const std::string& email_arg, bool pa
     generated = true;
   }
   Database db;
-  open_database(config, db);
+  open_database(config, db, EmbeddedUse::kShareWithRunningServer);
   Migrator(db.url, embedded_migrations()).migrate();
   PgPool pool({.url = db.url, .size = 1});
   SystemClock clock;
@@ -237,9 +289,17 @@ int run_server(const Config& config) {
   identity::TokenStore token_store(pool, clock);
   identity::AuditStore audit_store(pool);
   identity::OrgAdminStore org_admin_store(pool, clock);
+  // One connection listens for every replica's announcements: credential and catalog
+  // changes. Subscriptions are made below, before start().
+  NotifyListener listener({.url = db.url});
+  http::CredentialCache credentials(identity_store, token_store, clock,
+                                    [&listener] { return listener.caught_up(); });
+  listener.subscribe("gpurent_credentials",
+                     [&credentials](const std::string&) { credentials.invalidate(); });
+  listener.on_connected([&credentials] { credentials.invalidate(); });
+  AnnouncementBarrier barrier(listener, pool);
   http::Authenticator authenticator(
-      identity_store, token_store,
-      {.idle = config.session_idle, .absolute = config.session_absolute});
+      credentials, {.idle = config.session_idle, .absolute = config.session_absolute});
 
   http::Router router;
   http::OpsState ops;
@@ -252,16 +312,15 @@ int run_server(const Config& config) {
                                    .signup_enabled = config.signup_enabled,
                                    .login_throttle = &login_throttle};
   http::add_auth_routes(router, auth_state);
-  http::TokenRoutesState token_state{.store = &token_store, .auth = &authenticator};
+  http::TokenRoutesState token_state{.store = &token_store};
   http::add_token_routes(router, token_state);
-  http::SshKeyRoutesState ssh_key_state{.store = &ssh_key_store, .auth = &authenticator};
+  http::SshKeyRoutesState ssh_key_state{.store = &ssh_key_store};
   http::add_ssh_key_routes(router, ssh_key_state);
-  http::MemberRoutesState member_state{.store = &member_store, .auth = &authenticator};
+  http::MemberRoutesState member_state{.store = &member_store};
   http::add_member_routes(router, member_state);
-  http::AuditRoutesState audit_state{.store = &audit_store, .auth = &authenticator};
+  http::AuditRoutesState audit_state{.store = &audit_store};
   http::add_audit_routes(router, audit_state);
-  http::AdminRoutesState admin_state{
-      .orgs = &org_admin_store, .audit = &audit_store, .auth = &authenticator};
+  http::AdminRoutesState admin_state{.orgs = &org_admin_store, .audit = &audit_store};
   http::add_admin_routes(router, admin_state);
   inventory::CatalogStore catalog_store(pool, clock);
   inventory::SiteStore site_store(pool, clock);
@@ -269,24 +328,27 @@ int run_server(const Config& config) {
   inventory::PriceStore price_store(pool, clock, config.currency);
   http::CatalogCache catalog_cache(
       [&catalog_store] { return http::build_catalog_documents(catalog_store); });
-  http::CatalogRoutesState catalog_state{.cache = &catalog_cache, .auth = &authenticator};
+  http::CatalogRoutesState catalog_state{.cache = &catalog_cache};
   http::add_catalog_routes(router, catalog_state);
-  http::NodeAdminRoutesState node_admin_state{
-      .sites = &site_store, .nodes = &node_store, .auth = &authenticator};
+  http::NodeAdminRoutesState node_admin_state{.sites = &site_store, .nodes = &node_store};
   http::add_node_admin_routes(router, node_admin_state);
-  http::CatalogAdminRoutesState catalog_admin_state{.catalog = &catalog_store,
-                                                    .prices = &price_store,
-                                                    .cache = &catalog_cache,
-                                                    .auth = &authenticator};
+  http::CatalogAdminRoutesState catalog_admin_state{
+      .catalog = &catalog_store, .prices = &price_store, .cache = &catalog_cache};
   http::add_catalog_admin_routes(router, catalog_admin_state);
   // Any change to the catalog, made by any replica or by hand, reaches every replica's cache
   // through a trigger's NOTIFY; after a reconnection the cache is dropped, since
   // notifications sent meanwhile are lost.
-  NotifyListener listener({.url = db.url});
   listener.subscribe("gpurent_catalog",
                      [&catalog_cache](const std::string&) { catalog_cache.invalidate(); });
   listener.on_connected([&catalog_cache] { catalog_cache.invalidate(); });
   listener.start();
+  // However this function ends, the listener's thread stops before the caches its callbacks
+  // use are destroyed (they are declared after it).
+  struct ListenerStop {
+    NotifyListener& listener;
+    ~ListenerStop() { listener.stop(); }
+  } listener_stop{listener};
+  credentials.start();
   http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
   if (config.test_mode) {
     spdlog::warn("test mode: test clock and test-only routes are enabled");
@@ -295,8 +357,40 @@ int run_server(const Config& config) {
 
   // Every POST route that takes Idempotency-Key gets it from one place.
   identity::IdempotencyStore idempotency_store(pool, clock);
-  http::IdempotencyGuard idempotency(idempotency_store, authenticator);
-  router.decorate([&idempotency](const http::Route& r) { return idempotency.wrap(r); });
+  // The request pipeline, composed once per route: authenticate and check the route's
+  // declaration, then the Idempotency-Key guard, then the handler.
+  http::IdempotencyGuard idempotency(idempotency_store);
+  router.decorate([&idempotency, &authenticator, &credentials, &barrier](const http::Route& r) {
+    http::Entry entry = [&authenticator, route = &r,
+                         handler = idempotency.wrap(r)](const http::Request& req) {
+      return handler(req, http::authorize(authenticator, *route, req));
+    };
+    if (!r.changes_credentials) return entry;
+    return http::Entry([&credentials, &barrier, entry](const http::Request& req) {
+      http::Response response;
+      try {
+        response = entry(req);
+      } catch (...) {
+        credentials.invalidate();  // a handler that failed may still have committed
+        throw;
+      }
+      credentials.invalidate();
+      // Before answering, the change's announcement comes back to this replica's listener.
+      // Every replica's listener was sent it at the same commit, so the caller's next
+      // request sees the change on whichever replica it lands. Bounded, and only for the
+      // few routes that change credentials.
+      if (response.status < 300) {
+        try {
+          if (!barrier.pass(std::chrono::seconds(1))) {
+            spdlog::warn("a credential change was not announced back within 1 s");
+          }
+        } catch (const std::exception& e) {
+          spdlog::warn("announcing a credential change failed: {}", e.what());
+        }
+      }
+      return response;
+    });
+  });
 
   std::vector<std::string> labels;
   for (const auto& r : router.routes()) labels.push_back(r.pattern);
@@ -312,6 +406,7 @@ int run_server(const Config& config) {
                                    config.rate_limit_burst_per_ip);
   add_rate_limit_collector(metrics, rate_limiters, login_throttle);
   add_catalog_cache_collector(metrics, catalog_cache, listener);
+  add_credential_cache_collector(metrics, credentials);
   TrustedProxies trusted_proxies = TrustedProxies::parse(config.trusted_proxies);
   http::HttpServer server({.host = config.listen_host,
                            .port = config.listen_port,
@@ -322,10 +417,12 @@ int run_server(const Config& config) {
                            .write_timeout = config.http_write_timeout,
                            .idle_timeout = config.http_idle_timeout,
                            .pipeline_limit = config.http_pipeline_limit,
+                           .max_connections = config.http_max_connections,
                            .shutdown_deadline = config.shutdown_deadline,
                            .rate_limiters = &rate_limiters,
                            .trusted_proxies = &trusted_proxies},
                           router, metrics, workers, &static_files);
+  add_http_server_collector(metrics, server);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();
   if (config.demo) {
@@ -348,6 +445,7 @@ int run_server(const Config& config) {
   pool.cancel_all();
   workers.stop();
   listener.stop();
+  credentials.stop();  // writes the uses still pending
   spdlog::info("stopped");
   return 0;
 }

@@ -74,27 +74,27 @@ Principal Authenticator::authenticate_token(std::string_view token) const {
   if (token.size() != 68 || token.substr(0, 4) != "gpr_") {
     throw Error(ErrorCode::kUnauthenticated, "The API token is malformed.");
   }
-  auto t = tokens_.authenticate(std::string(token));
+  auto t = credentials_.token(crypto::sha256_hex(token));
   if (!t) throw Error(ErrorCode::kUnauthenticated, "The API token is unknown, revoked or expired.");
   // A token acts with its own scopes, but never beyond its creator's current role: a
   // creator who lost the role (or left the org) takes the token's power with them.
-  auto role = store_.role_in(t->user.id, t->org_id);
-  if (!role)
+  if (!t->role)
     throw Error(ErrorCode::kUnauthenticated, "The API token's owner left the organisation.");
+  const identity::TokenIdentity& id = t->identity;
   Principal p;
-  p.user = t->user;
-  p.org_id = t->org_id;
-  p.role = *role;
-  auto allowed = scopes_for_role(*role);
-  for (const auto& s : t->scopes) {
+  p.user = id.user;
+  p.org_id = id.org_id;
+  p.role = *t->role;
+  auto allowed = scopes_for_role(p.role);
+  for (const auto& s : id.scopes) {
     // `admin` is no role's: it holds only while the creator is a platform admin (read
-    // fresh with the token, so a demoted admin's tokens lose it on the next request).
-    bool keep = s == kAdminScope ? t->user.is_platform_admin
+    // with the token, so a demoted admin's tokens lose it on the next request).
+    bool keep = s == kAdminScope ? id.user.is_platform_admin
                                  : std::find(allowed.begin(), allowed.end(), s) != allowed.end();
     if (keep) p.scopes.push_back(s);
   }
-  p.token_id = t->token_id;
-  p.guardrails = t->guardrails;
+  p.token_id = id.token_id;
+  p.guardrails = id.guardrails;
   return p;
 }
 
@@ -111,25 +111,38 @@ Principal Authenticator::authenticate(const Request& request) const {
   if (cookie.size() != 64) {
     throw Error(ErrorCode::kUnauthenticated, "Sign in or send an API token.");
   }
-  auto session = store_.find_session(std::string(cookie), policy_);
-  if (!session) throw Error(ErrorCode::kUnauthenticated, "The session has expired; sign in again.");
+  auto s = credentials_.session(crypto::sha256_hex(cookie), policy_);
+  if (!s) throw Error(ErrorCode::kUnauthenticated, "The session has expired; sign in again.");
   if (is_unsafe_method(request.method) &&
-      !crypto::constant_time_equal(request.header("X-CSRF-Token"), session->csrf_token)) {
+      !crypto::constant_time_equal(request.header("X-CSRF-Token"), s->session.csrf_token)) {
     throw Error(ErrorCode::kForbidden, "The X-CSRF-Token header is missing or wrong.");
   }
   Principal p;
-  p.user = session->user;
-  p.session_id_hash = session->id_hash;
-  if (session->current_org_id) {
-    // The membership is checked on every request: a removed member loses access at once.
-    if (auto role = store_.role_in(p.user.id, *session->current_org_id)) {
-      p.org_id = session->current_org_id;
-      p.role = *role;
-    }
+  p.user = s->session.user;
+  p.session_id_hash = s->session.id_hash;
+  // The membership is read with the session and dropped with it on any change: a removed
+  // member loses access on the next request.
+  if (s->session.current_org_id && s->role) {
+    p.org_id = s->session.current_org_id;
+    p.role = *s->role;
   }
-  // The user (and so the platform-admin flag) is read with the session on every request:
-  // a demoted admin loses `admin` at once.
+  // So is the platform-admin flag: a demoted admin loses `admin` on the next request.
   p.scopes = session_scopes(p.user, p.role);
+  return p;
+}
+
+Principal authorize(const Authenticator& auth, const Route& route, const Request& request) {
+  if (route.access == Access::kAnyone) return {};
+  Principal p = auth.authenticate(request);
+  if (route.access == Access::kSessionOnly && !p.token_id.empty()) {
+    // A token belongs to one org for its whole life; what is session-only (switching the
+    // current org) is never a token's to do.
+    throw Error(ErrorCode::kForbidden,
+                "An API token acts for its own organisation; only a session can do this.");
+  }
+  if (route.platform_admin) require_platform_admin(p);
+  if (route.needs_org) require_org(p);
+  if (!route.scope.empty()) require_scope(p, route.scope);
   return p;
 }
 

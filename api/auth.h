@@ -2,7 +2,9 @@
 // capabilities add them, an API token, into a Principal acting for one org.
 #pragma once
 
+#include "api/credential_cache.h"
 #include "api/http_types.h"
+#include "api/router.h"
 #include "identity/identity_store.h"
 #include "identity/token_store.h"
 
@@ -53,11 +55,18 @@ void require_scope(const Principal& principal, std::string_view scope);
 // `admin` scope (a session of theirs, or a token they granted it).
 void require_platform_admin(const Principal& principal);
 
+// The pipeline's check of a route's declaration (Route::access, needs_org, scope,
+// platform_admin): the caller, or Error(kUnauthenticated/kForbidden) before any handler
+// runs. kAnyone routes read no credentials and get an empty Principal.
+class Authenticator;
+Principal authorize(const Authenticator& auth, const Route& route, const Request& request);
+
+// Resolves credentials through the CredentialCache: a cached token or session costs no
+// database round trip, a miss one statement.
 class Authenticator {
  public:
-  Authenticator(identity::IdentityStore& store, identity::TokenStore& tokens,
-                identity::SessionPolicy policy)
-      : store_(store), tokens_(tokens), policy_(policy) {}
+  Authenticator(CredentialCache& credentials, identity::SessionPolicy policy)
+      : credentials_(credentials), policy_(policy) {}
 
   // Throws Error(kUnauthenticated) without valid credentials, Error(kForbidden) when a
   // cookie-authenticated unsafe request lacks the session's CSRF token.
@@ -68,8 +77,7 @@ class Authenticator {
  private:
   Principal authenticate_token(std::string_view token) const;
 
-  identity::IdentityStore& store_;
-  identity::TokenStore& tokens_;
+  CredentialCache& credentials_;
   identity::SessionPolicy policy_;
 };
 

@@ -1,13 +1,61 @@
 // Handler invocation with exception-to-response mapping and access logging.
 #include "api/dispatch.h"
 
+#include "api/auth.h"
 #include "api/request_input.h"
 #include "api/responses.h"
+#include "core/db_errors.h"
 #include "core/log.h"
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 namespace gpurent::http {
+namespace {
+
+// A database failure that escaped its handler. A constraint the request collided with
+// (a value already taken, an overlapping booking, a row missing or still referenced) is the
+// caller's conflict; a transaction that kept losing races after PgPool's retries is load,
+// worth retrying later. A check or not-null violation is input the edge should have
+// refused: a bug, left to the logged 500.
+std::optional<Response> database_failure_response(const Route& route, const Request& request,
+                                                  const std::exception& e) {
+  if (auto v = ConstraintViolation::from(e)) {
+    const char* message = nullptr;
+    switch (v->kind()) {
+      case DbFailure::kUniqueViolation:
+        message = "This conflicts with an existing record.";
+        break;
+      case DbFailure::kExclusionViolation:
+        message = "This overlaps with an existing booking of the same resource.";
+        break;
+      case DbFailure::kForeignKeyViolation:
+        message =
+            "This refers to something that does not exist, or something else still refers to it.";
+        break;
+      default:
+        return std::nullopt;
+    }
+    spdlog::warn("{} {}: {} ({})", method_name(request.method), route.pattern, v->what(),
+                 db_failure_name(v->kind()));
+    nlohmann::json details = nlohmann::json::object();
+    if (!v->constraint().empty()) details["constraint"] = v->constraint();
+    return error_response(Error(ErrorCode::kConflict, message, std::move(details)));
+  }
+  DbFailure failure = classify(e);
+  if (failure != DbFailure::kSerializationFailure && failure != DbFailure::kDeadlock) {
+    return std::nullopt;
+  }
+  spdlog::warn("{} {}: {} ({})", method_name(request.method), route.pattern, e.what(),
+               db_failure_name(failure));
+  Response r = error_response(ErrorCode::kUnavailable,
+                              "The database is busy with conflicting changes; try again.");
+  r.set_header("Retry-After", "1");
+  return r;
+}
+
+}  // namespace
 
 Response invoke(const Route& route, const Request& request) {
   log::RequestScope scope(request.request_id);
@@ -15,12 +63,16 @@ Response invoke(const Route& route, const Request& request) {
     // Before any handler, so every route, including those added later, refuses text it
     // cannot use with the same 400.
     check_request_input(route, request);
-    return route.handler(request);
+    if (route.entry) return route.entry(request);
+    // A route never decorated (unit tests of the router and the edge checks): no pipeline,
+    // so nobody is signed in.
+    return route.handler(request, Principal{});
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kInternal)
       spdlog::error("{} {}: {}", method_name(request.method), route.pattern, e.what());
     return error_response(e);
   } catch (const std::exception& e) {
+    if (auto r = database_failure_response(route, request, e)) return std::move(*r);
     spdlog::error("{} {} failed: {}", method_name(request.method), route.pattern, e.what());
     return error_response(ErrorCode::kInternal, "The server failed to handle the request.");
   } catch (...) {

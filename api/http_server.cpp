@@ -1,6 +1,7 @@
-// Beast-based listener and per-connection sessions: timeouts before every read and write,
-// a fresh parser per message, bounded pipelining, graceful shutdown. The only translation
-// unit that includes Beast and Asio.
+// Beast-based listener and per-connection sessions: a connection limit, timeouts before
+// every read and write, a fresh parser per message, bounded pipelining, requests that wait
+// on timers rather than workers, graceful shutdown. The only translation unit that
+// includes Beast and Asio.
 #include "api/http_server.h"
 
 #include "api/dispatch.h"
@@ -11,6 +12,7 @@
 #include "core/id.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -25,8 +27,11 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -69,6 +74,9 @@ struct OwnedRequest {
   std::string request_id;
   std::string remote_ip;
   Request view;
+  // While its handler answers CallAgain: when to stop calling, and the next pause.
+  std::optional<Clock::time_point> call_again_until;
+  std::chrono::milliseconds call_again_delay{0};
 };
 
 void fill_view(Request& view, const BeastRequest& message, const HeaderSource& headers,
@@ -86,6 +94,38 @@ void fill_view(Request& view, const BeastRequest& message, const HeaderSource& h
   view.remote_ip = remote_ip;
 }
 
+Response shutting_down_response() {
+  Response r = error_response(ErrorCode::kUnavailable,
+                              "The server is shutting down; retry the request shortly.");
+  r.set_header("Retry-After", "1");
+  return r;
+}
+
+// How long the listener pauses when accept() fails for want of descriptors or memory.
+constexpr std::chrono::milliseconds kAcceptBackoff{50};
+
+// Each connection is a descriptor, and so is everything else the process holds (database
+// connections, the log, the embedded cluster's pipes). Raises the soft limit toward the
+// hard one when it cannot hold the connection limit plus a margin, so that the connection
+// limit, not EMFILE, is what turns connections away; says so when even that is too low.
+void ensure_descriptors(std::size_t max_connections) {
+  constexpr rlim_t kMargin = 256;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  rlim_t wanted = static_cast<rlim_t>(max_connections) + kMargin;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= wanted) return;
+  rlimit raised = limit;
+  raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  if (raised.rlim_cur > limit.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  if (limit.rlim_cur < wanted) {
+    spdlog::warn(
+        "http_max_connections={} needs about {} file descriptors but the limit is {}: "
+        "connections may be turned away (accept fails and retries) below the connection limit",
+        max_connections, static_cast<unsigned long long>(wanted),
+        static_cast<unsigned long long>(limit.rlim_cur));
+  }
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -97,12 +137,22 @@ struct HttpServer::Impl {
         statics(s),
         ioc(options.io_threads),
         acceptor(net::make_strand(ioc)),
+        accept_retry_timer(acceptor.get_executor()),
         signals(ioc, SIGINT, SIGTERM),
         drain_timer(ioc) {}
 
   void accept();
+  void on_accept_error(const beast::error_code& ec);
+  void refuse(tcp::socket& socket);
   void begin_shutdown();
   void check_drained();
+
+  void connection_opened() {
+    std::size_t open = ++connections_open;
+    std::size_t peak = connections_peak.load();
+    while (open > peak && !connections_peak.compare_exchange_weak(peak, open)) {
+    }
+  }
 
   void add(Session* s, std::weak_ptr<Session> w) {
     std::lock_guard lock(sessions_mutex);
@@ -119,15 +169,28 @@ struct HttpServer::Impl {
   WorkerPool& workers;
   const StaticFiles* statics;
 
+  // Declared before the io_context, so they outlive it: sessions whose handlers are still
+  // queued when it is destroyed unregister themselves here.
+  mutable std::mutex sessions_mutex;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  std::atomic<std::size_t> connections_open{0};
+  std::atomic<std::size_t> connections_peak{0};
+  std::atomic<std::uint64_t> connections_accepted{0};
+  std::atomic<std::uint64_t> connections_refused{0};
+  std::atomic<std::uint64_t> accept_errors{0};
+  std::atomic<std::size_t> requests_waiting{0};
+
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer accept_retry_timer;  // on the acceptor's strand
   net::signal_set signals;
   net::steady_timer drain_timer;
   Clock::time_point drain_deadline;
   std::atomic<bool> stopping{false};
-
-  mutable std::mutex sessions_mutex;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  // The listener's own state, touched on the acceptor's strand only: failed accepts and
+  // refusals in a row, so each episode is logged once when it starts and once when it ends.
+  std::uint64_t failed_accepts_in_a_row = 0;
+  std::uint64_t refusals_in_a_row = 0;
 };
 
 namespace {
@@ -136,22 +199,29 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, HttpServer::Impl& server)
       : stream_(std::move(socket)), server_(server) {
+    server_.connection_opened();
     beast::error_code ec;
     auto endpoint = stream_.socket().remote_endpoint(ec);
     if (!ec) remote_ip_ = endpoint.address().to_string();
   }
 
-  ~Session() { server_.remove(this); }
+  ~Session() {
+    server_.remove(this);
+    --server_.connections_open;
+  }
 
   void start() {
     server_.add(this, weak_from_this());
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
   }
 
-  // Called on shutdown: finish what is in flight, accept nothing new.
+  // Called on shutdown: finish what is in flight, accept nothing new. Requests waiting to be
+  // called again are answered 503 now rather than when their patience runs out, so they
+  // never hold up the drain.
   void on_shutdown() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
       self->closing_ = true;
+      for (auto& timer : self->waits_) timer.cancel();
       if (self->idle_wait_ && self->queue_.empty()) self->close();
     });
   }
@@ -310,20 +380,7 @@ class Session : public std::enable_shared_from_this<Session> {
       owned->remote_ip = std::string(client_ip);
       fill_view(owned->view, owned->message, owned->headers, owned->request_id, owned->remote_ip);
       owned->view.path_params = std::move(match.params);
-      const Route* route = match.route;
-      bool posted = server_.workers.post([self = shared_from_this(), owned, route, seq] {
-        Response r = invoke(*route, owned->view);
-        net::post(self->stream_.get_executor(),
-                  [self, owned, route, seq, r = std::move(r)]() mutable {
-                    self->complete(seq, owned->view, std::move(r), route->index, route->quiet);
-                  });
-      });
-      if (!posted) {
-        Response r =
-            error_response(ErrorCode::kUnavailable, "The server is busy; try again shortly.");
-        r.set_header("Retry-After", "1");
-        complete(seq, owned->view, std::move(r), route->index, route->quiet);
-      }
+      run_on_worker(std::move(owned), match.route, seq);
     } else {
       Response r;
       std::size_t slot = server_.metrics.unmatched_slot();
@@ -344,6 +401,65 @@ class Session : public std::enable_shared_from_this<Session> {
       complete(seq, view, std::move(r), slot, quiet);
     }
     do_read();
+  }
+
+  // Runs a worker route's handler on the pool; its answer comes back to this strand.
+  void run_on_worker(std::shared_ptr<OwnedRequest> owned, const Route* route, std::uint64_t seq) {
+    bool posted = server_.workers.post([self = shared_from_this(), owned, route, seq] {
+      Response r = invoke(*route, owned->view);
+      net::post(self->stream_.get_executor(),
+                [self, owned, route, seq, r = std::move(r)]() mutable {
+                  self->on_worker_answer(owned, route, seq, std::move(r));
+                });
+    });
+    if (!posted) {
+      Response r =
+          error_response(ErrorCode::kUnavailable, "The server is busy; try again shortly.");
+      r.set_header("Retry-After", "1");
+      finish(*owned, route, seq, std::move(r));
+    }
+  }
+
+  // A handler that answers CallAgain is called again after a pause, from a timer on this
+  // strand, so no thread is held while the request waits; its slot keeps the response order.
+  void on_worker_answer(const std::shared_ptr<OwnedRequest>& owned, const Route* route,
+                        std::uint64_t seq, Response r) {
+    if (!r.call_again) return finish(*owned, route, seq, std::move(r));
+    if (server_.stopping.load()) return finish(*owned, route, seq, shutting_down_response());
+    auto now = Clock::now();
+    if (!owned->call_again_until) {
+      owned->call_again_until = now + r.call_again->patience;
+      owned->call_again_delay = r.call_again->delay;
+      ++server_.requests_waiting;
+    } else {
+      owned->call_again_delay = std::min(owned->call_again_delay * 2, r.call_again->max_delay);
+    }
+    if (now + owned->call_again_delay > *owned->call_again_until) {
+      return finish(*owned, route, seq, std::move(r));
+    }
+    if (!stream_.socket().is_open()) return stop_waiting(*owned);  // the client is gone
+    auto timer = waits_.emplace(waits_.end(), stream_.get_executor());
+    timer->expires_after(owned->call_again_delay);
+    timer->async_wait([self = shared_from_this(), timer, owned, route, seq](beast::error_code) {
+      self->waits_.erase(timer);
+      // Cancelled only by on_shutdown.
+      if (self->server_.stopping.load()) {
+        return self->finish(*owned, route, seq, shutting_down_response());
+      }
+      if (!self->stream_.socket().is_open()) return self->stop_waiting(*owned);
+      self->run_on_worker(owned, route, seq);
+    });
+  }
+
+  void stop_waiting(OwnedRequest& owned) {
+    if (owned.call_again_until) --server_.requests_waiting;
+    owned.call_again_until.reset();
+  }
+
+  void finish(OwnedRequest& owned, const Route* route, std::uint64_t seq, Response r) {
+    stop_waiting(owned);
+    r.call_again.reset();
+    complete(seq, owned.view, std::move(r), route->index, route->quiet);
   }
 
   // Runs on the session's strand: serialises the response into its slot, records it,
@@ -421,8 +537,9 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  std::deque<Slot> queue_;      // responses in request order; front is next to write
-  std::uint64_t base_seq_ = 0;  // sequence number of queue_.front()
+  std::deque<Slot> queue_;              // responses in request order; front is next to write
+  std::list<net::steady_timer> waits_;  // requests waiting to be called again
+  std::uint64_t base_seq_ = 0;          // sequence number of queue_.front()
   std::uint64_t next_seq_ = 0;
   Clock::time_point started_;
   std::string remote_ip_;
@@ -444,14 +561,70 @@ void HttpServer::Impl::accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (!acceptor.is_open()) return;  // closed for shutdown
-      spdlog::warn("accept failed: {}", ec.message());
+      return on_accept_error(ec);
+    }
+    if (failed_accepts_in_a_row > 0) {
+      spdlog::info("accepting connections again after {} failed accepts", failed_accepts_in_a_row);
+      failed_accepts_in_a_row = 0;
+    }
+    // Sessions are created only here, one at a time, so the count never passes the limit.
+    if (connections_open.load() >= options.max_connections) {
+      refuse(socket);
     } else {
+      if (refusals_in_a_row > 0) {
+        spdlog::info("accepting connections again; {} refused at the limit of {}",
+                     refusals_in_a_row, options.max_connections);
+        refusals_in_a_row = 0;
+      }
+      ++connections_accepted;
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
       std::make_shared<Session>(std::move(socket), *this)->start();
     }
     accept();
   });
+}
+
+// Out of descriptors (EMFILE, ENFILE) or memory, the pending connection stays queued, and
+// accepting again at once would fail again at once and spin a network thread. So the
+// listener pauses briefly and tries again until connections have closed; it never stops.
+void HttpServer::Impl::on_accept_error(const beast::error_code& ec) {
+  ++accept_errors;
+  // A connection reset while still queued: nothing to wait for.
+  if (ec == net::error::connection_aborted) return accept();
+  if (failed_accepts_in_a_row++ == 0) {
+    spdlog::warn("accept failed: {}; retrying every {} ms", ec.message(), kAcceptBackoff.count());
+  }
+  accept_retry_timer.expires_after(kAcceptBackoff);
+  accept_retry_timer.async_wait([this](beast::error_code) {
+    if (acceptor.is_open()) accept();
+  });
+}
+
+// Over the connection limit: a 503 written once without waiting, then close, so a refused
+// connection holds its descriptor only for these few calls. Best effort: request bytes that
+// arrive after the close make the kernel reset the connection, which can overtake the 503;
+// bytes already here are read first for that reason.
+void HttpServer::Impl::refuse(tcp::socket& socket) {
+  ++connections_refused;
+  if (refusals_in_a_row++ == 0) {
+    spdlog::warn("connection limit of {} reached: refusing new connections with 503",
+                 options.max_connections);
+  }
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  std::array<char, 4096> sink;
+  for (std::size_t read = 0; !ec && read < 64 * 1024;) {
+    read += socket.read_some(net::buffer(sink), ec);
+  }
+  Response r =
+      error_response(ErrorCode::kUnavailable, "The server has too many connections; try again.");
+  r.set_header("Retry-After", "1");
+  std::string wire;
+  serialize_response(r, new_request_id(), false, false, wire);
+  socket.write_some(net::buffer(wire), ec);
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
 }
 
 void HttpServer::Impl::begin_shutdown() {
@@ -461,6 +634,7 @@ void HttpServer::Impl::begin_shutdown() {
   net::post(acceptor.get_executor(), [this] {
     beast::error_code ec;
     acceptor.close(ec);
+    accept_retry_timer.cancel();
   });
   std::vector<std::shared_ptr<Session>> live;
   {
@@ -498,6 +672,7 @@ HttpServer::~HttpServer() = default;
 
 unsigned short HttpServer::listen() {
   auto& a = impl_->acceptor;
+  ensure_descriptors(impl_->options.max_connections);
   beast::error_code ec;
   auto address = net::ip::make_address(impl_->options.host, ec);
   if (ec) throw ConfigError("listen address '" + impl_->options.host + "' is not an IP address");
@@ -539,6 +714,16 @@ bool HttpServer::shutting_down() const {
 std::size_t HttpServer::open_connections() const {
   std::lock_guard lock(impl_->sessions_mutex);
   return impl_->sessions.size();
+}
+
+HttpServerStats HttpServer::stats() const {
+  return {.connections_open = impl_->connections_open.load(),
+          .connections_peak = impl_->connections_peak.load(),
+          .connections_max = impl_->options.max_connections,
+          .connections_accepted_total = impl_->connections_accepted.load(),
+          .connections_refused_total = impl_->connections_refused.load(),
+          .accept_errors_total = impl_->accept_errors.load(),
+          .requests_waiting = impl_->requests_waiting.load()};
 }
 
 }  // namespace gpurent::http

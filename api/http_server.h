@@ -8,6 +8,7 @@
 #include "core/worker_pool.h"
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -25,10 +26,23 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::size_t pipeline_limit = 8;
+  // Open connections at most; one more is answered 503 and closed at once.
+  std::size_t max_connections = 1024;
   std::chrono::milliseconds shutdown_deadline{15'000};
   RateLimiters* rate_limiters = nullptr;  // none: nothing is limited
   // Peers whose X-Forwarded-For names the client; none or empty: the peer is the client.
   const TrustedProxies* trusted_proxies = nullptr;
+};
+
+// What /metrics shows of the listener and its connections.
+struct HttpServerStats {
+  std::size_t connections_open = 0;
+  std::size_t connections_peak = 0;  // the most open at once since start
+  std::size_t connections_max = 0;   // the configured limit
+  std::uint64_t connections_accepted_total = 0;
+  std::uint64_t connections_refused_total = 0;  // over the limit: 503 and closed
+  std::uint64_t accept_errors_total = 0;        // out of descriptors, memory, ...
+  std::size_t requests_waiting = 0;             // waiting off the workers (CallAgain)
 };
 
 class HttpServer {
@@ -51,6 +65,7 @@ class HttpServer {
   void shutdown();
   bool shutting_down() const;
   std::size_t open_connections() const;
+  HttpServerStats stats() const;
 
   struct Impl;  // defined with the Beast code
 

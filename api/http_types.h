@@ -2,6 +2,7 @@
 // so no handler includes Beast or Asio.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,19 @@ struct Request {
   std::string_view path_param(std::string_view name) const;
 };
 
+// A worker handler's "not yet": it cannot answer until something running elsewhere ends (a
+// retry waiting for the first request with its Idempotency-Key), and waiting would hold a
+// worker. The server calls the handler again after `delay`, then after twice that, up to
+// `max_delay`, holding no thread in between, until it answers without this or `patience`
+// has passed since the first such answer; then the response that carries it is sent as it
+// is. At shutdown the request is answered 503 unavailable instead. Inline routes never
+// set it.
+struct CallAgain {
+  std::chrono::milliseconds delay{20};
+  std::chrono::milliseconds max_delay{200};
+  std::chrono::milliseconds patience{0};
+};
+
 struct Response {
   int status = 200;
   // Points to static storage (a literal or a table entry); never to a temporary.
@@ -53,6 +67,9 @@ struct Response {
   std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
   bool close = false;  // close the connection after this response
+  // Set: the handler is not done (see CallAgain); the rest is what is sent if the wait ends
+  // without another answer.
+  std::optional<CallAgain> call_again;
 
   std::string_view body_view() const { return shared_body ? *shared_body : body; }
   void set_header(std::string name, std::string value) {

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
-#include <thread>
 
 namespace gpurent::http {
 namespace {
@@ -97,20 +96,22 @@ bool is_replayable_status(int status) {
 }
 
 Handler IdempotencyGuard::wrap(const Route& route) {
+  // Keys belong to a caller, so a route anyone may call without credentials has none.
   if (route.method != Method::kPost || route.execution != Execution::kWorker ||
-      !route.idempotency_key) {
+      !route.idempotency_key || route.access == Access::kAnyone) {
     return route.handler;
   }
-  return [this, inner = route.handler](const Request& req) { return run(inner, req); };
+  return [this, inner = route.handler](const Request& req, const Principal& p) {
+    return run(inner, req, p);
+  };
 }
 
-Response IdempotencyGuard::run(const Handler& inner, const Request& req) {
+Response IdempotencyGuard::run(const Handler& inner, const Request& req, const Principal& p) {
   std::string_view key = req.header("Idempotency-Key");
-  if (key.empty()) return inner(req);
+  if (key.empty()) return inner(req, p);
   check_key(key);
-  // The same credentials the handler checks: an unauthenticated retry fails the same way
-  // without touching the key.
-  Principal p = auth_.authenticate(req);
+  // The pipeline has authenticated the caller already: an unauthenticated or forbidden
+  // retry was refused before reaching the key.
   identity::IdempotencyKeyRef ref{.scope = p.org_id.value_or("-") + "/" + p.user.id,
                                   .key_hash = key_hash(key),
                                   .org_id = p.org_id,
@@ -118,29 +119,31 @@ Response IdempotencyGuard::run(const Handler& inner, const Request& req) {
   std::string hash = request_hash(req);
   std::string seal_key = sealing_key(ref, key);
 
-  auto deadline = std::chrono::steady_clock::now() + options_.wait;
-  auto pause = std::chrono::milliseconds(20);
-  for (;;) {
-    auto claim = store_.claim(ref, hash);
-    using Kind = identity::IdempotencyClaim::Kind;
-    if (claim.kind == Kind::kMismatch) {
-      throw Error(ErrorCode::kIdempotencyKeyReused,
-                  "This Idempotency-Key was used for a different request.");
-    }
-    if (claim.kind == Kind::kDone) {
-      auto text = crypto::open(seal_key, claim.response, sealing_aad(ref, hash));
-      if (!text) throw Error(ErrorCode::kInternal, "A stored idempotent response is unreadable.");
-      return from_envelope(claim.status, *text);
-    }
-    if (claim.kind == Kind::kStarted) break;
-    if (std::chrono::steady_clock::now() + pause > deadline) return still_running();
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(200));
+  auto claim = store_.claim(ref, hash);
+  using Kind = identity::IdempotencyClaim::Kind;
+  if (claim.kind == Kind::kMismatch) {
+    throw Error(ErrorCode::kIdempotencyKeyReused,
+                "This Idempotency-Key was used for a different request.");
+  }
+  if (claim.kind == Kind::kDone) {
+    auto text = crypto::open(seal_key, claim.response, sealing_aad(ref, hash));
+    if (!text) throw Error(ErrorCode::kInternal, "A stored idempotent response is unreadable.");
+    return from_envelope(claim.status, *text);
+  }
+  if (claim.kind == Kind::kRunning) {
+    // Sleeping here would hold a worker for as long as the first request runs, and a few
+    // retries would stall all database work: the server calls again later instead, with
+    // no thread held, and sends the 409 once the wait is over.
+    Response r = still_running();
+    r.call_again = CallAgain{.delay = std::chrono::milliseconds(20),
+                             .max_delay = std::chrono::milliseconds(200),
+                             .patience = options_.wait};
+    return r;
   }
 
   Response response;
   try {
-    response = inner(req);
+    response = inner(req, p);
   } catch (const Error& e) {
     if (status_for(e.code()) >= 500) {
       release_quietly(ref, hash);

@@ -20,7 +20,8 @@
 namespace gpurent::http {
 
 struct IdempotencyOptions {
-  // How long a retry waits for the first request with its key before 409 conflict.
+  // How long a retry waits for the first request with its key before 409 conflict. It
+  // waits off the workers (Response::call_again): the server calls the guard again.
   std::chrono::milliseconds wait{5000};
   // How often a replica deletes expired keys (at most).
   std::chrono::seconds purge_every{60};
@@ -28,21 +29,20 @@ struct IdempotencyOptions {
 
 class IdempotencyGuard {
  public:
-  IdempotencyGuard(identity::IdempotencyStore& store, const Authenticator& auth,
-                   IdempotencyOptions options = {})
-      : store_(store), auth_(auth), options_(options) {}
+  explicit IdempotencyGuard(identity::IdempotencyStore& store, IdempotencyOptions options = {})
+      : store_(store), options_(options) {}
 
   // The route's handler, honouring Idempotency-Key when the route takes it (POST, worker
-  // execution, idempotency_key set); otherwise the handler itself.
+  // execution, idempotency_key set, credentials required); otherwise the handler itself.
+  // It runs behind authentication: the key belongs to the caller it is given.
   Handler wrap(const Route& route);
 
  private:
-  Response run(const Handler& inner, const Request& request);
+  Response run(const Handler& inner, const Request& request, const Principal& principal);
   void release_quietly(const identity::IdempotencyKeyRef& ref, const std::string& hash);
   void maybe_purge();
 
   identity::IdempotencyStore& store_;
-  const Authenticator& auth_;
   IdempotencyOptions options_;
   std::atomic<std::int64_t> last_purge_ns_{0};
 };

@@ -41,6 +41,21 @@ nlohmann::json error_schema() {
                 {"details", {{"type", "object"}}}}}}}}}};
 }
 
+// Which of the document's security schemes an operation takes; an empty list: none.
+nlohmann::json security_of(Access access) {
+  nlohmann::json bearer = {{"bearer", nlohmann::json::array()}};
+  nlohmann::json session = {{"session", nlohmann::json::array()}};
+  switch (access) {
+    case Access::kAnyone:
+      return nlohmann::json::array();
+    case Access::kSessionOnly:
+      return nlohmann::json::array({session});
+    case Access::kSignedIn:
+      break;
+  }
+  return nlohmann::json::array({bearer, session});
+}
+
 }  // namespace
 
 nlohmann::json build_openapi(const Router& router, const std::string& version) {
@@ -78,6 +93,11 @@ nlohmann::json build_openapi(const Router& router, const std::string& version) {
            {"schema", {{"type", "string"}, {"minLength", 1}, {"maxLength", 255}}}});
     }
     if (!params.empty()) op["parameters"] = params;
+    // The route's own declaration, as the pipeline enforces it.
+    op["security"] = security_of(r.access);
+    if (r.needs_org) op["x-gpurent-needs-org"] = true;
+    if (!r.scope.empty()) op["x-gpurent-scope"] = r.scope;
+    if (r.platform_admin) op["x-gpurent-platform-admin"] = true;
     paths[r.pattern][lower(method_name(r.method))] = op;
   }
   return {{"openapi", "3.1.0"},

@@ -11,17 +11,43 @@
 
 namespace gpurent::http {
 
-using Handler = std::function<Response(const Request&)>;
+struct Principal;  // api/auth.h
+
+// What a module writes: one request, and the caller the pipeline has already checked
+// against the route's declaration, in; one domain call; a response out.
+using Handler = std::function<Response(const Request&, const Principal&)>;
+// What the server calls: the handler behind the pipeline (authentication, access checks,
+// the Idempotency-Key guard), composed once by Router::decorate.
+using Entry = std::function<Response(const Request&)>;
 
 // Where a handler runs. kInline handlers are cheap and never block (no database, no disk):
 // they run on the network thread. kWorker handlers run on the worker pool.
 enum class Execution { kInline, kWorker };
+
+// Which credentials a route takes. The pipeline authenticates once, before the handler
+// and the Idempotency-Key guard, and refuses the request (401/403) before either runs.
+enum class Access {
+  kAnyone,       // no credentials read: probes, sign-up, login, the OpenAPI document
+  kSignedIn,     // an API token or a panel session (with CSRF on unsafe methods)
+  kSessionOnly,  // a panel session: what an API token may never do (switching orgs)
+};
 
 struct Route {
   Method method = Method::kGet;
   std::string pattern;  // "/v1/rentals/{id}"
   Handler handler;
   Execution execution = Execution::kWorker;
+  // Who may call it; denied by default. The OpenAPI document's `security` and the
+  // tenancy tests read the same declaration.
+  Access access = Access::kSignedIn;
+  bool needs_org = false;       // 403 unless the caller acts for an organisation
+  std::string scope;            // 403 unless the caller's role or token carries it
+  bool platform_admin = false;  // 403 unless a platform admin with the `admin` scope
+  // It changes what some token or session may do (logout, revocation, roles, org switch,
+  // guardrails): after it, the pipeline drops this replica's resolved credentials at once,
+  // so the change shows on this replica's very next request. Other replicas drop theirs
+  // when the database announces the change (api/credential_cache.h).
+  bool changes_credentials = false;
   std::string summary;     // one line for the OpenAPI document
   std::string tag;         // OpenAPI grouping
   bool documented = true;  // false for test-only routes
@@ -31,6 +57,8 @@ struct Route {
   // replayed, and test-only routes.
   bool idempotency_key = true;
   std::size_t index = 0;  // position in routes(); metrics key
+  // Set by Router::decorate; until then invoke() calls the handler with no caller.
+  Entry entry;
 };
 
 struct RouteMatch {
@@ -47,10 +75,10 @@ class Router {
   void add(Route route);
   RouteMatch match(Method method, std::string_view path) const;
   const std::vector<Route>& routes() const { return routes_; }
-  // Replaces each route's handler with fn(route) (wrapping it in middleware); call before
-  // serving.
-  void decorate(const std::function<Handler(const Route&)>& fn) {
-    for (auto& r : routes_) r.handler = fn(r);
+  // Sets each route's entry to fn(route): its handler behind the pipeline. Call once,
+  // before serving.
+  void decorate(const std::function<Entry(const Route&)>& fn) {
+    for (auto& r : routes_) r.entry = fn(r);
   }
 
  private:

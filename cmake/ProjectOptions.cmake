@@ -33,9 +33,17 @@ if(GPURENT_MOLD)
   target_link_options(gpurent_options INTERFACE -fuse-ld=mold)
 endif()
 
+# Test code (the harness and the test files, not the product code they link) is built with
+# AddressSanitizer alone: UBSan's checks made a test file take 1.6x as long to compile
+# (money_test 6.2 s → 4.0 s, inventory_e2etest 18.4 s → 11.5 s of CPU), while the product's
+# libraries and binaries, which the tests run, keep both. A target says it is test code
+# with the GPURENT_TEST_CODE property (cmake/Testing.cmake); the expression is evaluated
+# for each target that uses gpurent_options.
 if(GPURENT_SANITIZE)
+  set(_product "$<NOT:$<BOOL:$<TARGET_PROPERTY:GPURENT_TEST_CODE>>>")
   target_compile_options(gpurent_options INTERFACE
-    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    -fsanitize=address -fno-omit-frame-pointer
+    "$<${_product}:-fsanitize=undefined;-fno-sanitize-recover=undefined>")
   target_link_options(gpurent_options INTERFACE -fsanitize=address,undefined)
   target_sources(gpurent_options INTERFACE ${PROJECT_SOURCE_DIR}/cmake/lsan_suppressions.cpp)
 endif()

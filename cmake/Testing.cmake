@@ -19,6 +19,7 @@ function(gpurent_add_tests target)
   endif()
   add_executable(${target} ${T_SOURCES})
   target_link_libraries(${target} PRIVATE gpurent_options GTest::gtest GTest::gmock ${T_LIBS})
+  set_target_properties(${target} PROPERTIES GPURENT_TEST_CODE ON)  # ProjectOptions.cmake
   target_precompile_headers(${target} REUSE_FROM gpurent_test_support)
   if(T_KIND STREQUAL "pure")
     target_link_libraries(${target} PRIVATE gpurent_test_support GTest::gtest_main)

@@ -20,7 +20,9 @@ void print_usage() {
       "  serve         run the API and web panel (default)\n"
       "  migrate       apply pending database migrations and exit\n"
       "  admin create  create a platform admin; the password is read from stdin's first\n"
-      "                line with --password-stdin, otherwise generated and printed once\n\n"
+      "                line with --password-stdin, otherwise generated and printed once;\n"
+      "                beside a gpurentd serving from the same data_dir, it uses that\n"
+      "                server's embedded PostgreSQL\n\n"
       "configuration (flag / environment / default):\n");
   for (const auto& k : gpurent::config_keys()) {
     std::printf("  --%-22s %-30s %s\n      %s\n", k.name.c_str(), k.env.c_str(),

@@ -176,6 +176,11 @@ const std::vector<Field>& fields() {
       {{"http_pipeline_limit", "GPURENT_HTTP_PIPELINE_LIMIT",
         "pipelined requests queued per connection before reading pauses", "8"},
        [](Config& c, const std::string& v) { c.http_pipeline_limit = parse_int(v, 1, 64); }},
+      {{"http_max_connections", "GPURENT_HTTP_MAX_CONNECTIONS",
+        "open HTTP connections at most; more are answered 503 and closed", "1024"},
+       [](Config& c, const std::string& v) {
+         c.http_max_connections = parse_int(v, 1, 1'000'000);
+       }},
       {{"shutdown_deadline", "GPURENT_SHUTDOWN_DEADLINE",
         "on SIGTERM, how long in-flight requests may take to finish", "15s"},
        [](Config& c, const std::string& v) { c.shutdown_deadline = parse_duration(v); }},

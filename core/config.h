@@ -23,6 +23,7 @@ struct Config {
   std::chrono::milliseconds http_write_timeout{10'000};
   std::chrono::milliseconds http_idle_timeout{60'000};
   std::size_t http_pipeline_limit = 8;
+  std::size_t http_max_connections = 1024;
   std::chrono::milliseconds shutdown_deadline{15'000};
   std::string web_root = "web/public";
 

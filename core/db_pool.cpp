@@ -16,6 +16,7 @@ PgPool::Lease::~Lease() {
 
 void PgPool::Lease::prepare(const Statement& s) {
   if (slot_->prepared.count(s.name)) return;
+  pool_->round_trips_.fetch_add(1, std::memory_order_relaxed);  // sent with its first use
   slot_->conn->prepare(s.name, s.sql);
   slot_->prepared.insert(s.name);
 }
@@ -113,7 +114,8 @@ PgPoolStats PgPool::stats() const {
           acquired_total_,
           wait_timeouts_total_,
           connect_failures_total_,
-          broken_total_};
+          broken_total_,
+          round_trips_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace gpurent

@@ -1,6 +1,7 @@
 // A bounded pool of PostgreSQL connections (libpqxx 6) with RAII leases.
 #pragma once
 
+#include "core/db_errors.h"
 #include "core/error.h"
 
 #include <pqxx/pqxx>
@@ -39,6 +40,9 @@ struct PgPoolStats {
   std::uint64_t wait_timeouts_total = 0;
   std::uint64_t connect_failures_total = 0;
   std::uint64_t broken_total = 0;
+  // Round trips to PostgreSQL through leases: statements, PREPAREs, and each
+  // transaction's BEGIN and COMMIT (or ROLLBACK). What a request costs the database.
+  std::uint64_t round_trips_total = 0;
 };
 
 class PgPool {
@@ -69,6 +73,7 @@ class PgPool {
     template <typename... Args>
     pqxx::result exec(pqxx::transaction_base& tx, const Statement& s, Args&&... args) {
       prepare(s);
+      pool_->round_trips_.fetch_add(1, std::memory_order_relaxed);
       return tx.exec_prepared(s.name, std::forward<Args>(args)...);
     }
 
@@ -94,12 +99,16 @@ class PgPool {
   const PgPoolOptions& options() const { return options_; }
 
   // Runs fn(lease, tx) in a read-write transaction named `name` and commits it. Retries
-  // serialization failures and deadlocks a few times; maps a lost connection, a statement
-  // timeout or an unreachable database to Error(kUnavailable).
+  // serialization failures and deadlocks a few times, then gives up with Error(kUnavailable);
+  // maps a lost connection, a statement timeout or an unreachable database to
+  // Error(kUnavailable), and an integrity constraint violation to ConstraintViolation (its
+  // kind, constraint and SQLSTATE), so no caller has to know libpqxx's exception types.
+  // Other database errors are rethrown as they are.
   template <typename Fn>
   auto transact(const char* name, Fn&& fn) {
     for (int attempt = 1;; ++attempt) {
       Lease lease = acquire();
+      round_trips_.fetch_add(2, std::memory_order_relaxed);  // BEGIN, then COMMIT or ROLLBACK
       try {
         pqxx::work tx(lease.conn(), name);
         if constexpr (std::is_void_v<decltype(fn(lease, tx))>) {
@@ -112,10 +121,12 @@ class PgPool {
           return result;
         }
       } catch (const pqxx::transaction_rollback&) {
+        // Another transaction won a race; this one is sound and runs again. One that keeps
+        // losing is a load problem, not the caller's: unavailable, worth retrying later.
         if (attempt >= kMaxAttempts)
-          throw Error(ErrorCode::kConflict,
-                      "The database kept "
-                      "refusing the transaction; try again.");
+          throw Error(ErrorCode::kUnavailable,
+                      "The database kept refusing the transaction under concurrent load; "
+                      "try again.");
       } catch (const pqxx::broken_connection&) {
         lease.mark_broken();
         throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
@@ -124,8 +135,31 @@ class PgPool {
         if (e.sqlstate() == "57014") {
           throw Error(ErrorCode::kUnavailable, "The database did not answer in time.");
         }
+        if (auto violation = ConstraintViolation::from(e)) throw *violation;
         throw;
       }
+    }
+  }
+
+  // Runs fn(lease, tx) on one connection outside any transaction: a single read needs no
+  // BEGIN and COMMIT, each a round trip of its own. Errors map as in transact(); nothing is
+  // retried.
+  template <typename Fn>
+  auto read(const char* name, Fn&& fn) {
+    Lease lease = acquire();
+    try {
+      pqxx::nontransaction tx(lease.conn(), name);
+      return fn(lease, static_cast<pqxx::transaction_base&>(tx));
+    } catch (const pqxx::broken_connection&) {
+      lease.mark_broken();
+      throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
+    } catch (const pqxx::sql_error& e) {
+      if (!lease.conn().is_open()) lease.mark_broken();
+      if (e.sqlstate() == "57014") {
+        throw Error(ErrorCode::kUnavailable, "The database did not answer in time.");
+      }
+      if (auto violation = ConstraintViolation::from(e)) throw *violation;
+      throw;
     }
   }
 
@@ -147,6 +181,7 @@ class PgPool {
   std::uint64_t wait_timeouts_total_ = 0;
   std::uint64_t connect_failures_total_ = 0;
   std::uint64_t broken_total_ = 0;
+  std::atomic<std::uint64_t> round_trips_{0};
 };
 
 }  // namespace gpurent

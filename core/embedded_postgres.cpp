@@ -13,9 +13,11 @@
 #include <spdlog/spdlog.h>
 #include <pqxx/pqxx>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -30,16 +32,47 @@ std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// The absolute data folder, without a trailing slash.
+std::string absolute_data_dir(const std::string& data_dir) {
+  std::string dir = fs::absolute(data_dir).lexically_normal().string();
+  if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+// The socket lives in the data folder unless that path is too long for a unix socket.
+std::string socket_dir_for(const std::string& data_dir) {
+  if (data_dir.size() + 16 > kMaxSocketPath) {
+    return "/tmp/gpurent-pg-" + crypto::sha256_hex(data_dir).substr(0, 16);
+  }
+  return data_dir;
+}
+
+std::string socket_url(const std::string& database, const std::string& socket_dir, int port) {
+  return "postgresql://gpurent@/" + database + "?host=" + socket_dir +
+         "&port=" + std::to_string(port);
+}
+
+// Whether some process holds the data folder's lock (lock_data_dir) right now. The probe
+// takes a shared lock for an instant when the folder is free; a gpurentd starting in that
+// very instant would see the folder as in use and stop with that error.
+bool data_dir_lock_held(const std::string& data_dir) {
+  int fd = open((data_dir + ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // never locked
+  bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);  // drops the probe's own lock, if it got one
+  return held;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
 }  // namespace
 
 EmbeddedPostgres::EmbeddedPostgres(EmbeddedPostgresOptions options) : options_(std::move(options)) {
-  data_dir_ = fs::absolute(options_.data_dir).lexically_normal().string();
-  if (data_dir_.size() > 1 && data_dir_.back() == '/') data_dir_.pop_back();
-  // The socket lives in the data folder unless that path is too long for a unix socket.
-  socket_dir_ = data_dir_;
-  if (socket_dir_.size() + 16 > kMaxSocketPath) {
-    socket_dir_ = "/tmp/gpurent-pg-" + crypto::sha256_hex(data_dir_).substr(0, 16);
-  }
+  data_dir_ = absolute_data_dir(options_.data_dir);
+  socket_dir_ = socket_dir_for(data_dir_);
   if (geteuid() == 0) {
     // PostgreSQL refuses to run as root: the server runs as an unprivileged system user.
     passwd* pw = getpwnam(options_.system_user.c_str());
@@ -171,8 +204,34 @@ void EmbeddedPostgres::stop() {
 }
 
 std::string EmbeddedPostgres::url(const std::string& database) const {
-  return "postgresql://gpurent@/" + (database.empty() ? options_.database : database) +
-         "?host=" + socket_dir_ + "&port=" + std::to_string(kPort);
+  return socket_url(database.empty() ? options_.database : database, socket_dir_, kPort);
+}
+
+std::optional<std::string> EmbeddedPostgres::running_server_url(
+    const EmbeddedPostgresOptions& options) {
+  std::string data_dir = absolute_data_dir(options.data_dir);
+  if (!data_dir_lock_held(data_dir)) return std::nullopt;
+  // postmaster.pid, written by the server itself: line 4 is its port, line 5 its socket
+  // folder, line 8 its state ("ready" once it accepts connections).
+  std::ifstream pid_file(data_dir + "/postmaster.pid");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(pid_file, line);) lines.push_back(trimmed(line));
+  if (lines.size() < 8 || lines[7] != "ready" || lines[4].empty()) return std::nullopt;
+  int port = 0;
+  try {
+    port = std::stoi(lines[3]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string url = socket_url(options.database, lines[4], port);
+  try {
+    pqxx::connection probe(url + "&connect_timeout=5");
+    if (!probe.is_open()) return std::nullopt;
+  } catch (const std::exception& e) {
+    spdlog::info("the PostgreSQL in {} does not accept connections: {}", data_dir, e.what());
+    return std::nullopt;
+  }
+  return url;
 }
 
 void EmbeddedPostgres::create_database() {

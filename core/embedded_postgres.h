@@ -38,6 +38,13 @@ class EmbeddedPostgres {
   // stops it later through another instance, which adopts it).
   void detach() { running_ = false; }
 
+  // The URL of `options.database` on the server of a gpurentd that holds this data folder
+  // now, when that server is up and accepts a connection; nullopt when nothing holds the
+  // folder (start an EmbeddedPostgres instead) or its server is not ready. It takes no lock
+  // and starts or stops nothing, so a short-lived command (`gpurentd admin create`) can
+  // work beside a serving gpurentd.
+  static std::optional<std::string> running_server_url(const EmbeddedPostgresOptions& options);
+
   // libpq URL for a database of this cluster (default: the configured one).
   std::string url(const std::string& database = "") const;
   const std::string& data_dir() const { return data_dir_; }

@@ -171,7 +171,26 @@ void NotifyListener::run() {
   }
 }
 
+bool NotifyListener::caught_up() const {
+  if (!connected_.load()) return false;
+  int fd = socket_fd_.load();
+  if (fd < 0) return false;
+  // Unread bytes (or an error) on the socket: something announced has not been delivered.
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 0) return false;
+  // Read after the socket: bytes it no longer holds are being delivered right now.
+  return !delivering_.load();
+}
+
 void NotifyListener::listen_until_stopped_or_broken() {
+  delivering_ = true;
+  struct Ended {
+    NotifyListener& l;
+    ~Ended() {
+      l.socket_fd_ = -1;
+      l.delivering_ = true;
+    }
+  } ended{*this};
   Session session(listener_conninfo(options_.url));
   // Each receiver LISTENs (channel quoted as an identifier) as it registers.
   for (const auto& s : subscriptions_)
@@ -179,6 +198,7 @@ void NotifyListener::listen_until_stopped_or_broken() {
   // libpqxx swallows a connection lost during LISTEN; without this we would claim to listen.
   if (!session.conn.is_open()) throw pqxx::broken_connection("connection lost during LISTEN");
 
+  socket_fd_ = session.conn.sock();
   connected_ = true;
   if (connections_total_++ > 0) {
     ++reconnects_total_;
@@ -202,7 +222,9 @@ void NotifyListener::listen_until_stopped_or_broken() {
     // Deliver what has arrived (get_notifs throws broken_connection on a dead socket), then
     // sleep until the socket has more, stop() writes the wake descriptor, or the poll
     // interval passes. await_notification cannot be woken, so stopping waited for it.
+    delivering_ = true;
     notifications_total_ += static_cast<std::uint64_t>(session.conn.get_notifs());
+    delivering_ = false;
     pollfd fds[2] = {{session.conn.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     ::poll(fds, 2, kPollMillis);
   }

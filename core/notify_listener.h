@@ -48,6 +48,11 @@ class NotifyListener {
   void stop();
 
   bool connected() const { return connected_.load(); }
+  // Connected, and everything that has reached this process has been delivered: no unread
+  // bytes on the connection and no callback (on_connected included) running. A cache that
+  // trusts its contents only while this holds serves nothing a delivered announcement has
+  // invalidated. Safe from any thread; costs one poll() system call.
+  bool caught_up() const;
   std::uint64_t notifications_total() const { return notifications_total_.load(); }
   // Connections established after the first one.
   std::uint64_t reconnects_total() const { return reconnects_total_.load(); }
@@ -74,6 +79,8 @@ class NotifyListener {
 
   std::uint64_t connections_total_ = 0;  // listener thread only
   std::atomic<bool> connected_{false};
+  std::atomic<int> socket_fd_{-1};      // the listening connection's socket, -1 when none
+  std::atomic<bool> delivering_{true};  // reading or delivering notifications now
   std::atomic<std::uint64_t> notifications_total_{0};
   std::atomic<std::uint64_t> reconnects_total_{0};
 };

@@ -6,6 +6,7 @@
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "core/pg_array.h"
 
 namespace gpurent::identity {
 namespace {
@@ -40,6 +41,20 @@ constexpr Statement kTouchSession = {
     " AND s.expires_at > $2 AND s.last_seen_at > $2::timestamptz - make_interval(secs => $3)"
     " RETURNING u.id, u.email, u.is_platform_admin, " RFC3339(
         "u.created_at") ", s.current_org_id, s.csrf_token"};
+constexpr Statement kResolveSession = {
+    "identity_resolve_session",
+    "SELECT u.id, u.email, u.is_platform_admin, " RFC3339("u.created_at")
+    ", s.current_org_id, s.csrf_token, m.role, " EPOCH_MICROS("s.expires_at")
+    ", " EPOCH_MICROS("s.last_seen_at")
+    " FROM sessions s JOIN users u ON u.id = s.user_id"
+    " LEFT JOIN memberships m ON m.org_id = s.current_org_id AND m.user_id = s.user_id"
+    " WHERE s.id_hash = $1 AND u.disabled_at IS NULL AND s.expires_at > $2"};
+// Two arrays of equal length, hash and time; only moves last_seen_at forward.
+constexpr Statement kRecordSessionsSeen = {
+    "identity_record_sessions_seen",
+    "UPDATE sessions s SET last_seen_at = v.at"
+    " FROM unnest($1::text[], $2::timestamptz[]) AS v(id_hash, at)"
+    " WHERE s.id_hash = v.id_hash AND s.last_seen_at < v.at"};
 constexpr Statement kDeleteSession = {"identity_delete_session",
                                       "DELETE FROM sessions WHERE id_hash = $1"};
 constexpr Statement kSetSessionOrg = {"identity_set_session_org",
@@ -154,6 +169,40 @@ std::optional<Session> IdentityStore::find_session(const std::string& cookie_val
     s.csrf_token = row[5].as<std::string>();
     out = std::move(s);
     return out;
+  });
+}
+
+std::optional<ResolvedSession> IdentityStore::resolve_session(const std::string& id_hash,
+                                                              Timestamp now) {
+  return pool_.read("identity_resolve_session",
+                    [&](PgPool::Lease& lease, pqxx::transaction_base& tx) {
+                      auto rows = lease.exec(tx, kResolveSession, id_hash, sql_timestamp(now));
+                      std::optional<ResolvedSession> out;
+                      if (rows.empty()) return out;
+                      const auto& row = rows[0];
+                      ResolvedSession r;
+                      r.session.id_hash = id_hash;
+                      r.session.user = user_from(row);
+                      if (!row[4].is_null()) r.session.current_org_id = row[4].as<std::string>();
+                      r.session.csrf_token = row[5].as<std::string>();
+                      r.role = optional_field<std::string>(row[6]);
+                      r.expires_at = Timestamp(std::chrono::microseconds(row[7].as<long long>()));
+                      r.last_seen_at = Timestamp(std::chrono::microseconds(row[8].as<long long>()));
+                      out = std::move(r);
+                      return out;
+                    });
+}
+
+void IdentityStore::record_sessions_seen(
+    const std::vector<std::pair<std::string, Timestamp>>& seen) {
+  if (seen.empty()) return;
+  std::vector<std::string> hashes, times;
+  for (const auto& [hash, at] : seen) {
+    hashes.push_back(hash);
+    times.push_back(sql_timestamp(at));
+  }
+  pool_.transact("identity_record_sessions_seen", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kRecordSessionsSeen, pg_array_literal(hashes), pg_array_literal(times));
   });
 }
 

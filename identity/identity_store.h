@@ -49,6 +49,14 @@ struct Session {
   std::string csrf_token;
 };
 
+// A session as the credential cache keeps it.
+struct ResolvedSession {
+  Session session;
+  std::optional<std::string> role;  // the user's role in current_org_id now
+  Timestamp expires_at;             // absolute expiry
+  Timestamp last_seen_at;           // idle expiry is this plus the policy's idle time
+};
+
 // Context written with every audit row.
 struct AuditContext {
   std::string ip;
@@ -80,6 +88,14 @@ class IdentityStore {
   // The live session for a cookie value (not expired by idle or absolute time); refreshes
   // its last-seen time.
   std::optional<Session> find_session(const std::string& cookie_value, const SessionPolicy& policy);
+  // One statement that writes nothing: the session whose cookie hashes to `id_hash`, not
+  // past its absolute expiry at `now`, its user not disabled, with the user's role in its
+  // current org. The caller judges idle expiry from last_seen_at and the uses it has not
+  // written yet (the credential cache writes last-seen times behind).
+  std::optional<ResolvedSession> resolve_session(const std::string& id_hash, Timestamp now);
+  // Records when sessions (by id hash) were last seen, in one statement; a recorded time
+  // never moves back.
+  void record_sessions_seen(const std::vector<std::pair<std::string, Timestamp>>& seen);
   void delete_session(const std::string& id_hash);
   void set_session_org(const std::string& id_hash, const std::string& org_id);
 

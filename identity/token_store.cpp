@@ -6,6 +6,7 @@
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "core/pg_array.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,21 @@ constexpr Statement kRevokeToken = {
     " RETURNING id"};
 // One statement finds a live token and stamps its use (at most once a minute, so busy
 // automation does not turn every request into a write).
+constexpr Statement kResolve = {
+    "token_resolve",
+    "SELECT t.id, t.org_id, array_to_string(t.scopes, ' '), t.max_concurrent_gpus, t.max_days,"
+    " t.spend_limit_minor, u.id, u.email, u.is_platform_admin, " RFC3339("u.created_at")
+    ", m.role, " EPOCH_MICROS("t.expires_at")
+    " FROM api_tokens t JOIN users u ON u.id = t.created_by"
+    " LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.created_by"
+    " WHERE t.secret_hash = $1 AND t.revoked_at IS NULL AND u.disabled_at IS NULL"
+    " AND (t.expires_at IS NULL OR t.expires_at > $2)"};
+// Two arrays of equal length, hash and time; only moves last_used_at forward.
+constexpr Statement kRecordUses = {
+    "token_record_uses",
+    "UPDATE api_tokens t SET last_used_at = u.at"
+    " FROM unnest($1::text[], $2::timestamptz[]) AS u(secret_hash, at)"
+    " WHERE t.secret_hash = u.secret_hash AND (t.last_used_at IS NULL OR t.last_used_at < u.at)"};
 constexpr Statement kAuthenticate = {
     "token_authenticate",
     "WITH live AS (SELECT t.id FROM api_tokens t WHERE t.secret_hash = $1"
@@ -163,6 +179,40 @@ std::optional<TokenIdentity> TokenStore::authenticate(const std::string& token) 
               row[9].as<std::string>()};
     out = std::move(t);
     return out;
+  });
+}
+
+std::optional<ResolvedToken> TokenStore::resolve(const std::string& secret_hash, Timestamp now) {
+  return pool_.read("token_resolve", [&](PgPool::Lease& lease, pqxx::transaction_base& tx) {
+    std::optional<ResolvedToken> out;
+    auto rows = lease.exec(tx, kResolve, secret_hash, sql_timestamp(now));
+    if (rows.empty()) return out;
+    const auto& row = rows[0];
+    ResolvedToken r;
+    r.identity.token_id = row[0].as<std::string>();
+    r.identity.org_id = row[1].as<std::string>();
+    r.identity.scopes = split_scopes(row[2].as<std::string>());
+    r.identity.guardrails = {optional_field<int>(row[3]), optional_field<int>(row[4]),
+                             optional_field<long long>(row[5])};
+    r.identity.user = {row[6].as<std::string>(), row[7].as<std::string>(), row[8].as<bool>(),
+                       row[9].as<std::string>()};
+    r.role = optional_field<std::string>(row[10]);
+    if (!row[11].is_null())
+      r.expires_at = Timestamp(std::chrono::microseconds(row[11].as<long long>()));
+    out = std::move(r);
+    return out;
+  });
+}
+
+void TokenStore::record_uses(const std::vector<std::pair<std::string, Timestamp>>& uses) {
+  if (uses.empty()) return;
+  std::vector<std::string> hashes, times;
+  for (const auto& [hash, at] : uses) {
+    hashes.push_back(hash);
+    times.push_back(sql_timestamp(at));
+  }
+  pool_.transact("token_record_uses", [&](PgPool::Lease& lease, pqxx::work& tx) {
+    lease.exec(tx, kRecordUses, pg_array_literal(hashes), pg_array_literal(times));
   });
 }
 

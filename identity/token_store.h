@@ -46,6 +46,13 @@ struct TokenIdentity {
   Guardrails guardrails;
 };
 
+// A token as the credential cache keeps it.
+struct ResolvedToken {
+  TokenIdentity identity;
+  std::optional<std::string> role;  // the creator's role in the org now; none: they left
+  std::optional<Timestamp> expires_at;
+};
+
 class TokenStore {
  public:
   TokenStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
@@ -65,6 +72,13 @@ class TokenStore {
               const AuditContext& ctx);
   // A live (not revoked, not expired) token; records its use.
   std::optional<TokenIdentity> authenticate(const std::string& token);
+  // One statement that writes nothing: the live token whose secret hashes to `secret_hash`
+  // (not revoked, not expired at `now`, its creator's account not disabled), with its
+  // creator's role in its org now. For the credential cache, which writes uses behind.
+  std::optional<ResolvedToken> resolve(const std::string& secret_hash, Timestamp now);
+  // Records when tokens (by secret hash) were last used, in one statement; a recorded time
+  // never moves back.
+  void record_uses(const std::vector<std::pair<std::string, Timestamp>>& uses);
 
  private:
   PgPool& pool_;

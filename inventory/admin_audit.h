@@ -29,21 +29,4 @@ inline void write_admin_audit(PgPool::Lease& lease, pqxx::work& tx, const Clock&
              actor.token_id, action, target, ctx.ip, ctx.request_id, details.dump());
 }
 
-// pqxx 6 has no array parameters: a text[]/int[] literal from values that the caller has
-// already validated as free of quotes, commas and braces (link kinds, numbers).
-template <typename Range>
-std::string array_literal(const Range& values) {
-  std::string out = "{";
-  for (const auto& v : values) {
-    if (out.size() > 1) out += ',';
-    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(v)>>) {
-      out += std::to_string(v);
-    } else {
-      out += v;
-    }
-  }
-  out += '}';
-  return out;
-}
-
 }  // namespace gpurent::inventory

@@ -5,6 +5,7 @@
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "core/pg_array.h"
 #include "identity/sql_common.h"
 
 namespace gpurent::inventory {
@@ -160,7 +161,8 @@ void write_links(PgPool::Lease& lease, pqxx::work& tx, const std::string& id,
   }
   lease.exec(tx, kDeleteLinks, id);
   if (!kinds.empty()) {
-    lease.exec(tx, kInsertLinks, id, array_literal(as), array_literal(bs), array_literal(kinds));
+    lease.exec(tx, kInsertLinks, id, pg_array_literal(as), pg_array_literal(bs),
+               pg_array_literal(kinds));
   }
 }
 

@@ -45,14 +45,14 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/orgs",
               .handler =
-                  [&state](const Request& req) {
-                    platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
                     auto page = state.orgs->list(query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& o : page.items) items.push_back(org_json(o));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
+              .platform_admin = true,
               .summary = "Every organisation with its member count and guardrails, oldest first "
                          "(platform admins).",
               .tag = "admin"});
@@ -60,20 +60,19 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/orgs/{id}",
               .handler =
-                  [&state](const Request& req) {
-                    platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal&) {
                     auto org = state.orgs->get(org_id_param(req));
                     if (!org) throw no_such_org();
                     return json_response(200, org_json(*org));
                   },
+              .platform_admin = true,
               .summary = "One organisation (platform admins).",
               .tag = "admin"});
 
   router.add({.method = Method::kPatch,
               .pattern = "/v1/admin/orgs/{id}",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal& p) {
                     std::string org_id = org_id_param(req);
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
@@ -87,6 +86,8 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
                     if (!org) throw no_such_org();
                     return json_response(200, org_json(*org));
                   },
+              .platform_admin = true,
+              .changes_credentials = true,
               .summary = "Set an organisation's guardrails: {max_concurrent_gpus?, max_days?, "
                          "spend_limit?}; null clears a limit, an absent field leaves it (platform "
                          "admins; audited as org.guardrails_set).",
@@ -96,8 +97,7 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
       {.method = Method::kGet,
        .pattern = "/v1/admin/audit",
        .handler =
-           [&state](const Request& req) {
-             platform_admin(*state.auth, req);
+           [&state](const Request& req, const Principal&) {
              QueryParams query(
                  req, {"org_id", "action", "actor_user_id", "since", "until", "limit", "cursor"});
              auto org_id = query.id("org_id", id_prefix::kOrg);
@@ -105,6 +105,7 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
              auto page = state.audit->list_all(org_id, filter, query.limit(), query.cursor());
              return json_response(200, audit_page_json(page));
            },
+       .platform_admin = true,
        .summary = "The audit log of every organisation, newest first; filters org_id, action, "
                   "actor_user_id, since, until (RFC 3339, half-open) (platform admins).",
        .tag = "admin"});

@@ -12,7 +12,6 @@ namespace gpurent::http {
 struct AdminRoutesState {
   identity::OrgAdminStore* orgs = nullptr;
   identity::AuditStore* audit = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_admin_routes(Router& router, AdminRoutesState& state);

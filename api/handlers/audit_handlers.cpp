@@ -65,20 +65,20 @@ void add_audit_routes(Router& router, AuditRoutesState& state) {
       {.method = Method::kGet,
        .pattern = "/v1/audit",
        .handler =
-           [&state](const Request& req) {
-             Principal p = state.auth->authenticate(req);
-             const std::string& org_id = require_org(p);
+           [&state](const Request& req, const Principal& p) {
+             const std::string& org_id = *p.org_id;
              if (p.role != "owner" && p.role != "admin") {
                throw Error(ErrorCode::kForbidden,
                            "The audit log is for the organisation's owners and admins.");
              }
-             require_scope(p, "members:write");
              QueryParams query(req,
                                {"action", "actor_user_id", "since", "until", "limit", "cursor"});
              auto filter = read_audit_filter(query);
              auto page = state.store->list_org(org_id, filter, query.limit(), query.cursor());
              return json_response(200, audit_page_json(page));
            },
+       .needs_org = true,
+       .scope = "members:write",
        .summary = "The organisation's audit log, newest first; filters action, actor_user_id, "
                   "since, until (RFC 3339, half-open). Owners and admins; API tokens need "
                   "members:write.",

@@ -13,7 +13,6 @@ namespace gpurent::http {
 
 struct AuditRoutesState {
   identity::AuditStore* store = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_audit_routes(Router& router, AuditRoutesState& state);

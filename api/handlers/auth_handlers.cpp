@@ -88,7 +88,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
       {.method = Method::kPost,
        .pattern = "/v1/auth/signup",
        .handler =
-           [&state](const Request& req) {
+           [&state](const Request& req, const Principal&) {
              if (!state.signup_enabled) {
                throw Error(ErrorCode::kForbidden, "Sign-up is disabled on this service.");
              }
@@ -109,6 +109,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
              return json_response(
                  201, {{"user", user_json(user)}, {"org", {{"id", org.id}, {"name", org.name}}}});
            },
+       .access = Access::kAnyone,
        .summary = "Create an account and its organisation.",
        .tag = "identity",
        .idempotency_key = false});
@@ -117,7 +118,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
       {.method = Method::kPost,
        .pattern = "/v1/auth/login",
        .handler =
-           [&state](const Request& req) {
+           [&state](const Request& req, const Principal&) {
              auto body = parse_json_body(req);
              JsonObjectReader in(body);
              std::string email = in.required_string("email", 254);
@@ -160,6 +161,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
              r.set_header("Cache-Control", "no-store");
              return r;
            },
+       .access = Access::kAnyone,
        .summary = "Sign in; sets the session cookie and returns the CSRF token.",
        .tag = "identity",
        .idempotency_key = false});
@@ -167,8 +169,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
   router.add({.method = Method::kPost,
               .pattern = "/v1/auth/logout",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
+                  [&state](const Request& req, const Principal& p) {
                     state.store->delete_session(p.session_id_hash);
                     state.store->audit("user.logout", p.org_id, p.user.id, p.user.id,
                                        audit_context(req));
@@ -177,6 +178,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
                     r.set_header("Set-Cookie", session_cookie(req, "", 0));
                     return r;
                   },
+              .changes_credentials = true,
               .summary = "Sign out: the session ends at once.",
               .tag = "identity",
               .idempotency_key = false});
@@ -184,8 +186,8 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/me",
               .handler =
-                  [&state](const Request& req) {
-                    Response r = json_response(200, me_json(state.auth->authenticate(req)));
+                  [](const Request&, const Principal& p) {
+                    Response r = json_response(200, me_json(p));
                     r.set_header("Cache-Control", "no-store");
                     return r;
                   },
@@ -195,15 +197,8 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
   router.add({.method = Method::kPost,
               .pattern = "/v1/session/org",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    // A token belongs to one org for its whole life; only a panel session
-                    // has a current org to switch.
-                    if (!p.token_id.empty()) {
-                      throw Error(ErrorCode::kForbidden,
-                                  "An API token acts for its own organisation; only a "
-                                  "session can switch organisations.");
-                    }
+                  [&state](const Request& req, const Principal& caller) {
+                    Principal p = caller;
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     std::string org_id = in.required_string("org_id", 64);
@@ -217,6 +212,8 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
                     p.scopes = session_scopes(p.user, *role);
                     return json_response(200, me_json(p));
                   },
+              .access = Access::kSessionOnly,
+              .changes_credentials = true,
               .summary = "Switch the session's current organisation.",
               .tag = "identity"});
 }

@@ -96,8 +96,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/images",
               .handler =
-                  [&state](const Request& req) {
-                    platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
                     auto models = state.catalog->gpu_models();
                     SortedItems items;
@@ -110,6 +109,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
                               [](const auto& a, const auto& b) { return a.first < b.first; });
                     return page_of_sorted(items, query);
                   },
+              .platform_admin = true,
               .summary = "Every image, deprecated ones included (platform admins).",
               .tag = "admin"});
 
@@ -117,8 +117,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
       {.method = Method::kPost,
        .pattern = "/v1/admin/images",
        .handler =
-           [&state](const Request& req) {
-             Principal p = platform_admin(*state.auth, req);
+           [&state](const Request& req, const Principal& p) {
              auto image = read_new_image(parse_json_body(req));
              auto created = state.catalog->create_image(image, admin_actor(p), audit_context(req));
              state.cache->invalidate();
@@ -126,6 +125,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
              return json_response(
                  201, image_json(created, inventory::compatible_gpu_models(created, models)));
            },
+       .platform_admin = true,
        .summary = "Publish an image: {name, os, driver_version, cuda_version, frameworks}; "
                   "422 incompatible_image when the driver cannot run that CUDA release "
                   "(platform admins).",
@@ -134,8 +134,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
   router.add({.method = Method::kPost,
               .pattern = "/v1/admin/images/{id}/deprecate",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal& p) {
                     std::string id(req.path_param("id"));
                     if (!is_valid_id(id_prefix::kImage, id)) throw no_such_image();
                     auto image =
@@ -146,6 +145,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
                     return json_response(
                         200, image_json(*image, inventory::compatible_gpu_models(*image, models)));
                   },
+              .platform_admin = true,
               .summary = "Stop offering an image; rentals that use it keep it (platform admins).",
               .tag = "admin"});
 }
@@ -158,11 +158,11 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/prices",
               .handler =
-                  [&state](const Request& req) {
-                    platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
                     return page_of_sorted(sorted_prices(state.prices->current()), query);
                   },
+              .platform_admin = true,
               .summary = "The price list in force: a price per day for each GPU model and "
                          "count (platform admins).",
               .tag = "admin"});
@@ -170,8 +170,7 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
   router.add({.method = Method::kPut,
               .pattern = "/v1/admin/prices",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal& p) {
                     QueryParams query(req, {});
                     auto entries = read_price_list(parse_json_body(req));
                     auto prices =
@@ -180,6 +179,7 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
                     for (auto& [_, item] : sorted_prices(prices)) items.push_back(std::move(item));
                     return list_response(200, std::move(items), std::nullopt);
                   },
+              .platform_admin = true,
               .summary = "Replace the price list: [{gpu_model, gpu_count, price_per_day}]; "
                          "shapes left out are no longer priced; rentals keep the price they "
                          "were booked at (platform admins).",

@@ -15,7 +15,6 @@ struct CatalogAdminRoutesState {
   inventory::PriceStore* prices = nullptr;
   // Dropped after each change on this replica; the database notifies the others.
   CatalogCache* cache = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state);

@@ -97,8 +97,7 @@ void add_catalog_routes(Router& router, CatalogRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/gpu-models",
               .handler =
-                  [&state](const Request& req) {
-                    state.auth->authenticate(req);
+                  [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
                     auto docs = state.cache->get();
                     if (req.query.empty()) return shared_body_response(docs->gpu_models_body);
@@ -110,8 +109,7 @@ void add_catalog_routes(Router& router, CatalogRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/images",
               .handler =
-                  [&state](const Request& req) {
-                    state.auth->authenticate(req);
+                  [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
                     auto docs = state.cache->get();
                     if (req.query.empty()) return shared_body_response(docs->images_body);

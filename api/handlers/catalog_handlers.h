@@ -40,7 +40,6 @@ using CatalogCache = SnapshotCache<CatalogDocuments>;
 
 struct CatalogRoutesState {
   CatalogCache* cache = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_catalog_routes(Router& router, CatalogRoutesState& state);

@@ -51,25 +51,23 @@ void add_member_routes(Router& router, MemberRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/members",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const std::string& org_id = require_org(p);
+                  [&state](const Request& req, const Principal& p) {
+                    const std::string& org_id = *p.org_id;
                     QueryParams query(req, {"limit", "cursor"});
                     auto page = state.store->list(org_id, query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& m : page.items) items.push_back(member_json(m));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
+              .needs_org = true,
               .summary = "The organisation's members, in the order they joined.",
               .tag = "identity"});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/members",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const std::string& org_id = require_org(p);
-                    require_scope(p, "members:write");
+                  [&state](const Request& req, const Principal& p) {
+                    const std::string& org_id = *p.org_id;
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     std::string email =
@@ -80,16 +78,17 @@ void add_member_routes(Router& router, MemberRoutesState& state) {
                                                             audit_context(req), authority_of(p));
                     return json_response(201, member_json(member));
                   },
+              .needs_org = true,
+              .scope = "members:write",
+              .changes_credentials = true,
               .summary = "Add an existing user to the organisation by email.",
               .tag = "identity"});
 
   router.add({.method = Method::kPatch,
               .pattern = "/v1/members/{user_id}",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const std::string& org_id = require_org(p);
-                    require_scope(p, "members:write");
+                  [&state](const Request& req, const Principal& p) {
+                    const std::string& org_id = *p.org_id;
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     std::string role = validated_role(in);
@@ -99,6 +98,9 @@ void add_member_routes(Router& router, MemberRoutesState& state) {
                     if (!member) throw no_such_member();
                     return json_response(200, member_json(*member));
                   },
+              .needs_org = true,
+              .scope = "members:write",
+              .changes_credentials = true,
               .summary = "Change a member's role.",
               .tag = "identity"});
 
@@ -106,9 +108,8 @@ void add_member_routes(Router& router, MemberRoutesState& state) {
       {.method = Method::kDelete,
        .pattern = "/v1/members/{user_id}",
        .handler =
-           [&state](const Request& req) {
-             Principal p = state.auth->authenticate(req);
-             const std::string& org_id = require_org(p);
+           [&state](const Request& req, const Principal& p) {
+             const std::string& org_id = *p.org_id;
              std::string user_id = member_id(req);
              // Leaving needs no permission; removing someone else does.
              bool leaving = user_id == p.user.id;
@@ -122,6 +123,8 @@ void add_member_routes(Router& router, MemberRoutesState& state) {
              r.status = 204;
              return r;
            },
+       .needs_org = true,
+       .changes_credentials = true,
        .summary = "Remove a member from the organisation (or leave it).",
        .tag = "identity"});
 }

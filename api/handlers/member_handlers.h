@@ -9,7 +9,6 @@ namespace gpurent::http {
 
 struct MemberRoutesState {
   identity::MemberStore* store = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_member_routes(Router& router, MemberRoutesState& state);

@@ -146,8 +146,7 @@ void add_transition_route(Router& router, NodeAdminRoutesState& state, const cha
   router.add({.method = Method::kPost,
               .pattern = std::string("/v1/admin/nodes/{id}/") + verb,
               .handler =
-                  [&state, action](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state, action](const Request& req, const Principal& p) {
                     std::string id = node_id_param(req);
                     std::string reason = read_reason(req);
                     auto node = state.nodes->transition(id, action, reason, admin_actor(p),
@@ -155,6 +154,7 @@ void add_transition_route(Router& router, NodeAdminRoutesState& state, const cha
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },
+              .platform_admin = true,
               .summary = summary,
               .tag = "admin"});
 }
@@ -163,22 +163,21 @@ void add_site_routes(Router& router, NodeAdminRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/sites",
               .handler =
-                  [&state](const Request& req) {
-                    platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
                     auto page = state.sites->list(query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& s : page.items) items.push_back(site_json(s));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
+              .platform_admin = true,
               .summary = "Sites, oldest first (platform admins).",
               .tag = "admin"});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/admin/sites",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal& p) {
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     auto name = printable_text("name", in.required_string("name", 100), 100);
@@ -189,6 +188,7 @@ void add_site_routes(Router& router, NodeAdminRoutesState& state) {
                                                     audit_context(req));
                     return json_response(201, site_json(site));
                   },
+              .platform_admin = true,
               .summary = "Add a site: {name, region, timezone} (an IANA zone; rental days "
                          "follow it) (platform admins).",
               .tag = "admin"});
@@ -203,8 +203,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
       {.method = Method::kGet,
        .pattern = "/v1/admin/nodes",
        .handler =
-           [&state](const Request& req) {
-             platform_admin(*state.auth, req);
+           [&state](const Request& req, const Principal&) {
              QueryParams query(req, {"site_id", "state", "gpu_model", "limit", "cursor"});
              inventory::NodeFilter filter;
              filter.site_id = query.id("site_id", id_prefix::kSite);
@@ -218,14 +217,14 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
              for (const auto& n : page.items) items.push_back(node_json(n));
              return list_response(200, std::move(items), page.next_cursor);
            },
+       .platform_admin = true,
        .summary = "Nodes, oldest first; filters site_id, state, gpu_model (platform admins).",
        .tag = "admin"});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/admin/nodes",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal& p) {
                     auto node = read_new_node(parse_json_body(req));
                     auto created = state.nodes->create(node, admin_actor(p), audit_context(req));
                     return json_response(
@@ -233,6 +232,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                               {"enrollment_token", created.enrollment_token},
                               {"enrollment_token_expires_at", created.enrollment_expires_at}});
                   },
+              .platform_admin = true,
               .summary =
                   "Add a node in state enrolling: {site_id, hostname, gpu_model, gpu_count, "
                   "interconnect?, cpu_model?, cpu_cores?, ram_gb?, disk_gb?, labels?} → {node, "
@@ -242,12 +242,12 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/nodes/{id}",
               .handler =
-                  [&state](const Request& req) {
-                    platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal&) {
                     auto node = state.nodes->get(node_id_param(req));
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },
+              .platform_admin = true,
               .summary = "A node with its GPUs, link matrix, health and state history "
                          "(platform admins).",
               .tag = "admin"});
@@ -255,8 +255,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
   router.add({.method = Method::kPatch,
               .pattern = "/v1/admin/nodes/{id}",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal& p) {
                     std::string id = node_id_param(req);
                     auto body = parse_json_body(req);
                     auto change = read_node_change(body);
@@ -266,6 +265,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },
+              .platform_admin = true,
               .summary = "Change a node's hostname, hardware facts or labels; null clears an "
                          "optional fact (platform admins).",
               .tag = "admin"});
@@ -273,8 +273,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
   router.add({.method = Method::kPut,
               .pattern = "/v1/admin/nodes/{id}/topology",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = platform_admin(*state.auth, req);
+                  [&state](const Request& req, const Principal& p) {
                     std::string id = node_id_param(req);
                     auto matrix = read_topology_text(req);
                     auto node = state.nodes->set_topology(id, matrix, "admin", admin_actor(p),
@@ -282,6 +281,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },
+              .platform_admin = true,
               .summary = "Set a node's GPU link matrix from its `nvidia-smi topo -m` output "
                          "(text/plain body) (platform admins).",
               .tag = "admin"});

@@ -13,7 +13,6 @@ namespace gpurent::http {
 struct NodeAdminRoutesState {
   inventory::SiteStore* sites = nullptr;
   inventory::NodeStore* nodes = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_node_admin_routes(Router& router, NodeAdminRoutesState& state);

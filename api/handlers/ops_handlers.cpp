@@ -14,13 +14,14 @@ void add_ops_routes(Router& router, OpsState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/healthz",
               .handler =
-                  [healthz_body](const Request&) {
+                  [healthz_body](const Request&, const Principal&) {
                     Response r;
                     r.shared_body = healthz_body;
                     r.set_header("Cache-Control", "no-store");
                     return r;
                   },
               .execution = Execution::kInline,
+              .access = Access::kAnyone,
               .summary = "Liveness: the process is up.",
               .tag = "operations",
               .quiet = true});
@@ -29,7 +30,7 @@ void add_ops_routes(Router& router, OpsState& state) {
       {.method = Method::kGet,
        .pattern = "/readyz",
        .handler =
-           [&state](const Request&) {
+           [&state](const Request&, const Principal&) {
              if (state.shutting_down && state.shutting_down()) {
                return error_response(ErrorCode::kUnavailable, "The server is shutting down.");
              }
@@ -51,6 +52,7 @@ void add_ops_routes(Router& router, OpsState& state) {
              return r;
            },
        .execution = Execution::kWorker,
+       .access = Access::kAnyone,
        .summary = "Readiness: the database answers and its schema is current.",
        .tag = "operations",
        .quiet = true});
@@ -58,13 +60,14 @@ void add_ops_routes(Router& router, OpsState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/metrics",
               .handler =
-                  [&state](const Request&) {
+                  [&state](const Request&, const Principal&) {
                     Response r;
                     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
                     r.body = state.metrics ? state.metrics->render() : std::string();
                     return r;
                   },
               .execution = Execution::kInline,
+              .access = Access::kAnyone,
               .summary = "Prometheus metrics.",
               .tag = "operations",
               .quiet = true});
@@ -72,13 +75,14 @@ void add_ops_routes(Router& router, OpsState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/openapi.json",
               .handler =
-                  [&state](const Request&) {
+                  [&state](const Request&, const Principal&) {
                     Response r;
                     r.shared_body = state.openapi;
                     r.set_header("Cache-Control", "public, max-age=60");
                     return r;
                   },
               .execution = Execution::kInline,
+              .access = Access::kAnyone,
               .summary = "This API's OpenAPI 3.1 document.",
               .tag = "operations"});
 }

@@ -53,25 +53,23 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/ssh-keys",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const std::string& org_id = require_org(p);
+                  [&state](const Request& req, const Principal& p) {
+                    const std::string& org_id = *p.org_id;
                     QueryParams query(req, {"limit", "cursor"});
                     auto page = state.store->list(org_id, query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& k : page.items) items.push_back(key_json(k));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
+              .needs_org = true,
               .summary = "The organisation's SSH keys, oldest first.",
               .tag = "identity"});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/ssh-keys",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const std::string& org_id = require_org(p);
-                    require_scope(p, "ssh-keys:write");
+                  [&state](const Request& req, const Principal& p) {
+                    const std::string& org_id = *p.org_id;
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     std::string name = trimmed(in.required_string("name", kMaxNameBytes));
@@ -87,29 +85,29 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
                         state.store->create(org_id, name, key, p.user.id, audit_context(req));
                     return json_response(201, key_json(record));
                   },
+              .needs_org = true,
+              .scope = "ssh-keys:write",
               .summary = "Register an SSH public key for the organisation.",
               .tag = "identity"});
 
   router.add({.method = Method::kGet,
               .pattern = "/v1/ssh-keys/{id}",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const std::string& org_id = require_org(p);
+                  [&state](const Request& req, const Principal& p) {
+                    const std::string& org_id = *p.org_id;
                     auto key = state.store->get(org_id, key_id(req));
                     if (!key) throw Error(ErrorCode::kNotFound, "No such SSH key.");
                     return json_response(200, key_json(*key));
                   },
+              .needs_org = true,
               .summary = "One SSH key of the organisation.",
               .tag = "identity"});
 
   router.add({.method = Method::kDelete,
               .pattern = "/v1/ssh-keys/{id}",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const std::string& org_id = require_org(p);
-                    require_scope(p, "ssh-keys:write");
+                  [&state](const Request& req, const Principal& p) {
+                    const std::string& org_id = *p.org_id;
                     if (!state.store->remove(org_id, key_id(req), p.user.id, audit_context(req))) {
                       throw Error(ErrorCode::kNotFound, "No such SSH key.");
                     }
@@ -117,6 +115,8 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
                     r.status = 204;
                     return r;
                   },
+              .needs_org = true,
+              .scope = "ssh-keys:write",
               .summary = "Remove an SSH key from the organisation.",
               .tag = "identity"});
 }

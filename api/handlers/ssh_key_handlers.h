@@ -9,7 +9,6 @@ namespace gpurent::http {
 
 struct SshKeyRoutesState {
   identity::SshKeyStore* store = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_ssh_key_routes(Router& router, SshKeyRoutesState& state);

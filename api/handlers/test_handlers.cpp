@@ -40,7 +40,7 @@ void add_test_routes(Router& router, TestRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/test/sleep",
               .handler =
-                  [&state](const Request& req) {
+                  [&state](const Request& req, const Principal&) {
                     auto ms_text = req.query_param("ms").value_or("");
                     std::int64_t ms = -1;
                     auto [p, ec] =
@@ -53,23 +53,27 @@ void add_test_routes(Router& router, TestRoutesState& state) {
                     return json_response(200, {{"slept_ms", ms}});
                   },
               .execution = Execution::kWorker,
+              .access = Access::kAnyone,
               .summary = "Test mode: hold a database connection for ?ms= milliseconds.",
               .tag = "test",
               .documented = false});
 
-  router.add(
-      {.method = Method::kGet,
-       .pattern = "/v1/admin/test-clock",
-       .handler = [&state](const Request&) { return json_response(200, clock_json(*state.clock)); },
-       .execution = Execution::kInline,
-       .summary = "Test mode: read the test clock.",
-       .tag = "test",
-       .documented = false});
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/test-clock",
+              .handler =
+                  [&state](const Request&, const Principal&) {
+                    return json_response(200, clock_json(*state.clock));
+                  },
+              .execution = Execution::kInline,
+              .access = Access::kAnyone,
+              .summary = "Test mode: read the test clock.",
+              .tag = "test",
+              .documented = false});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/admin/test-clock",
               .handler =
-                  [&state](const Request& req) {
+                  [&state](const Request& req, const Principal&) {
                     auto body = parse_json_body(req);
                     JsonObjectReader reader(body);
                     auto seconds = reader.required_int("advance_seconds", 0, kMaxAdvanceSeconds);
@@ -78,6 +82,7 @@ void add_test_routes(Router& router, TestRoutesState& state) {
                     return json_response(200, clock_json(*state.clock));
                   },
               .execution = Execution::kInline,
+              .access = Access::kAnyone,
               .summary = "Test mode: move the test clock forward by advance_seconds.",
               .tag = "test",
               .documented = false,
@@ -86,11 +91,12 @@ void add_test_routes(Router& router, TestRoutesState& state) {
   router.add({.method = Method::kPost,
               .pattern = "/v1/test/leak",
               .handler =
-                  [](const Request&) {
+                  [](const Request&, const Principal&) {
                     leak_on_purpose(kLeakBytes);
                     return json_response(200, {{"leaked_bytes", kLeakBytes}});
                   },
               .execution = Execution::kInline,
+              .access = Access::kAnyone,
               .summary = "Test mode: leak 4242 bytes (proves the harness's leak check).",
               .tag = "test",
               .documented = false,

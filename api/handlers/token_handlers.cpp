@@ -62,25 +62,23 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/api-tokens",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const auto& org = require_org(p);
+                  [&state](const Request& req, const Principal& p) {
+                    const auto& org = *p.org_id;
                     QueryParams query(req, {"limit", "cursor"});
                     auto page = state.store->list(org, query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& t : page.items) items.push_back(token_json(t));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
+              .needs_org = true,
               .summary = "The org's live API tokens (never their secrets).",
               .tag = "identity"});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/api-tokens",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const auto& org = require_org(p);
-                    require_scope(p, "tokens:write");
+                  [&state](const Request& req, const Principal& p) {
+                    const auto& org = *p.org_id;
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     std::string name = in.required_string("name", 200);
@@ -102,16 +100,16 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
                     r.set_header("Cache-Control", "no-store");
                     return r;
                   },
+              .needs_org = true,
+              .scope = "tokens:write",
               .summary = "Create an API token; the token is shown only in this response.",
               .tag = "identity"});
 
   router.add({.method = Method::kDelete,
               .pattern = "/v1/api-tokens/{id}",
               .handler =
-                  [&state](const Request& req) {
-                    Principal p = state.auth->authenticate(req);
-                    const auto& org = require_org(p);
-                    require_scope(p, "tokens:write");
+                  [&state](const Request& req, const Principal& p) {
+                    const auto& org = *p.org_id;
                     if (!state.store->revoke(org, std::string(req.path_param("id")), p.user.id,
                                              audit_context(req))) {
                       throw Error(ErrorCode::kNotFound, "No such API token.");
@@ -120,6 +118,9 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
                     r.status = 204;
                     return r;
                   },
+              .needs_org = true,
+              .scope = "tokens:write",
+              .changes_credentials = true,
               .summary = "Revoke an API token; it stops working on the next request.",
               .tag = "identity"});
 }

@@ -9,7 +9,6 @@ namespace gpurent::http {
 
 struct TokenRoutesState {
   identity::TokenStore* store = nullptr;
-  Authenticator* auth = nullptr;
 };
 
 void add_token_routes(Router& router, TokenRoutesState& state);

@@ -18,7 +18,7 @@ Route route(Method method, std::string pattern, std::string summary, bool docume
   r.summary = std::move(summary);
   r.tag = "rentals";
   r.documented = documented;
-  r.handler = [](const Request&) { return Response{}; };
+  r.handler = [](const Request&, const Principal&) { return Response{}; };
   return r;
 }
 
@@ -141,6 +141,34 @@ TEST(BuildOpenApi, EmptyRouterHasNoPaths) {
   EXPECT_TRUE(doc["paths"].is_object());
   EXPECT_TRUE(doc["paths"].empty());
   EXPECT_TRUE(doc["components"]["schemas"].contains("Error"));
+}
+
+TEST(OpenApiSecurity, EveryOperationPrintsTheAccessItsRouteDeclares) {
+  Router router;
+  Route anyone = route(Method::kPost, "/v1/auth/login", "Sign in");
+  anyone.access = Access::kAnyone;
+  Route signed_in = route(Method::kGet, "/v1/ssh-keys", "Keys");
+  signed_in.needs_org = true;
+  signed_in.scope = "ssh-keys:write";
+  Route session = route(Method::kPost, "/v1/session/org", "Switch");
+  session.access = Access::kSessionOnly;
+  Route admin = route(Method::kGet, "/v1/admin/orgs", "Orgs");
+  admin.platform_admin = true;
+  for (auto* r : {&anyone, &signed_in, &session, &admin}) router.add(*r);
+  json doc = build_openapi(router, "1");
+  json bearer = {{"bearer", json::array()}};
+  json session_scheme = {{"session", json::array()}};
+  const json both = json::array({bearer, session_scheme});
+  EXPECT_EQ(doc["paths"]["/v1/auth/login"]["post"]["security"], json::array());
+  EXPECT_EQ(doc["paths"]["/v1/ssh-keys"]["get"]["security"], both);
+  EXPECT_EQ(doc["paths"]["/v1/ssh-keys"]["get"]["x-gpurent-needs-org"], true);
+  EXPECT_EQ(doc["paths"]["/v1/ssh-keys"]["get"]["x-gpurent-scope"], "ssh-keys:write");
+  EXPECT_EQ(doc["paths"]["/v1/session/org"]["post"]["security"], json::array({session_scheme}));
+  EXPECT_EQ(doc["paths"]["/v1/admin/orgs"]["get"]["security"], both);
+  EXPECT_EQ(doc["paths"]["/v1/admin/orgs"]["get"]["x-gpurent-platform-admin"], true);
+  // Both schemes the operations name are defined.
+  EXPECT_TRUE(doc["components"]["securitySchemes"].contains("bearer"));
+  EXPECT_TRUE(doc["components"]["securitySchemes"].contains("session"));
 }
 
 }  // namespace

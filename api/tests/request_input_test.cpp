@@ -247,7 +247,7 @@ TEST(InvokeChecksInput, RefusedBeforeTheHandlerRuns) {
   Route route;
   route.method = Method::kDelete;
   route.pattern = "/v1/api-tokens/{id}";
-  route.handler = [&calls](const Request&) {
+  route.handler = [&calls](const Request&, const Principal&) {
     ++calls;
     return Response{};
   };
@@ -282,7 +282,7 @@ TEST(InvokeChecksInput, RefusedBeforeTheHandlerRuns) {
 TEST(InvokeChecksInput, ErrorsWithBadBytesStillPrint) {
   Route route;
   route.pattern = "/v1/x";
-  route.handler = [](const Request&) -> Response {
+  route.handler = [](const Request&, const Principal&) -> Response {
     throw Error::invalid_field("bad \xFF name", "is not known");
   };
   Request r;

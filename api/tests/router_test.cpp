@@ -1,6 +1,8 @@
 // Tests Router: exact and parameterised matches, 404 vs 405 with Allow, and pattern checks.
 #include "api/router.h"
 
+#include "api/auth.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -11,7 +13,7 @@ namespace {
 using Kind = RouteMatch::Kind;
 
 Handler answer(int status) {
-  return [status](const Request&) {
+  return [status](const Request&, const Principal&) {
     Response r;
     r.status = status;
     return r;
@@ -43,7 +45,7 @@ class RouterTest : public testing::Test {
   int matched(Method method, std::string_view path) const {
     RouteMatch m = router_.match(method, path);
     if (m.kind != Kind::kFound) return -1;
-    return m.route->handler(Request{}).status;
+    return m.route->handler(Request{}, Principal{}).status;
   }
 
   Router router_;

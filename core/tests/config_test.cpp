@@ -72,6 +72,7 @@ const std::map<std::string, std::string>& other_values() {
       {"http_write_timeout", "12s"},
       {"http_idle_timeout", "61s"},
       {"http_pipeline_limit", "9"},
+      {"http_max_connections", "50"},
       {"shutdown_deadline", "16s"},
       {"web_root", "/srv/web"},
       {"database_url", "postgresql://db/gpurent"},
@@ -526,6 +527,17 @@ TEST(LoadConfig, IntegerRanges) {
     EXPECT_THAT(config_error({"--io_threads=" + bad}), HasSubstr("io_threads"));
   }
   EXPECT_THAT(config_error({"--db_pool_size=513"}), HasSubstr("db_pool_size"));
+}
+
+TEST(LoadConfig, ConnectionLimitIsAtLeastOne) {
+  EXPECT_EQ(load_flag("http_max_connections", "1").http_max_connections, 1u);
+  EXPECT_EQ(load_config({}, {"GPURENT_HTTP_MAX_CONNECTIONS=20000"}).http_max_connections, 20000u);
+  for (std::string bad : {"0", "-1", "1000001", "many"}) {
+    SCOPED_TRACE(bad);
+    std::string msg = config_error({"--http_max_connections=" + bad});
+    EXPECT_THAT(msg, HasSubstr("http_max_connections"));
+    EXPECT_THAT(msg, HasSubstr("from 1 to 1000000"));
+  }
 }
 
 TEST(LoadConfig, Booleans) {

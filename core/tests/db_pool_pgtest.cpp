@@ -44,6 +44,24 @@ TEST(PgPool, ReusesConnectionsAndRunsPreparedStatements) {
   EXPECT_EQ(s.in_use, 0);
 }
 
+// What a request costs the database, as /metrics reports it: PREPARE once per connection,
+// one round trip per statement, BEGIN and COMMIT per transaction, none for a single read.
+TEST(PgPool, CountsItsRoundTrips) {
+  TestDatabase db;
+  PgPool pool(options(db, 1));
+  constexpr Statement kOne = {"round_trip_one", "SELECT 1"};
+  auto before = pool.stats().round_trips_total;
+  pool.transact("first", [&](PgPool::Lease& lease, pqxx::work& tx) { lease.exec(tx, kOne); });
+  EXPECT_EQ(pool.stats().round_trips_total - before, 4u) << "BEGIN, PREPARE, statement, COMMIT";
+  before = pool.stats().round_trips_total;
+  pool.transact("again", [&](PgPool::Lease& lease, pqxx::work& tx) { lease.exec(tx, kOne); });
+  EXPECT_EQ(pool.stats().round_trips_total - before, 3u) << "prepared already";
+  before = pool.stats().round_trips_total;
+  pool.read("read",
+            [&](PgPool::Lease& lease, pqxx::transaction_base& tx) { return lease.exec(tx, kOne); });
+  EXPECT_EQ(pool.stats().round_trips_total - before, 1u) << "no BEGIN or COMMIT";
+}
+
 TEST(PgPool, ExhaustionWaitsThenTimesOutAsUnavailable) {
   TestDatabase db;
   PgPool pool(options(db, 1, 200ms));

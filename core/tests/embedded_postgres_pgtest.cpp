@@ -8,6 +8,7 @@
 #include <pqxx/pqxx>
 
 #include <filesystem>
+#include <optional>
 
 namespace gpurent {
 namespace {
@@ -101,11 +102,50 @@ TEST_F(EmbeddedPostgresTest, AdoptsAServerLeftRunningByACrashedOwner) {
 
 TEST_F(EmbeddedPostgresTest, LongFolderPathsGetASocketUnderTmp) {
   std::string deep = root_ + "/" + std::string(60, 'd') + "/" + std::string(40, 'e');
-  EmbeddedPostgres pg({.data_dir = deep + "/pg", .durable = false});
+  EmbeddedPostgresOptions options{.data_dir = deep + "/pg", .durable = false};
+  EmbeddedPostgres pg(options);
   EXPECT_EQ(pg.socket_dir().rfind("/tmp/gpurent-pg-", 0), 0u) << pg.socket_dir();
   pg.start();
   pqxx::connection c(pg.url());
   EXPECT_TRUE(c.is_open());
+  EXPECT_EQ(EmbeddedPostgres::running_server_url(options), pg.url()) << "found from the folder";
+}
+
+TEST_F(EmbeddedPostgresTest, RunningServerUrlReachesTheHoldersServerWithoutTakingIt) {
+  EmbeddedPostgresOptions options{.data_dir = root_ + "/pg", .durable = false};
+  EXPECT_EQ(EmbeddedPostgres::running_server_url(options), std::nullopt) << "no folder yet";
+  EmbeddedPostgres holder(options);
+  EXPECT_EQ(EmbeddedPostgres::running_server_url(options), std::nullopt)
+      << "held, but no server started yet";
+  holder.start();
+  auto url = EmbeddedPostgres::running_server_url(options);
+  ASSERT_TRUE(url);
+  EXPECT_EQ(*url, holder.url());
+  {
+    pqxx::connection c(*url);
+    pqxx::nontransaction tx(c);
+    EXPECT_EQ(tx.exec("SELECT current_database()")[0][0].as<std::string>(), "gpurent");
+  }
+  // Asking took nothing: the holder keeps the folder and its server runs on.
+  EXPECT_THROW(EmbeddedPostgres second(options), ConfigError);
+  EXPECT_TRUE(pqxx::connection(holder.url()).is_open());
+  holder.stop();
+  EXPECT_EQ(EmbeddedPostgres::running_server_url(options), std::nullopt)
+      << "held, but its server is down";
+}
+
+TEST_F(EmbeddedPostgresTest, RunningServerUrlIgnoresAServerNobodyHolds) {
+  EmbeddedPostgresOptions options{.data_dir = root_ + "/pg", .durable = false};
+  {
+    EmbeddedPostgres crashed(options);
+    crashed.start();
+    crashed.detach();  // its owner died; the server runs on, the folder is free
+  }
+  // Not a serving gpurentd's: the next owner adopts it (and stops it), as before.
+  EXPECT_EQ(EmbeddedPostgres::running_server_url(options), std::nullopt);
+  EmbeddedPostgres next(options);
+  next.start();
+  next.stop();
 }
 
 }  // namespace

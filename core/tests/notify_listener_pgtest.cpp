@@ -88,6 +88,35 @@ TEST(NotifyListener, DeliversCommittedNotificationsAndNotRolledBackOnes) {
   EXPECT_EQ(listener.notifications_total(), 1u);
 }
 
+// caught_up() is what a cache trusts: false until connected, false while an announcement
+// sits unread or its callback runs, true once it has been delivered.
+TEST(NotifyListener, CaughtUpOnlyOnceEverythingArrivedIsDelivered) {
+  TestDatabase db;
+  NotifyListener listener(options(db));
+  std::mutex gate;
+  std::atomic<bool> in_callback{false};
+  listener.subscribe("catalog_changed", [&](const std::string&) {
+    in_callback = true;
+    std::lock_guard hold(gate);  // the test holds it while it looks
+    in_callback = false;
+  });
+  EXPECT_FALSE(listener.caught_up()) << "not started";
+  listener.start();
+  ASSERT_TRUE(eventually([&] { return listener.caught_up(); }));
+  {
+    std::unique_lock hold(gate);
+    pqxx::connection c(db.url());
+    pqxx::nontransaction tx(c);
+    tx.exec("NOTIFY catalog_changed, 'x'");
+    // From the commit until the callback has returned, the listener is not caught up.
+    ASSERT_TRUE(eventually([&] { return in_callback.load(); }));
+    EXPECT_FALSE(listener.caught_up());
+  }
+  EXPECT_TRUE(eventually([&] { return listener.caught_up(); }));
+  listener.stop();
+  EXPECT_FALSE(listener.caught_up()) << "stopped";
+}
+
 TEST(NotifyListener, EveryReplicaOnTheChannelReceivesItAndOthersDoNot) {
   TestDatabase db;
   Inbox a, a_second, b, other;

@@ -425,6 +425,39 @@ TEST_F(TenancyMatrixE2E, TableHasARowForEveryTenantRoute) {
   EXPECT_EQ(documented, in_table) << "each tenant route needs one row in endpoint_cases()";
 }
 
+// The table and the routes' own declarations (Route::access, needs_org, scope, as the
+// OpenAPI document prints them) say the same: every row needs credentials, a row for
+// sessions only is a route only sessions may call, a declared scope is the row's scope, and
+// every route that declares it acts for an org has a row.
+TEST_F(TenancyMatrixE2E, TableAgreesWithEachRoutesDeclaration) {
+  auto r = send("GET", "/v1/openapi.json", std::nullopt, {});
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json spec = r.json();
+  const Json session_only = Json::array({Json{{"session", Json::array()}}});
+  std::set<std::string> in_table;
+  for (const auto& c : endpoint_cases()) {
+    SCOPED_TRACE(c.method + " " + c.path);
+    in_table.insert(c.method + " " + c.path);
+    std::string method = c.method;
+    for (auto& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    ASSERT_TRUE(spec["paths"].contains(c.path));
+    const Json& op = spec["paths"][c.path][method];
+    ASSERT_TRUE(op.contains("security"));
+    EXPECT_FALSE(op["security"].empty()) << "a tenant route takes credentials";
+    EXPECT_EQ(op["security"] == session_only, c.sessions_only);
+    if (op.contains("x-gpurent-scope")) {
+      EXPECT_EQ(op["x-gpurent-scope"], c.scope.value_or(""));
+    }
+  }
+  for (const auto& [path, operations] : spec["paths"].items()) {
+    for (const auto& [method, op] : operations.items()) {
+      if (op.value("x-gpurent-needs-org", false) && !op.value("x-gpurent-platform-admin", false)) {
+        EXPECT_TRUE(in_table.count(upper(method) + " " + path)) << method << " " << path;
+      }
+    }
+  }
+}
+
 // Org B's owner, by session and by an all-scopes token, names org A's objects: 404 on every
 // verb, and A's rows and A's own view of them stay as they were. Routes that act on the
 // caller's org work for B on B's org and leave A alone; B's lists never show A's ids.

@@ -6,6 +6,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
@@ -77,11 +78,24 @@ class ApiTest : public ::testing::Test {
     EXPECT_EQ(s.status, 201) << s.body;
     return login(email);
   }
+  // A number from the server's /metrics; -1 when it is not there.
+  long long metric(const std::string& name) {
+    auto r = http_request(port(), "GET", "/metrics", "", {});
+    std::string needle = "\n" + name + " ";
+    auto at = r.body.find(needle);
+    return at == std::string::npos ? -1 : std::stoll(r.body.substr(at + needle.size()));
+  }
+  // As an operator would, in SQL. The server drops resolved credentials when the database
+  // announces the change, milliseconds later; this waits for that before returning.
   void set_platform_admin(const std::string& user_id, bool on) {
+    long long announced = metric("gpurent_credential_cache_invalidations_total");
     pqxx::connection c(db_.url());
     pqxx::work tx(c);
     tx.exec_params("UPDATE users SET is_platform_admin = $2 WHERE id = $1", user_id, on);
     tx.commit();
+    EXPECT_TRUE(wait_for([&] {
+      return metric("gpurent_credential_cache_invalidations_total") > announced;
+    })) << "the change was never announced";
   }
   // A signed-up user made platform admin, then logged in afresh.
   Login platform_admin(const std::string& email = "root@example.com") {

@@ -1,0 +1,122 @@
+// Typed database failures: PostgreSQL's SQLSTATEs as an enum, constraint violations as a
+// typed exception, and a savepoint that turns a violation into a value the caller can act on.
+#pragma once
+
+#include <pqxx/subtransaction>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace gpurent {
+
+// Why a statement failed, as far as the application cares.
+enum class DbFailure {
+  kUniqueViolation,       // 23505
+  kExclusionViolation,    // 23P01: e.g. two allocations of one GPU over overlapping periods
+  kForeignKeyViolation,   // 23503
+  kCheckViolation,        // 23514
+  kNotNullViolation,      // 23502
+  kSerializationFailure,  // 40001
+  kDeadlock,              // 40P01
+  kOther,
+};
+
+// A stable lower-case name ("unique_violation") for logs and tests.
+std::string_view db_failure_name(DbFailure failure);
+
+// The kind a SQLSTATE stands for; kOther for any code not listed above.
+DbFailure classify_sqlstate(std::string_view sqlstate);
+
+// The kind of a database exception. libpqxx 6 throws serialization failures and deadlocks as
+// pqxx::transaction_rollback subclasses that carry no SQLSTATE, and everything else the
+// server refuses as pqxx::sql_error; both are covered here. Anything else is kOther.
+DbFailure classify(const std::exception& e);
+
+// The constraint a PostgreSQL message names (`… violates unique constraint "users_pkey"`),
+// or "" when it names none (not-null violations name a column) or is not in English.
+// libpqxx 6.4 does not expose the server's constraint-name field, so the text is all there is.
+std::string constraint_name_in(std::string_view message);
+
+// A statement violated an integrity constraint (the first five kinds of DbFailure). what()
+// is the server's one-line message without its DETAIL, so row values stay out of logs.
+class ConstraintViolation : public std::runtime_error {
+ public:
+  ConstraintViolation(DbFailure kind, std::string sqlstate, std::string constraint,
+                      std::string message);
+
+  DbFailure kind() const { return kind_; }
+  const std::string& sqlstate() const { return sqlstate_; }
+  // Empty when the message names no constraint.
+  const std::string& constraint() const { return constraint_; }
+
+  // The typed form of `e` when it is an integrity violation reported by PostgreSQL.
+  static std::optional<ConstraintViolation> from(const std::exception& e);
+
+ private:
+  DbFailure kind_;
+  std::string sqlstate_;
+  std::string constraint_;
+};
+
+// What a statement run under a savepoint came to: its value, or the violation that refused
+// it. T is std::monostate for statements that return nothing.
+template <typename T>
+class [[nodiscard]] Attempt {
+ public:
+  explicit Attempt(T value) : outcome_(std::in_place_index<0>, std::move(value)) {}
+  explicit Attempt(ConstraintViolation violation)
+      : outcome_(std::in_place_index<1>, std::move(violation)) {}
+
+  bool ok() const { return outcome_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  // Only when ok().
+  T& value() { return std::get<0>(outcome_); }
+  const T& value() const { return std::get<0>(outcome_); }
+  // Only when !ok().
+  const ConstraintViolation& violation() const { return std::get<1>(outcome_); }
+  DbFailure failure() const { return violation().kind(); }
+
+ private:
+  std::variant<T, ConstraintViolation> outcome_;
+};
+
+// Runs fn(sub) inside a SAVEPOINT of `tx` named `savepoint` (an SQL identifier). When fn's
+// statements violate a constraint, the savepoint is rolled back and the violation returned,
+// so `tx` stays usable: the scheduler tries the next candidate node after an exclusion
+// violation instead of losing the whole booking. fn must run its statements on `sub`, not
+// on `tx` (libpqxx refuses the parent while a savepoint is open). Serialization failures,
+// deadlocks and every other error are thrown as they are: they doom the whole transaction,
+// which PgPool::transact runs again.
+template <typename Fn>
+auto try_in_savepoint(pqxx::dbtransaction& tx, const std::string& savepoint, Fn&& fn) {
+  using R = std::invoke_result_t<Fn&, pqxx::subtransaction&>;
+  using V = std::conditional_t<std::is_void_v<R>, std::monostate, R>;
+  pqxx::subtransaction sub(tx, savepoint);
+  // libpqxx 6 sets the SAVEPOINT lazily, on the subtransaction's first exec(); exec_prepared
+  // (PgPool::Lease::exec) skips that step and would run outside the savepoint. An empty
+  // statement sets it now.
+  sub.exec("");
+  try {
+    if constexpr (std::is_void_v<R>) {
+      fn(sub);
+      sub.commit();
+      return Attempt<V>(std::monostate{});
+    } else {
+      V value = fn(sub);
+      sub.commit();
+      return Attempt<V>(std::move(value));
+    }
+  } catch (const std::exception& e) {
+    auto violation = ConstraintViolation::from(e);
+    if (!violation) throw;
+    sub.abort();  // ROLLBACK TO SAVEPOINT: the parent transaction goes on
+    return Attempt<V>(std::move(*violation));
+  }
+}
+
+}  // namespace gpurent
