@@ -107,7 +107,11 @@ class JsonLocator final : public nlohmann::json_sax<nlohmann::json> {
     std::string path = !frames_.empty() && frames_[0].array ? "body" : "";
     for (const auto& f : frames_) {
       if (f.array) {
-        path += "[" + std::to_string(f.index) + "]";
+        // Appended piece by piece: GCC 12 at -O3 misreads "[" + to_string(...) as an
+        // unbounded copy (-Wstringop-overflow).
+        path += '[';
+        path += std::to_string(f.index);
+        path += ']';
       } else {
         if (!path.empty()) path += '.';
         path += f.key;

@@ -10,7 +10,7 @@ namespace {
 
 Router make_router() {
   Router r;
-  auto ok = [](const Request&) { return Response{}; };
+  auto ok = [](const Request&, const Principal&) { return Response{}; };
   for (const char* p : {"/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/me",
                         "/v1/rentals", "/v1/rentals/{id}", "/v1/rentals/{id}/events",
                         "/v1/admin/nodes/{id}", "/v1/admin/nodes/{id}/topology"}) {
