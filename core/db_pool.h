@@ -128,15 +128,9 @@ class PgPool {
                       "The database kept refusing the transaction under concurrent load; "
                       "try again.");
       } catch (const pqxx::broken_connection&) {
-        lease.mark_broken();
-        throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
+        lost(lease);
       } catch (const pqxx::sql_error& e) {
-        if (!lease.conn().is_open()) lease.mark_broken();
-        if (e.sqlstate() == "57014") {
-          throw Error(ErrorCode::kUnavailable, "The database did not answer in time.");
-        }
-        if (auto violation = ConstraintViolation::from(e)) throw *violation;
-        throw;
+        failed(lease, e);
       }
     }
   }
@@ -151,20 +145,31 @@ class PgPool {
       pqxx::nontransaction tx(lease.conn(), name);
       return fn(lease, static_cast<pqxx::transaction_base&>(tx));
     } catch (const pqxx::broken_connection&) {
-      lease.mark_broken();
-      throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
+      lost(lease);
     } catch (const pqxx::sql_error& e) {
-      if (!lease.conn().is_open()) lease.mark_broken();
-      if (e.sqlstate() == "57014") {
-        throw Error(ErrorCode::kUnavailable, "The database did not answer in time.");
-      }
-      if (auto violation = ConstraintViolation::from(e)) throw *violation;
-      throw;
+      failed(lease, e);
     }
   }
 
  private:
   static constexpr int kMaxAttempts = 3;
+
+  // The error mapping transact() and read() share. A lost connection is unavailable and the
+  // connection is not reused.
+  [[noreturn]] static void lost(Lease& lease) {
+    lease.mark_broken();
+    throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
+  }
+  // A statement timeout is unavailable, an integrity violation a ConstraintViolation;
+  // anything else is rethrown as it is. Called from inside the catch block of `e`.
+  [[noreturn]] static void failed(Lease& lease, const pqxx::sql_error& e) {
+    if (!lease.conn().is_open()) lease.mark_broken();
+    if (e.sqlstate() == "57014") {
+      throw Error(ErrorCode::kUnavailable, "The database did not answer in time.");
+    }
+    if (auto violation = ConstraintViolation::from(e)) throw *violation;
+    throw;
+  }
 
   std::unique_ptr<Slot> connect();
   void release(std::unique_ptr<Slot> slot);

@@ -4,6 +4,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
+#include "tests/support/table_lock.h"
 #include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
@@ -68,19 +69,6 @@ class IdempotencyE2E : public ::testing::Test {
         .as<int>();
   }
 
-  // Holds a table lock until release(), so the requests that write the table wait inside
-  // their transaction for as long as the test needs.
-  class TableLock {
-   public:
-    TableLock(const std::string& url, const std::string& lock_statement) : conn_(url), tx_(conn_) {
-      tx_.exec(lock_statement);
-    }
-    void release() { tx_.commit(); }  // otherwise rolled back, and so released, when destroyed
-
-   private:
-    pqxx::connection conn_;
-    pqxx::work tx_;
-  };
   static constexpr const char* kLockTokenInserts =
       "LOCK TABLE api_tokens IN SHARE ROW EXCLUSIVE MODE";
   static constexpr const char* kLockKeyClaims = "LOCK TABLE idempotency_keys IN SHARE MODE";
