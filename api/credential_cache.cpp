@@ -92,11 +92,7 @@ std::shared_ptr<const identity::ResolvedToken> CredentialCache::token(
   entry->value = std::make_shared<const identity::ResolvedToken>(std::move(*loaded));
   auto value = entry->value;
   note_use(pending_token_uses_, entry->used_us, entry->recorded_us, secret_hash, micros(now));
-  // Stored only when nothing was announced meanwhile and announcements can arrive.
-  if (generation_.load() == generation && caught_up_()) {
-    if (tokens_by_hash_.size() >= options_.capacity) tokens_by_hash_.clear();
-    tokens_by_hash_[secret_hash] = std::move(entry);
-  }
+  keep(tokens_by_hash_, secret_hash, std::move(entry), generation);
   return value;
 }
 
@@ -139,10 +135,7 @@ std::shared_ptr<const identity::ResolvedSession> CredentialCache::session(
   entry->value = std::make_shared<const identity::ResolvedSession>(std::move(*loaded));
   auto value = entry->value;
   note_use(pending_sessions_seen_, entry->used_us, entry->recorded_us, id_hash, micros(now));
-  if (generation_.load() == generation && caught_up_()) {
-    if (sessions_by_hash_.size() >= options_.capacity) sessions_by_hash_.clear();
-    sessions_by_hash_[id_hash] = std::move(entry);
-  }
+  keep(sessions_by_hash_, id_hash, std::move(entry), generation);
   return value;
 }
 

@@ -98,6 +98,15 @@ class CredentialCache {
                 std::atomic<std::int64_t>& recorded_us, const std::string& hash,
                 std::int64_t now_us);
   std::int64_t pending_seen_us(const std::string& id_hash);
+  // Under the exclusive lock: stores a freshly loaded entry, but only when nothing was
+  // announced since the load began and announcements can arrive; a full map starts over.
+  template <typename Entry>
+  void keep(std::unordered_map<std::string, std::unique_ptr<Entry>>& map, const std::string& hash,
+            std::unique_ptr<Entry> entry, std::uint64_t generation) {
+    if (generation_.load() != generation || !caught_up_()) return;
+    if (map.size() >= options_.capacity) map.clear();
+    map[hash] = std::move(entry);
+  }
   void run();
 
   identity::IdentityStore& sessions_;

@@ -1,5 +1,6 @@
 // Tests the plain HTTP types: method names, percent-decoding and query/path parameters.
 #include "api/http_types.h"
+#include "api/tests/map_headers.h"
 
 #include <gtest/gtest.h>
 
@@ -9,26 +10,6 @@
 
 namespace gpurent::http {
 namespace {
-
-class MapHeaders final : public HeaderSource {
- public:
-  explicit MapHeaders(std::map<std::string, std::string> h) : h_(std::move(h)) {}
-  std::string_view get(std::string_view name) const override {
-    for (const auto& [k, v] : h_) {
-      if (k.size() == name.size() &&
-          std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
-            return std::tolower(static_cast<unsigned char>(a)) ==
-                   std::tolower(static_cast<unsigned char>(b));
-          })) {
-        return v;
-      }
-    }
-    return {};
-  }
-
- private:
-  std::map<std::string, std::string> h_;
-};
 
 Request with_query(std::string_view query) {
   Request r;

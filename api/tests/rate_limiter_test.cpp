@@ -1,5 +1,6 @@
 // RateLimiter token buckets over a fake clock, and admit()'s choice of buckets.
 #include "api/rate_limiter.h"
+#include "api/tests/map_headers.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -157,18 +158,6 @@ TEST(RateLimiter, ConcurrentTakesNeverExceedBurstPlusRefill) {
   EXPECT_LE(allowed.load(), 50 + 20);
   EXPECT_GE(allowed.load(), 50);
 }
-
-class MapHeaders final : public HeaderSource {
- public:
-  explicit MapHeaders(std::map<std::string, std::string> h) : h_(std::move(h)) {}
-  std::string_view get(std::string_view name) const override {
-    auto it = h_.find(std::string(name));
-    return it == h_.end() ? std::string_view() : std::string_view(it->second);
-  }
-
- private:
-  std::map<std::string, std::string> h_;
-};
 
 struct AdmitCase {
   MapHeaders headers;

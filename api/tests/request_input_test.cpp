@@ -1,6 +1,7 @@
 // Tests the edge check on path parameters, query strings and data headers, alone and
 // through invoke(), which runs it before every handler.
 #include "api/request_input.h"
+#include "api/tests/map_headers.h"
 
 #include "api/dispatch.h"
 #include "core/error.h"
@@ -17,26 +18,6 @@
 
 namespace gpurent::http {
 namespace {
-
-class MapHeaders final : public HeaderSource {
- public:
-  explicit MapHeaders(std::map<std::string, std::string> h) : h_(std::move(h)) {}
-  std::string_view get(std::string_view name) const override {
-    for (const auto& [k, v] : h_) {
-      if (k.size() == name.size() &&
-          std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
-            return std::tolower(static_cast<unsigned char>(a)) ==
-                   std::tolower(static_cast<unsigned char>(b));
-          })) {
-        return v;
-      }
-    }
-    return {};
-  }
-
- private:
-  std::map<std::string, std::string> h_;
-};
 
 struct EncodedCase {
   std::string raw;

@@ -77,10 +77,7 @@ class CatalogCacheE2E : public ::testing::Test {
         "', 'Ubuntu 24.04', '570.124.06', '12.8', 'active', now())");
   }
   long long metric(ServerProcess& s, const std::string& name) {
-    auto r = http_request(s.port(), "GET", "/metrics", "", {});
-    std::string needle = "\n" + name + " ";
-    auto at = r.body.find(needle);
-    return at == std::string::npos ? -1 : std::stoll(r.body.substr(at + needle.size()));
+    return read_metric(s.port(), name);
   }
   // Polls `ok` until it holds (invalidation travels through PostgreSQL), up to the shared
   // generous limit.

@@ -35,10 +35,7 @@ class CredentialCacheE2E : public ApiTest {
     return http_request(s.port(), method, path, body, headers);
   }
   long long metric(ServerProcess& s, const std::string& name) {
-    auto r = http_request(s.port(), "GET", "/metrics", "", {});
-    std::string needle = "\n" + name + " ";
-    auto at = r.body.find(needle);
-    return at == std::string::npos ? -1 : std::stoll(r.body.substr(at + needle.size()));
+    return read_metric(s.port(), name);
   }
   void sql(const std::string& statement) {
     pqxx::connection c(db_.url());

@@ -63,14 +63,7 @@ class IdempotencyWaitE2E : public ::testing::Test {
         "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'api_tokens'::regclass");
   }
   // A value from /metrics, or -1 when it is absent.
-  long long metric(const std::string& name) {
-    auto r = http_request(port(), "GET", "/metrics", "", {}, 10s);
-    std::istringstream lines(r.body);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.rfind(name + " ", 0) == 0) return std::stoll(line.substr(name.size() + 1));
-    }
-    return -1;
-  }
+  long long metric(const std::string& name) { return read_metric(port(), name); }
   // Starts the first request with `key`, which claims it and then blocks on the lock.
   std::future<HttpResult> start_holder(const std::string& key) {
     auto first = std::async(std::launch::async, [this, key] { return create_token(key); });

@@ -79,12 +79,7 @@ class ApiTest : public ::testing::Test {
     return login(email);
   }
   // A number from the server's /metrics; -1 when it is not there.
-  long long metric(const std::string& name) {
-    auto r = http_request(port(), "GET", "/metrics", "", {});
-    std::string needle = "\n" + name + " ";
-    auto at = r.body.find(needle);
-    return at == std::string::npos ? -1 : std::stoll(r.body.substr(at + needle.size()));
-  }
+  long long metric(const std::string& name) { return read_metric(port(), name); }
   // As an operator would, in SQL. The server drops resolved credentials when the database
   // announces the change, milliseconds later; this waits for that before returning.
   void set_platform_admin(const std::string& user_id, bool on) {

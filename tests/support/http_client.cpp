@@ -141,4 +141,11 @@ HttpResult http_request(int port, const std::string& method, const std::string& 
   return conn.read_response(timeout, method == "HEAD");
 }
 
+long long read_metric(int port, const std::string& name) {
+  auto r = http_request(port, "GET", "/metrics", "", {}, std::chrono::seconds(10));
+  std::string needle = "\n" + name + " ";
+  auto at = r.body.find(needle);
+  return at == std::string::npos ? -1 : std::stoll(r.body.substr(at + needle.size()));
+}
+
 }  // namespace gpurent::testing

@@ -52,6 +52,9 @@ HttpResult http_request(int port, const std::string& method, const std::string& 
                         const std::map<std::string, std::string>& headers = {},
                         std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// One value from gpurentd's /metrics (a line "name value"), or -1 when it is not there.
+long long read_metric(int port, const std::string& name);
+
 // Builds the bytes of a request (adds Host and Content-Length).
 std::string build_request(const std::string& method, const std::string& target,
                           const std::string& body = "",
