@@ -42,6 +42,15 @@ bool is_unsafe_method(Method method) {
   return method != Method::kGet && method != Method::kHead && method != Method::kOptions;
 }
 
+gpurent::Actor actor_of(const Request& request, const Principal& principal) {
+  gpurent::Actor actor;
+  if (!principal.user.id.empty()) actor.user_id = principal.user.id;
+  if (!principal.token_id.empty()) actor.token_id = principal.token_id;
+  actor.ip = std::string(request.remote_ip);
+  actor.request_id = std::string(request.request_id);
+  return actor;
+}
+
 identity::AuditContext audit_context(const Request& request) {
   return {std::string(request.remote_ip), std::string(request.request_id)};
 }

@@ -5,6 +5,7 @@
 #include "api/credential_cache.h"
 #include "api/http_types.h"
 #include "api/router.h"
+#include "core/audit.h"
 #include "identity/identity_store.h"
 #include "identity/token_store.h"
 
@@ -43,6 +44,11 @@ bool is_unsafe_method(Method method);
 
 // Who did it and from where, for the audit rows a request writes.
 identity::AuditContext audit_context(const Request& request);
+
+// The actor of the audit rows a request writes: the principal's user and, when it came
+// with one, its API token; the client's address and the request id. For anonymous routes
+// (an empty Principal) only the address and request id.
+gpurent::Actor actor_of(const Request& request, const Principal& principal);
 
 // The org the principal acts for; Error(kForbidden) when it acts for none (a user with
 // no membership, or a platform admin outside any org).

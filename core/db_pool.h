@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ class PgPool {
   PgPool(const PgPool&) = delete;
   PgPool& operator=(const PgPool&) = delete;
 
+  class Tx;
+
   // A connection on loan; returned to the pool when destroyed.
   class Lease {
    public:
@@ -82,9 +85,48 @@ class PgPool {
 
    private:
     friend class PgPool;
+    friend class Tx;
     Lease(PgPool* pool, std::unique_ptr<Slot> slot) : pool_(pool), slot_(std::move(slot)) {}
     PgPool* pool_;
     std::unique_ptr<Slot> slot_;
+  };
+
+  // What every store method takes: the use case's connection and transaction (or, from
+  // read(), a connection outside any transaction). Stores run their statements through it
+  // and never commit; the use case that opened it does.
+  class Tx {
+   public:
+    Tx(Lease& lease, pqxx::transaction_base& work, pqxx::dbtransaction* savepoints)
+        : lease_(lease), work_(work), savepoints_(savepoints) {}
+    Tx(const Tx&) = delete;
+    Tx& operator=(const Tx&) = delete;
+
+    template <typename... Args>
+    pqxx::result exec(const Statement& s, Args&&... args) {
+      return lease_.exec(work_, s, std::forward<Args>(args)...);
+    }
+
+    // Runs fn(Tx&) inside a SAVEPOINT named `savepoint` (an SQL identifier): a constraint
+    // violation rolls back fn's statements alone and comes back as a value, and this
+    // transaction goes on (the scheduler tries the next candidate node after an exclusion
+    // violation). Other errors are thrown as they are. Throws std::logic_error on a Tx from
+    // read(), which has no transaction to save a point in.
+    template <typename Fn>
+    auto attempt(const std::string& savepoint, Fn&& fn) {
+      if (!savepoints_) throw std::logic_error("a savepoint needs a transaction, not read()");
+      return try_in_savepoint(*savepoints_, savepoint, [&](pqxx::subtransaction& sub) {
+        lease_.pool_->round_trips_.fetch_add(2, std::memory_order_relaxed);
+        Tx inner(lease_, sub, &sub);
+        return fn(inner);
+      });
+    }
+
+    bool in_transaction() const { return savepoints_ != nullptr; }
+
+   private:
+    Lease& lease_;
+    pqxx::transaction_base& work_;
+    pqxx::dbtransaction* savepoints_;  // null outside a transaction
   };
 
   // Waits up to the pool's wait timeout for a connection. Throws Error(kUnavailable) when
@@ -98,26 +140,41 @@ class PgPool {
   void cancel_all();
   const PgPoolOptions& options() const { return options_; }
 
-  // Runs fn(lease, tx) in a read-write transaction named `name` and commits it. Retries
-  // serialization failures and deadlocks a few times, then gives up with Error(kUnavailable);
-  // maps a lost connection, a statement timeout or an unreachable database to
-  // Error(kUnavailable), and an integrity constraint violation to ConstraintViolation (its
-  // kind, constraint and SQLSTATE), so no caller has to know libpqxx's exception types.
-  // Other database errors are rethrown as they are.
+  // The unit of work: runs fn(Tx&) in one read-write transaction named `name` and commits
+  // it. A use case (a handler, a job) calls this once and passes the Tx to every store it
+  // uses, so changes across identity, inventory, scheduling and billing commit or roll back
+  // together; stores never open transactions of their own. Retries the whole of fn on a
+  // serialization failure or deadlock a few times (fn must be safe to run again: no effects
+  // outside the database), then gives up with Error(kUnavailable); maps a lost connection,
+  // a statement timeout or an unreachable database to Error(kUnavailable), and an integrity
+  // constraint violation to ConstraintViolation (its kind, constraint and SQLSTATE), so no
+  // caller has to know libpqxx's exception types. Other database errors are rethrown.
   template <typename Fn>
   auto transact(const char* name, Fn&& fn) {
     for (int attempt = 1;; ++attempt) {
       Lease lease = acquire();
       round_trips_.fetch_add(2, std::memory_order_relaxed);  // BEGIN, then COMMIT or ROLLBACK
       try {
-        pqxx::work tx(lease.conn(), name);
-        if constexpr (std::is_void_v<decltype(fn(lease, tx))>) {
-          fn(lease, tx);
-          tx.commit();
+        pqxx::work work(lease.conn(), name);
+        Tx tx(lease, work, &work);
+        if constexpr (!std::is_invocable_v<Fn&, Tx&>) {
+          // TRANSITION: the (lease, work) form, until every store takes a Tx.
+          if constexpr (std::is_void_v<decltype(fn(lease, work))>) {
+            fn(lease, work);
+            work.commit();
+            return;
+          } else {
+            auto result = fn(lease, work);
+            work.commit();
+            return result;
+          }
+        } else if constexpr (std::is_void_v<decltype(fn(tx))>) {
+          fn(tx);
+          work.commit();
           return;
         } else {
-          auto result = fn(lease, tx);
-          tx.commit();
+          auto result = fn(tx);
+          work.commit();
           return result;
         }
       } catch (const pqxx::transaction_rollback&) {
@@ -135,15 +192,22 @@ class PgPool {
     }
   }
 
-  // Runs fn(lease, tx) on one connection outside any transaction: a single read needs no
-  // BEGIN and COMMIT, each a round trip of its own. Errors map as in transact(); nothing is
-  // retried.
+  // Runs fn(Tx&) on one connection outside any transaction: a use case that only reads, with
+  // one statement (or several that need no common snapshot), pays no BEGIN and COMMIT, each
+  // a round trip of its own. The Tx refuses savepoints. Errors map as in transact(); nothing
+  // is retried.
   template <typename Fn>
   auto read(const char* name, Fn&& fn) {
     Lease lease = acquire();
     try {
-      pqxx::nontransaction tx(lease.conn(), name);
-      return fn(lease, static_cast<pqxx::transaction_base&>(tx));
+      pqxx::nontransaction work(lease.conn(), name);
+      Tx tx(lease, work, nullptr);
+      if constexpr (!std::is_invocable_v<Fn&, Tx&>) {
+        // TRANSITION: the (lease, work) form, until every store takes a Tx.
+        return fn(lease, static_cast<pqxx::transaction_base&>(work));
+      } else {
+        return fn(tx);
+      }
     } catch (const pqxx::broken_connection&) {
       lost(lease);
     } catch (const pqxx::sql_error& e) {
@@ -188,5 +252,8 @@ class PgPool {
   std::uint64_t broken_total_ = 0;
   std::atomic<std::uint64_t> round_trips_{0};
 };
+
+// What every store method takes (see PgPool::Tx).
+using Tx = PgPool::Tx;
 
 }  // namespace gpurent

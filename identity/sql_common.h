@@ -3,6 +3,7 @@
 
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/sql.h"
 
 #include <optional>
 #include <string>
@@ -17,15 +18,8 @@
 
 namespace gpurent::identity {
 
-// A timestamp as a parameter: RFC 3339 UTC with microseconds, so ordering within one second
-// survives the round trip.
-std::string sql_timestamp(Timestamp t);
-
-// A nullable column as an optional.
-template <typename T>
-std::optional<T> optional_field(const pqxx::field& f) {
-  return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
-}
+using gpurent::optional_field;
+using gpurent::sql_timestamp;
 
 // One page of a list (API.md "Lists"): next_cursor is absent on the last page.
 template <typename T>

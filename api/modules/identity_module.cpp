@@ -1,0 +1,59 @@
+// Identity's wiring.
+#include "api/modules/identity_module.h"
+
+namespace gpurent {
+
+IdentityModule::IdentityModule(const ModuleContext& ctx)
+    : identity_store_(ctx.pool, ctx.clock),
+      ssh_key_store_(ctx.pool, ctx.clock),
+      member_store_(ctx.pool, ctx.clock),
+      token_store_(ctx.pool, ctx.clock),
+      audit_store_(ctx.pool),
+      org_admin_store_(ctx.pool, ctx.clock),
+      idempotency_store_(ctx.pool, ctx.clock),
+      credentials_(identity_store_, token_store_, ctx.clock,
+                   [&listener = ctx.listener] { return listener.caught_up(); }),
+      authenticator_(credentials_,
+                     {.idle = ctx.config.session_idle, .absolute = ctx.config.session_absolute}),
+      auth_routes_{.store = &identity_store_,
+                   .auth = &authenticator_,
+                   .signup_enabled = ctx.config.signup_enabled,
+                   .login_throttle = &login_throttle_},
+      token_routes_{.store = &token_store_},
+      ssh_key_routes_{.store = &ssh_key_store_},
+      member_routes_{.store = &member_store_},
+      audit_routes_{.store = &audit_store_},
+      admin_routes_{.orgs = &org_admin_store_, .audit = &audit_store_} {
+  // Every change that takes effect "on the next request" (revocation, logout, role change,
+  // removal, org switch, admin demotion, guardrails) is announced in its own transaction by
+  // a trigger; after a reconnection the cache is dropped, since announcements sent
+  // meanwhile are lost.
+  ctx.listener.subscribe("gpurent_credentials",
+                         [this](const std::string&) { credentials_.invalidate(); });
+  ctx.listener.on_connected([this] { credentials_.invalidate(); });
+}
+
+void IdentityModule::add_routes(http::Router& router) {
+  http::add_auth_routes(router, auth_routes_);
+  http::add_token_routes(router, token_routes_);
+  http::add_ssh_key_routes(router, ssh_key_routes_);
+  http::add_member_routes(router, member_routes_);
+  http::add_audit_routes(router, audit_routes_);
+  http::add_admin_routes(router, admin_routes_);
+}
+
+void IdentityModule::add_metrics(http::Metrics& metrics) const {
+  metrics.add_collector([this](std::string& out) {
+    auto line = [&out](const char* name, std::uint64_t value) {
+      out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");
+      out.append(std::to_string(value)).append("\n");
+    };
+    line("gpurent_credential_cache_hits_total", credentials_.hits());
+    line("gpurent_credential_cache_misses_total", credentials_.misses());
+    line("gpurent_credential_cache_invalidations_total", credentials_.invalidations());
+    out.append("# TYPE gpurent_credential_cache_entries gauge\ngpurent_credential_cache_entries ");
+    out.append(std::to_string(credentials_.entries())).append("\n");
+  });
+}
+
+}  // namespace gpurent

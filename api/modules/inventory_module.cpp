@@ -1,0 +1,43 @@
+// Inventory's wiring.
+#include "api/modules/inventory_module.h"
+
+namespace gpurent {
+
+InventoryModule::InventoryModule(const ModuleContext& ctx)
+    : catalog_store_(ctx.pool, ctx.clock),
+      site_store_(ctx.pool, ctx.clock),
+      node_store_(ctx.pool, ctx.clock, ctx.config.enrollment_token_ttl),
+      price_store_(ctx.pool, ctx.clock, ctx.config.currency),
+      catalog_cache_([this] { return http::build_catalog_documents(catalog_store_); }),
+      catalog_routes_{.cache = &catalog_cache_},
+      node_admin_routes_{.sites = &site_store_, .nodes = &node_store_},
+      catalog_admin_routes_{
+          .catalog = &catalog_store_, .prices = &price_store_, .cache = &catalog_cache_} {
+  // Any change to the catalog, made by any replica or by hand, reaches every replica's cache
+  // through a trigger's NOTIFY; after a reconnection the cache is dropped, since
+  // notifications sent meanwhile are lost.
+  ctx.listener.subscribe("gpurent_catalog",
+                         [this](const std::string&) { catalog_cache_.invalidate(); });
+  ctx.listener.on_connected([this] { catalog_cache_.invalidate(); });
+}
+
+void InventoryModule::add_routes(http::Router& router) {
+  http::add_catalog_routes(router, catalog_routes_);
+  http::add_node_admin_routes(router, node_admin_routes_);
+  http::add_catalog_admin_routes(router, catalog_admin_routes_);
+}
+
+// The catalog cache's hits and misses show whether the snapshot works.
+void InventoryModule::add_metrics(http::Metrics& metrics) const {
+  metrics.add_collector([this](std::string& out) {
+    auto line = [&out](const char* name, std::uint64_t value) {
+      out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");
+      out.append(std::to_string(value)).append("\n");
+    };
+    line("gpurent_catalog_cache_hits_total", catalog_cache_.hits());
+    line("gpurent_catalog_cache_misses_total", catalog_cache_.misses());
+    line("gpurent_catalog_cache_invalidations_total", catalog_cache_.invalidations());
+  });
+}
+
+}  // namespace gpurent

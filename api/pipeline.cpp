@@ -1,0 +1,45 @@
+// Composing the request pipeline.
+#include "api/pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace gpurent::http {
+
+void compose_pipeline(Router& router, const PipelineParts& parts) {
+  router.decorate([&idempotency = parts.idempotency, &authenticator = parts.authenticator,
+                   &credentials = parts.credentials, &barrier = parts.barrier](const Route& r) {
+    Entry entry = [&authenticator, route = &r,
+                         handler = idempotency.wrap(r)](const Request& req) {
+      return handler(req, authorize(authenticator, *route, req));
+    };
+    if (!r.changes_credentials) return entry;
+    return Entry([&credentials, &barrier, entry](const Request& req) {
+      Response response;
+      try {
+        response = entry(req);
+      } catch (...) {
+        credentials.invalidate();  // a handler that failed may still have committed
+        throw;
+      }
+      credentials.invalidate();
+      // Before answering, the change's announcement comes back to this replica's listener.
+      // Every replica's listener was sent it at the same commit, so the caller's next
+      // request sees the change on whichever replica it lands. Bounded, and only for the
+      // few routes that change credentials.
+      if (response.status < 300) {
+        try {
+          if (!barrier.pass(std::chrono::seconds(1))) {
+            spdlog::warn("a credential change was not announced back within 1 s");
+          }
+        } catch (const std::exception& e) {
+          spdlog::warn("announcing a credential change failed: {}", e.what());
+        }
+      }
+      return response;
+    });
+  });
+}
+
+}  // namespace gpurent::http
