@@ -19,11 +19,10 @@
 #include "core/announcement_barrier.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/log.h"
 #include "core/notify_listener.h"
 #include "core/trusted_proxies.h"
 #include "core/worker_pool.h"
-
-#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <fstream>
@@ -70,7 +69,7 @@ int run_server(const Config& config) {
   inventory.add_routes(router);
   http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
   if (config.test_mode) {
-    spdlog::warn("test mode: test clock and test-only routes are enabled");
+    log::warn("test mode: test clock and test-only routes are enabled");
     http::add_test_routes(router, test_state);
   }
 
@@ -84,7 +83,7 @@ int run_server(const Config& config) {
   identity.start();
 
   // Every POST route that takes Idempotency-Key gets it from one place.
-  http::IdempotencyGuard idempotency(identity.idempotency_store());
+  http::IdempotencyGuard idempotency(pool, identity.idempotency_store());
   http::compose_pipeline(router, {.authenticator = identity.authenticator(),
                                   .idempotency = idempotency,
                                   .credentials = identity.credentials(),
@@ -124,9 +123,10 @@ int run_server(const Config& config) {
   add_http_server_collector(metrics, server);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();
-  if (config.demo) seed_demo(config, identity.identity_store(), inventory.demo_fleet_stores());
+  if (config.demo)
+    seed_demo(config, pool, identity.identity_store(), inventory.demo_fleet_stores());
   if (!config.port_file.empty()) write_port_file(config.port_file, port);
-  spdlog::info("gpurentd {} listening on http://{}:{}", GPURENT_VERSION, config.listen_host, port);
+  log::info("gpurentd {} listening on http://{}:{}", GPURENT_VERSION, config.listen_host, port);
   server.run();
   // Past the deadline some requests may still be in the database: cancel them so the
   // workers can finish and the process exits now rather than at the statement timeout.
@@ -134,7 +134,7 @@ int run_server(const Config& config) {
   workers.stop();
   listener.stop();
   identity.stop();  // writes the uses still pending
-  spdlog::info("stopped");
+  log::info("stopped");
   return 0;
 }
 

@@ -51,10 +51,6 @@ gpurent::Actor actor_of(const Request& request, const Principal& principal) {
   return actor;
 }
 
-identity::AuditContext audit_context(const Request& request) {
-  return {std::string(request.remote_ip), std::string(request.request_id)};
-}
-
 const std::string& require_org(const Principal& principal) {
   if (!principal.org_id) {
     throw Error(ErrorCode::kForbidden, "This needs an organisation; choose one first.");

@@ -42,9 +42,6 @@ std::string_view cookie_value(const Request& request, std::string_view name);
 
 bool is_unsafe_method(Method method);
 
-// Who did it and from where, for the audit rows a request writes.
-identity::AuditContext audit_context(const Request& request);
-
 // The actor of the audit rows a request writes: the principal's user and, when it came
 // with one, its API token; the client's address and the request id. For anonymous routes
 // (an empty Principal) only the address and request id.

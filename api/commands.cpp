@@ -43,8 +43,11 @@ int run_admin_create(const Config& config, const std::string& email_arg, bool pa
   migrate(db.url);
   PgPool pool({.url = db.url, .size = 1});
   SystemClock clock;
-  identity::IdentityStore store(pool, clock);
-  auto user = store.create_platform_admin(email, identity::hash_password(password));
+  identity::IdentityStore store(clock);
+  std::string hash = identity::hash_password(password);
+  auto user = pool.transact("identity_create_admin", [&](Tx& tx) {
+    return store.create_platform_admin(tx, email, hash, {});
+  });
   std::printf("created platform admin %s (%s)\n", user.email.c_str(), user.id.c_str());
   if (generated)
     std::printf("password: %s\n(shown once; it is stored only as a hash)\n", password.c_str());

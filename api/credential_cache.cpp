@@ -2,7 +2,8 @@
 // an announcement, write uses behind on a thread of its own.
 #include "api/credential_cache.h"
 
-#include <spdlog/spdlog.h>
+#include "core/blocking.h"
+#include "core/log.h"
 
 #include <algorithm>
 
@@ -38,10 +39,11 @@ std::vector<std::pair<std::string, Timestamp>> as_list(
 
 }  // namespace
 
-CredentialCache::CredentialCache(identity::IdentityStore& sessions, identity::TokenStore& tokens,
-                                 const Clock& clock, std::function<bool()> caught_up,
-                                 Options options)
-    : sessions_(sessions),
+CredentialCache::CredentialCache(PgPool& pool, identity::IdentityStore& sessions,
+                                 identity::TokenStore& tokens, const Clock& clock,
+                                 std::function<bool()> caught_up, Options options)
+    : pool_(pool),
+      sessions_(sessions),
       tokens_(tokens),
       clock_(clock),
       caught_up_(std::move(caught_up)),
@@ -80,9 +82,11 @@ std::shared_ptr<const identity::ResolvedToken> CredentialCache::token(
       }
     }
   }
+  may_block();  // a lookup reads the database: not on a network thread (core/blocking.h)
   ++misses_;
   auto generation = generation_.load();
-  auto loaded = tokens_.resolve(secret_hash, now);
+  auto loaded =
+      pool_.read("token_resolve", [&](Tx& tx) { return tokens_.resolve(tx, secret_hash, now); });
   std::unique_lock lock(mutex_);
   if (!loaded) {
     tokens_by_hash_.erase(secret_hash);
@@ -121,9 +125,11 @@ std::shared_ptr<const identity::ResolvedSession> CredentialCache::session(
       // Idle here: another replica may have seen it since; the database decides.
     }
   }
+  may_block();  // a lookup reads the database: not on a network thread (core/blocking.h)
   ++misses_;
   auto generation = generation_.load();
-  auto loaded = sessions_.resolve_session(id_hash, now);
+  auto loaded = pool_.read("identity_resolve_session",
+                           [&](Tx& tx) { return sessions_.resolve_session(tx, id_hash, now); });
   std::int64_t last_seen_us =
       loaded ? std::max({micros(loaded->last_seen_at), seen_here_us, pending_seen_us(id_hash)}) : 0;
   std::unique_lock lock(mutex_);
@@ -179,14 +185,22 @@ void CredentialCache::flush(bool everything) {
     token_uses.swap(pending_token_uses_);
     sessions_seen.swap(pending_sessions_seen_);
   }
+  // Each kind in a transaction of its own, and none when there is nothing to write: a
+  // kind written before the other fails is not written again.
   try {
-    tokens_.record_uses(as_list(token_uses));
-    token_uses.clear();
-    sessions_.record_sessions_seen(as_list(sessions_seen));
-    sessions_seen.clear();
+    if (!token_uses.empty()) {
+      pool_.transact("token_record_uses",
+                     [&](Tx& tx) { tokens_.record_uses(tx, as_list(token_uses)); });
+      token_uses.clear();
+    }
+    if (!sessions_seen.empty()) {
+      pool_.transact("identity_record_sessions_seen",
+                     [&](Tx& tx) { sessions_.record_sessions_seen(tx, as_list(sessions_seen)); });
+      sessions_seen.clear();
+    }
   } catch (const std::exception& e) {
     // Kept for the next round: the database may be back by then.
-    spdlog::warn("recording credential uses failed: {}", e.what());
+    log::warn("recording credential uses failed: {}", e.what());
     std::lock_guard lock(pending_mutex_);
     merge(pending_token_uses_, std::move(token_uses));
     merge(pending_sessions_seen_, std::move(sessions_seen));

@@ -12,12 +12,14 @@
 // a request arrives is seen by it as soon as PostgreSQL has sent the announcement. Only
 // live credentials are kept, never unknown secrets, and at most `capacity` of them.
 //
-// Uses are written behind: a credential's last_used_at / last_seen_at is recorded at most
-// once a `record_every` per credential, batched by a background thread every `flush_every`,
-// and everything still pending is written when the cache stops.
+// A miss costs one statement, outside any transaction (PgPool::read). Uses are written
+// behind: a credential's last_used_at / last_seen_at is recorded at most once a
+// `record_every` per credential, batched by a background thread every `flush_every`, and
+// everything still pending is written when the cache stops.
 #pragma once
 
 #include "core/clock.h"
+#include "core/db_pool.h"
 #include "identity/identity_store.h"
 #include "identity/token_store.h"
 
@@ -46,16 +48,18 @@ class CredentialCache {
 
   // `caught_up` says whether every announcement that has reached the process has been
   // delivered to invalidate() (NotifyListener::caught_up).
-  CredentialCache(identity::IdentityStore& sessions, identity::TokenStore& tokens,
+  CredentialCache(PgPool& pool, identity::IdentityStore& sessions, identity::TokenStore& tokens,
                   const Clock& clock, std::function<bool()> caught_up, Options options);
-  CredentialCache(identity::IdentityStore& sessions, identity::TokenStore& tokens,
+  CredentialCache(PgPool& pool, identity::IdentityStore& sessions, identity::TokenStore& tokens,
                   const Clock& clock, std::function<bool()> caught_up)
-      : CredentialCache(sessions, tokens, clock, std::move(caught_up), Options{}) {}
+      : CredentialCache(pool, sessions, tokens, clock, std::move(caught_up), Options{}) {}
   ~CredentialCache();  // stop()
   CredentialCache(const CredentialCache&) = delete;
   CredentialCache& operator=(const CredentialCache&) = delete;
 
-  // The live token whose secret hashes to `secret_hash`, or nullptr; records its use.
+  // The live token whose secret hashes to `secret_hash`, or nullptr; records its use. One
+  // not in memory is looked up (one statement), or, where blocking is forbidden
+  // (core/blocking.h), WouldBlock is thrown before anything is counted; so for session().
   std::shared_ptr<const identity::ResolvedToken> token(const std::string& secret_hash);
   // The session whose cookie hashes to `id_hash`, live at now under `policy` (absolute and
   // idle expiry), or nullptr; records it as seen now.
@@ -109,6 +113,7 @@ class CredentialCache {
   }
   void run();
 
+  PgPool& pool_;
   identity::IdentityStore& sessions_;
   identity::TokenStore& tokens_;
   const Clock& clock_;

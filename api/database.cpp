@@ -1,10 +1,9 @@
 // Opening the database a command uses.
 #include "api/database.h"
 
+#include "core/log.h"
 #include "core/migrator.h"
 #include "migrations/embedded_migrations.h"
-
-#include <spdlog/spdlog.h>
 
 namespace gpurent {
 
@@ -19,15 +18,14 @@ void open_database(const Config& config, Database& db, EmbeddedUse use) {
     // and starting or stopping nothing.
     if (auto url = EmbeddedPostgres::running_server_url(options)) {
       db.url = *url;
-      spdlog::info("using the embedded PostgreSQL of the gpurentd serving from {}",
-                   config.data_dir);
+      log::info("using the embedded PostgreSQL of the gpurentd serving from {}", config.data_dir);
       return;
     }
   }
   db.embedded.emplace(options);
   db.embedded->start();
   db.url = db.embedded->url();
-  spdlog::info("embedded PostgreSQL ready in {}", db.embedded->data_dir());
+  log::info("embedded PostgreSQL ready in {}", db.embedded->data_dir());
 }
 
 int expected_schema_version() {
@@ -37,7 +35,7 @@ int expected_schema_version() {
 
 void migrate(const std::string& url) {
   auto status = Migrator(url, embedded_migrations()).migrate();
-  spdlog::info("migrations: {} already applied, {} applied now", status.applied, status.pending);
+  log::info("migrations: {} already applied, {} applied now", status.applied, status.pending);
 }
 
 }  // namespace gpurent

@@ -4,13 +4,14 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/db_pool.h"
 #include "identity/identity_store.h"
 #include "inventory/demo_fleet.h"
 
 namespace gpurent {
 
 // Creates what is missing and prints the admin's login.
-void seed_demo(const Config& config, identity::IdentityStore& store,
+void seed_demo(const Config& config, PgPool& pool, identity::IdentityStore& store,
                const inventory::DemoFleetStores& fleet);
 
 }  // namespace gpurent

@@ -4,10 +4,9 @@
 #include "api/auth.h"
 #include "api/request_input.h"
 #include "api/responses.h"
+#include "core/blocking.h"
 #include "core/db_errors.h"
 #include "core/log.h"
-
-#include <spdlog/spdlog.h>
 
 #include <optional>
 
@@ -37,8 +36,8 @@ std::optional<Response> database_failure_response(const Route& route, const Requ
       default:
         return std::nullopt;
     }
-    spdlog::warn("{} {}: {} ({})", method_name(request.method), route.pattern, v->what(),
-                 db_failure_name(v->kind()));
+    log::warn("{} {}: {} ({})", method_name(request.method), route.pattern, v->what(),
+              db_failure_name(v->kind()));
     nlohmann::json details = nlohmann::json::object();
     if (!v->constraint().empty()) details["constraint"] = v->constraint();
     return error_response(Error(ErrorCode::kConflict, message, std::move(details)));
@@ -47,8 +46,8 @@ std::optional<Response> database_failure_response(const Route& route, const Requ
   if (failure != DbFailure::kSerializationFailure && failure != DbFailure::kDeadlock) {
     return std::nullopt;
   }
-  spdlog::warn("{} {}: {} ({})", method_name(request.method), route.pattern, e.what(),
-               db_failure_name(failure));
+  log::warn("{} {}: {} ({})", method_name(request.method), route.pattern, e.what(),
+            db_failure_name(failure));
   Response r = error_response(ErrorCode::kUnavailable,
                               "The database is busy with conflicting changes; try again.");
   r.set_header("Retry-After", "1");
@@ -67,19 +66,21 @@ Response invoke(const Route& route, const Request& request) {
     // A route never decorated (unit tests of the router and the edge checks): no pipeline,
     // so nobody is signed in.
     return route.handler(request, Principal{});
+  } catch (const WouldBlock&) {
+    throw;  // an inline attempt that must run on a worker instead (core/blocking.h)
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kInternal)
-      spdlog::error("{} {}: {}", method_name(request.method), route.pattern, e.what());
+      log::error("{} {}: {}", method_name(request.method), route.pattern, e.what());
     return error_response(e);
   } catch (const std::exception& e) {
     if (auto r = database_failure_response(route, request, e)) return std::move(*r);
-    spdlog::error("{} {} failed: {}", method_name(request.method), route.pattern, e.what());
+    log::error("{} {} failed: {}", method_name(request.method), route.pattern, e.what());
     return error_response(ErrorCode::kInternal, "The server failed to handle the request.");
   } catch (...) {
     // Whatever was thrown, the caller gets an answer: a worker that ends without one leaves
     // the client waiting until its connection times out.
-    spdlog::error("{} {} failed with a non-standard exception", method_name(request.method),
-                  route.pattern);
+    log::error("{} {} failed with a non-standard exception", method_name(request.method),
+               route.pattern);
     return error_response(ErrorCode::kInternal, "The server failed to handle the request.");
   }
 }
@@ -97,12 +98,12 @@ Response method_not_allowed_response(const std::string& allow) {
 }
 
 void log_access(const Request& request, int status, std::chrono::nanoseconds latency, bool quiet) {
-  auto level = quiet ? spdlog::level::debug : spdlog::level::info;
-  if (!spdlog::should_log(level)) return;
+  auto level = quiet ? log::Level::kDebug : log::Level::kInfo;
+  if (!log::enabled(level)) return;
   log::RequestScope scope(request.request_id);
   // The target's query may carry ids but never secrets: credentials travel in headers.
-  spdlog::log(level, "{} {} {} {:.3f}ms {}", method_name(request.method), request.target, status,
-              static_cast<double>(latency.count()) / 1e6, request.remote_ip);
+  log::at(level, "{} {} {} {:.3f}ms {}", method_name(request.method), request.target, status,
+          static_cast<double>(latency.count()) / 1e6, request.remote_ip);
 }
 
 }  // namespace gpurent::http

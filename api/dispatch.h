@@ -12,7 +12,8 @@ namespace gpurent::http {
 // Runs the route's handler, after check_request_input (api/request_input.h) has accepted the
 // request's path parameters, query string and data headers. Any gpurent::Error becomes its
 // contract response; any other exception is logged and answered with 500 internal, never a
-// crash and never silence.
+// crash and never silence. WouldBlock alone passes through: the server runs the request
+// again on a worker.
 Response invoke(const Route& route, const Request& request);
 
 Response not_found_response();

@@ -8,10 +8,11 @@
 #include "api/rate_limiter.h"
 #include "api/responses.h"
 #include "api/wire.h"
+#include "core/blocking.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "core/log.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -118,7 +119,7 @@ void ensure_descriptors(std::size_t max_connections) {
   raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
   if (raised.rlim_cur > limit.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
   if (limit.rlim_cur < wanted) {
-    spdlog::warn(
+    log::warn(
         "http_max_connections={} needs about {} file descriptors but the limit is {}: "
         "connections may be turned away (accept fails and retries) below the connection limit",
         max_connections, static_cast<unsigned long long>(wanted),
@@ -179,6 +180,8 @@ struct HttpServer::Impl {
   std::atomic<std::uint64_t> connections_refused{0};
   std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::size_t> requests_waiting{0};
+  std::atomic<std::uint64_t> inline_answered{0};
+  std::atomic<std::uint64_t> inline_diverted{0};
 
   net::io_context ioc;
   tcp::acceptor acceptor;
@@ -374,7 +377,25 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
 
-    if (match.kind == RouteMatch::Kind::kFound && match.route->execution == Execution::kWorker) {
+    if (found && match.route->execution == Execution::kInlineUnlessBlocked) {
+      // Most of these answer from memory: try here, and hand the request to a worker only
+      // if it would block (the attempt is abandoned; the route's handler has no effects
+      // before its first blocking call).
+      view.path_params = match.params;
+      try {
+        Response r;
+        {
+          NoBlockingScope no_blocking;
+          r = invoke(*match.route, view);
+        }
+        ++server_.inline_answered;
+        complete(seq, view, std::move(r), match.route->index, match.route->quiet);
+        return do_read();
+      } catch (const WouldBlock&) {
+        ++server_.inline_diverted;
+      }
+    }
+    if (found && match.route->execution != Execution::kInline) {
       auto owned = std::make_shared<OwnedRequest>(parser_->release());
       owned->request_id = std::move(request_id);
       owned->remote_ip = std::string(client_ip);
@@ -564,7 +585,7 @@ void HttpServer::Impl::accept() {
       return on_accept_error(ec);
     }
     if (failed_accepts_in_a_row > 0) {
-      spdlog::info("accepting connections again after {} failed accepts", failed_accepts_in_a_row);
+      log::info("accepting connections again after {} failed accepts", failed_accepts_in_a_row);
       failed_accepts_in_a_row = 0;
     }
     // Sessions are created only here, one at a time, so the count never passes the limit.
@@ -572,8 +593,8 @@ void HttpServer::Impl::accept() {
       refuse(socket);
     } else {
       if (refusals_in_a_row > 0) {
-        spdlog::info("accepting connections again; {} refused at the limit of {}",
-                     refusals_in_a_row, options.max_connections);
+        log::info("accepting connections again; {} refused at the limit of {}", refusals_in_a_row,
+                  options.max_connections);
         refusals_in_a_row = 0;
       }
       ++connections_accepted;
@@ -593,7 +614,7 @@ void HttpServer::Impl::on_accept_error(const beast::error_code& ec) {
   // A connection reset while still queued: nothing to wait for.
   if (ec == net::error::connection_aborted) return accept();
   if (failed_accepts_in_a_row++ == 0) {
-    spdlog::warn("accept failed: {}; retrying every {} ms", ec.message(), kAcceptBackoff.count());
+    log::warn("accept failed: {}; retrying every {} ms", ec.message(), kAcceptBackoff.count());
   }
   accept_retry_timer.expires_after(kAcceptBackoff);
   accept_retry_timer.async_wait([this](beast::error_code) {
@@ -608,8 +629,8 @@ void HttpServer::Impl::on_accept_error(const beast::error_code& ec) {
 void HttpServer::Impl::refuse(tcp::socket& socket) {
   ++connections_refused;
   if (refusals_in_a_row++ == 0) {
-    spdlog::warn("connection limit of {} reached: refusing new connections with 503",
-                 options.max_connections);
+    log::warn("connection limit of {} reached: refusing new connections with 503",
+              options.max_connections);
   }
   beast::error_code ec;
   socket.non_blocking(true, ec);
@@ -629,8 +650,8 @@ void HttpServer::Impl::refuse(tcp::socket& socket) {
 
 void HttpServer::Impl::begin_shutdown() {
   if (stopping.exchange(true)) return;
-  spdlog::info("shutting down: no new connections; waiting up to {} ms for in-flight requests",
-               options.shutdown_deadline.count());
+  log::info("shutting down: no new connections; waiting up to {} ms for in-flight requests",
+            options.shutdown_deadline.count());
   net::post(acceptor.get_executor(), [this] {
     beast::error_code ec;
     acceptor.close(ec);
@@ -655,7 +676,7 @@ void HttpServer::Impl::check_drained() {
     open = sessions.size();
   }
   if (open == 0 || Clock::now() >= drain_deadline) {
-    if (open > 0) spdlog::warn("shutdown deadline passed with {} connections open", open);
+    if (open > 0) log::warn("shutdown deadline passed with {} connections open", open);
     signals.cancel();
     ioc.stop();
     return;
@@ -691,7 +712,7 @@ unsigned short HttpServer::listen() {
 void HttpServer::run() {
   impl_->signals.async_wait([this](beast::error_code ec, int signal) {
     if (ec) return;
-    spdlog::info("received signal {}", signal);
+    log::info("received signal {}", signal);
     impl_->begin_shutdown();
   });
   impl_->accept();
@@ -723,7 +744,9 @@ HttpServerStats HttpServer::stats() const {
           .connections_accepted_total = impl_->connections_accepted.load(),
           .connections_refused_total = impl_->connections_refused.load(),
           .accept_errors_total = impl_->accept_errors.load(),
-          .requests_waiting = impl_->requests_waiting.load()};
+          .requests_waiting = impl_->requests_waiting.load(),
+          .inline_answered_total = impl_->inline_answered.load(),
+          .inline_diverted_total = impl_->inline_diverted.load()};
 }
 
 }  // namespace gpurent::http

@@ -43,6 +43,10 @@ struct HttpServerStats {
   std::uint64_t connections_refused_total = 0;  // over the limit: 503 and closed
   std::uint64_t accept_errors_total = 0;        // out of descriptors, memory, ...
   std::size_t requests_waiting = 0;             // waiting off the workers (CallAgain)
+  // kInlineUnlessBlocked requests answered on the network thread, and those that would
+  // have blocked there and were run on a worker instead.
+  std::uint64_t inline_answered_total = 0;
+  std::uint64_t inline_diverted_total = 0;
 };
 
 class HttpServer {

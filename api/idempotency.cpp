@@ -4,8 +4,8 @@
 #include "api/responses.h"
 #include "core/crypto.h"
 #include "core/error.h"
+#include "core/log.h"
 
-#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -119,7 +119,8 @@ Response IdempotencyGuard::run(const Handler& inner, const Request& req, const P
   std::string hash = request_hash(req);
   std::string seal_key = sealing_key(ref, key);
 
-  auto claim = store_.claim(ref, hash);
+  auto claim =
+      pool_.transact("idempotency_claim", [&](Tx& tx) { return store_.claim(tx, ref, hash); });
   using Kind = identity::IdempotencyClaim::Kind;
   if (claim.kind == Kind::kMismatch) {
     throw Error(ErrorCode::kIdempotencyKeyReused,
@@ -157,8 +158,11 @@ Response IdempotencyGuard::run(const Handler& inner, const Request& req, const P
   }
   if (is_replayable_status(response.status)) {
     std::string sealed = crypto::seal(seal_key, envelope(response), sealing_aad(ref, hash));
-    if (!store_.complete(ref, hash, response.status, sealed)) {
-      spdlog::warn("idempotency claim lost before completion; the response was not stored");
+    bool stored = pool_.transact("idempotency_complete", [&](Tx& tx) {
+      return store_.complete(tx, ref, hash, response.status, sealed);
+    });
+    if (!stored) {
+      log::warn("idempotency claim lost before completion; the response was not stored");
     }
   } else {
     release_quietly(ref, hash);
@@ -172,9 +176,9 @@ Response IdempotencyGuard::run(const Handler& inner, const Request& req, const P
 void IdempotencyGuard::release_quietly(const identity::IdempotencyKeyRef& ref,
                                        const std::string& hash) {
   try {
-    store_.release(ref, hash);
+    pool_.transact("idempotency_release", [&](Tx& tx) { store_.release(tx, ref, hash); });
   } catch (const std::exception& e) {
-    spdlog::warn("releasing an idempotency claim failed: {}", e.what());
+    log::warn("releasing an idempotency claim failed: {}", e.what());
   }
 }
 
@@ -185,10 +189,10 @@ void IdempotencyGuard::maybe_purge() {
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.purge_every).count();
   if (now - last < every || !last_purge_ns_.compare_exchange_strong(last, now)) return;
   try {
-    int n = store_.purge_expired();
-    if (n > 0) spdlog::info("deleted {} expired idempotency keys", n);
+    int n = pool_.transact("idempotency_purge", [&](Tx& tx) { return store_.purge_expired(tx); });
+    if (n > 0) log::info("deleted {} expired idempotency keys", n);
   } catch (const std::exception& e) {
-    spdlog::warn("purging expired idempotency keys failed: {}", e.what());
+    log::warn("purging expired idempotency keys failed: {}", e.what());
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "identity/idempotency_store.h"
 
 #include <atomic>
@@ -27,10 +28,12 @@ struct IdempotencyOptions {
   std::chrono::seconds purge_every{60};
 };
 
+// Each step on the key (claim, complete, release, purge) is a transaction of its own,
+// committed at once so other replicas see it, and none is part of the handler's.
 class IdempotencyGuard {
  public:
-  explicit IdempotencyGuard(identity::IdempotencyStore& store, IdempotencyOptions options = {})
-      : store_(store), options_(options) {}
+  IdempotencyGuard(PgPool& pool, identity::IdempotencyStore& store, IdempotencyOptions options = {})
+      : pool_(pool), store_(store), options_(options) {}
 
   // The route's handler, honouring Idempotency-Key when the route takes it (POST, worker
   // execution, idempotency_key set, credentials required); otherwise the handler itself.
@@ -42,6 +45,7 @@ class IdempotencyGuard {
   void release_quietly(const identity::IdempotencyKeyRef& ref, const std::string& hash);
   void maybe_purge();
 
+  PgPool& pool_;
   identity::IdempotencyStore& store_;
   IdempotencyOptions options_;
   std::atomic<std::int64_t> last_purge_ns_{0};

@@ -1,7 +1,7 @@
 // Composing the request pipeline.
 #include "api/pipeline.h"
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 #include <chrono>
 
@@ -10,8 +10,7 @@ namespace gpurent::http {
 void compose_pipeline(Router& router, const PipelineParts& parts) {
   router.decorate([&idempotency = parts.idempotency, &authenticator = parts.authenticator,
                    &credentials = parts.credentials, &barrier = parts.barrier](const Route& r) {
-    Entry entry = [&authenticator, route = &r,
-                         handler = idempotency.wrap(r)](const Request& req) {
+    Entry entry = [&authenticator, route = &r, handler = idempotency.wrap(r)](const Request& req) {
       return handler(req, authorize(authenticator, *route, req));
     };
     if (!r.changes_credentials) return entry;
@@ -31,10 +30,10 @@ void compose_pipeline(Router& router, const PipelineParts& parts) {
       if (response.status < 300) {
         try {
           if (!barrier.pass(std::chrono::seconds(1))) {
-            spdlog::warn("a credential change was not announced back within 1 s");
+            log::warn("a credential change was not announced back within 1 s");
           }
         } catch (const std::exception& e) {
-          spdlog::warn("announcing a credential change failed: {}", e.what());
+          log::warn("announcing a credential change failed: {}", e.what());
         }
       }
       return response;

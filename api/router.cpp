@@ -34,6 +34,10 @@ void Router::add(Route route) {
   if (route.pattern.empty() || route.pattern[0] != '/') {
     throw std::invalid_argument("route pattern must start with '/': " + route.pattern);
   }
+  if (route.execution == Execution::kInlineUnlessBlocked && route.method != Method::kGet) {
+    // Tried inline and then run again on a worker: only a read may start twice.
+    throw std::invalid_argument("only GET routes may be kInlineUnlessBlocked: " + route.pattern);
+  }
   Segments seg;
   bool has_params = false;
   for (auto part : split_path(route.pattern)) {

@@ -22,7 +22,11 @@ using Entry = std::function<Response(const Request&)>;
 
 // Where a handler runs. kInline handlers are cheap and never block (no database, no disk):
 // they run on the network thread. kWorker handlers run on the worker pool.
-enum class Execution { kInline, kWorker };
+// kInlineUnlessBlocked handlers are tried on the network thread and, the moment they would
+// block (core/blocking.h: a database connection, a snapshot to rebuild, a credential not in
+// memory), run again from the start on a worker: for reads that usually answer from memory,
+// which must have no effects before their first blocking call (GET routes only).
+enum class Execution { kInline, kWorker, kInlineUnlessBlocked };
 
 // Which credentials a route takes. The pipeline authenticates once, before the handler
 // and the Idempotency-Key guard, and refuses the request (401/403) before either runs.

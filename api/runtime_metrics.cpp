@@ -75,6 +75,8 @@ void add_http_server_collector(http::Metrics& metrics, const http::HttpServer& s
     line("gpurent_http_connections_refused_total", "counter", s.connections_refused_total);
     line("gpurent_http_accept_errors_total", "counter", s.accept_errors_total);
     line("gpurent_http_requests_waiting", "gauge", s.requests_waiting);
+    line("gpurent_http_inline_answered_total", "counter", s.inline_answered_total);
+    line("gpurent_http_inline_diverted_total", "counter", s.inline_diverted_total);
   });
 }
 

@@ -2,8 +2,7 @@
 #include "api/static_files.h"
 
 #include "core/crypto.h"
-
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 #include <filesystem>
 #include <fstream>
@@ -49,7 +48,7 @@ std::string_view StaticFiles::content_type_for(std::string_view name) {
 StaticFiles::StaticFiles(const std::string& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    spdlog::warn("web_root {} is not a folder; the web panel is not served", root);
+    log::warn("web_root {} is not a folder; the web panel is not served", root);
     return;
   }
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
@@ -75,7 +74,7 @@ StaticFiles::StaticFiles(const std::string& root) {
     f.content = std::move(content);
     files_.emplace(std::move(url), std::move(f));
   }
-  spdlog::info("serving {} web panel files from {}", files_.size(), root);
+  log::info("serving {} web panel files from {}", files_.size(), root);
 }
 
 std::optional<Response> StaticFiles::serve(const Request& request) const {

@@ -66,6 +66,7 @@ class CatalogBenchEnv {
 
   std::string url() const { return postgres_->url(); }
   inventory::CatalogStore& catalog() { return *catalog_; }
+  PgPool& pool() { return *pool_; }
   http::CatalogCache& cache() { return *cache_; }
   const std::string& image_id() const { return image_id_; }
 
@@ -82,21 +83,23 @@ class CatalogBenchEnv {
     Migrator(postgres_->url(), embedded_migrations()).migrate();
 
     pool_ = std::make_unique<PgPool>(PgPoolOptions{.url = postgres_->url(), .size = 8});
-    catalog_ = std::make_unique<inventory::CatalogStore>(*pool_, clock_);
-    identity::IdentityStore identity(*pool_, clock_);
-    inventory::SiteStore sites(*pool_, clock_);
-    inventory::NodeStore nodes(*pool_, clock_, std::chrono::hours(24));
-    inventory::PriceStore prices(*pool_, clock_, "RUB");
-    auto admin = identity.create_platform_admin("admin@gpurent.local", "not-a-login");
-    if (!inventory::seed_demo_fleet({&sites, &nodes, catalog_.get(), &prices},
-                                    {admin.id, std::nullopt})) {
+    catalog_ = std::make_unique<inventory::CatalogStore>(clock_);
+    identity::IdentityStore identity(clock_);
+    inventory::SiteStore sites(clock_);
+    inventory::NodeStore nodes(clock_, std::chrono::hours(24));
+    inventory::PriceStore prices(clock_, "RUB");
+    auto admin = pool_->transact("bench_admin", [&](Tx& tx) {
+      return identity.create_platform_admin(tx, "admin@gpurent.local", "not-a-login", Actor{});
+    });
+    if (!inventory::seed_demo_fleet(*pool_, {&sites, &nodes, catalog_.get(), &prices},
+                                    Actor{.user_id = admin.id})) {
       throw std::runtime_error("the demo fleet was not seeded into a fresh database");
     }
-    auto images = catalog_->images(false);
+    auto images = pool_->read("bench_images", [&](Tx& tx) { return catalog_->images(tx, false); });
     if (images.empty()) throw std::runtime_error("the demo fleet has no images");
     image_id_ = images.front().id;
     cache_ = std::make_unique<http::CatalogCache>(
-        [this] { return http::build_catalog_documents(*catalog_); });
+        [this] { return http::build_catalog_documents(*pool_, *catalog_); });
   }
 
   std::string root_;
@@ -131,7 +134,7 @@ void BM_CatalogRebuild(benchmark::State& state) {
   auto& env = CatalogBenchEnv::get();
   std::size_t entries = 0;
   for (auto _ : state) {
-    auto docs = http::build_catalog_documents(env.catalog());
+    auto docs = http::build_catalog_documents(env.pool(), env.catalog());
     entries = docs.gpu_models.size() + docs.images.size();
     benchmark::DoNotOptimize(docs.images_body.get());
   }

@@ -5,8 +5,6 @@
 #include "core/log.h"
 #include "core/migrator.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -90,16 +88,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpurentd: unknown command '%s' (try --help)\n", command.c_str());
     return 2;
   } catch (const gpurent::ConfigError& e) {
-    spdlog::critical("{}", e.what());
+    gpurent::log::critical("{}", e.what());
     return 2;
   } catch (const gpurent::Error& e) {
-    spdlog::critical("{}", e.what());
+    gpurent::log::critical("{}", e.what());
     return 2;
   } catch (const gpurent::MigrationError& e) {
-    spdlog::critical("migration: {}", e.what());
+    gpurent::log::critical("migration: {}", e.what());
     return 3;
   } catch (const std::exception& e) {
-    spdlog::critical("fatal: {}", e.what());
+    gpurent::log::critical("fatal: {}", e.what());
     return 1;
   }
 }

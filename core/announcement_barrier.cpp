@@ -34,9 +34,8 @@ bool AnnouncementBarrier::pass(std::chrono::milliseconds limit) {
     awaiting_.insert(n);
   }
   try {
-    pool_.transact("announcement_barrier", [&](PgPool::Lease&, pqxx::work& tx) {
-      notify(tx, kChannel, prefix_ + std::to_string(n));
-    });
+    pool_.transact("announcement_barrier",
+                   [&](Tx& tx) { notify(tx, kChannel, prefix_ + std::to_string(n)); });
   } catch (...) {
     std::lock_guard lock(mutex_);
     awaiting_.erase(n);

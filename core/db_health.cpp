@@ -17,9 +17,9 @@ constexpr Statement kSleep = {"test_sleep", "SELECT pg_sleep($1::double precisio
 DbHealth check_database(PgPool& pool) {
   DbHealth health;
   try {
-    health.schema_version = pool.transact("readiness", [](PgPool::Lease& lease, pqxx::work& tx) {
-      if (!lease.exec(tx, kHasMigrationsTable)[0][0].as<bool>()) return 0;
-      return lease.exec(tx, kSchemaVersion)[0][0].as<int>();
+    health.schema_version = pool.read("readiness", [](Tx& tx) {
+      if (!tx.exec(kHasMigrationsTable)[0][0].as<bool>()) return 0;
+      return tx.exec(kSchemaVersion)[0][0].as<int>();
     });
     health.reachable = true;
   } catch (const std::exception& e) {
@@ -29,9 +29,8 @@ DbHealth check_database(PgPool& pool) {
 }
 
 void hold_database_connection(PgPool& pool, std::chrono::milliseconds duration) {
-  pool.transact("test_sleep", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kSleep, static_cast<long long>(duration.count()));
-  });
+  pool.read("test_sleep",
+            [&](Tx& tx) { tx.exec(kSleep, static_cast<long long>(duration.count())); });
 }
 
 }  // namespace gpurent

@@ -1,7 +1,9 @@
 // PgPool: bounded connections, lazy connect, reconnect after a broken connection.
 #include "core/db_pool.h"
 
-#include <spdlog/spdlog.h>
+#include "core/blocking.h"
+#include "core/log.h"
+
 #include <pqxx/pqxx>
 
 namespace gpurent {
@@ -32,6 +34,7 @@ std::unique_ptr<PgPool::Slot> PgPool::connect() {
 }
 
 PgPool::Lease PgPool::acquire() {
+  may_block();  // never on a network thread (core/blocking.h)
   std::unique_lock lock(mutex_);
   auto deadline = std::chrono::steady_clock::now() + options_.wait_timeout;
   ++waiting_;
@@ -67,7 +70,7 @@ PgPool::Lease PgPool::acquire() {
     ++connect_failures_total_;
     lock.unlock();
     cv_.notify_one();
-    spdlog::warn("database connection failed: {}", e.what());
+    log::warn("database connection failed: {}", e.what());
     throw Error(ErrorCode::kUnavailable, "The database is unreachable.");
   }
 }
@@ -100,7 +103,7 @@ void PgPool::cancel_all() {
     try {
       slot->conn->cancel_query();
     } catch (const std::exception& e) {
-      spdlog::warn("cancelling a query failed: {}", e.what());
+      log::warn("cancelling a query failed: {}", e.what());
     }
   }
 }

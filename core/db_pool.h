@@ -121,6 +121,13 @@ class PgPool {
       });
     }
 
+    // A fixed statement with no parameters, unprepared: for tests and one-off DDL. Stores
+    // use named, parameterised statements (exec above).
+    pqxx::result exec_fixed(const std::string& sql) {
+      lease_.pool_->round_trips_.fetch_add(1, std::memory_order_relaxed);
+      return work_.exec(sql);
+    }
+
     bool in_transaction() const { return savepoints_ != nullptr; }
 
    private:
@@ -130,7 +137,8 @@ class PgPool {
   };
 
   // Waits up to the pool's wait timeout for a connection. Throws Error(kUnavailable) when
-  // none frees up in time or the database cannot be reached.
+  // none frees up in time or the database cannot be reached, and WouldBlock on a thread
+  // where blocking is forbidden (core/blocking.h).
   Lease acquire();
 
   PgPoolStats stats() const;
@@ -157,18 +165,7 @@ class PgPool {
       try {
         pqxx::work work(lease.conn(), name);
         Tx tx(lease, work, &work);
-        if constexpr (!std::is_invocable_v<Fn&, Tx&>) {
-          // TRANSITION: the (lease, work) form, until every store takes a Tx.
-          if constexpr (std::is_void_v<decltype(fn(lease, work))>) {
-            fn(lease, work);
-            work.commit();
-            return;
-          } else {
-            auto result = fn(lease, work);
-            work.commit();
-            return result;
-          }
-        } else if constexpr (std::is_void_v<decltype(fn(tx))>) {
+        if constexpr (std::is_void_v<decltype(fn(tx))>) {
           fn(tx);
           work.commit();
           return;
@@ -202,12 +199,7 @@ class PgPool {
     try {
       pqxx::nontransaction work(lease.conn(), name);
       Tx tx(lease, work, nullptr);
-      if constexpr (!std::is_invocable_v<Fn&, Tx&>) {
-        // TRANSITION: the (lease, work) form, until every store takes a Tx.
-        return fn(lease, static_cast<pqxx::transaction_base&>(work));
-      } else {
-        return fn(tx);
-      }
+      return fn(tx);
     } catch (const pqxx::broken_connection&) {
       lost(lease);
     } catch (const pqxx::sql_error& e) {

@@ -3,6 +3,7 @@
 
 #include "core/crypto.h"
 #include "core/error.h"
+#include "core/log.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -10,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
 #include <pqxx/pqxx>
 
 #include <cerrno>
@@ -89,7 +89,7 @@ EmbeddedPostgres::~EmbeddedPostgres() {
   try {
     stop();
   } catch (const std::exception& e) {
-    spdlog::error("stopping embedded PostgreSQL failed: {}", e.what());
+    log::error("stopping embedded PostgreSQL failed: {}", e.what());
   }
   if (lock_fd_ >= 0) close(lock_fd_);
 }
@@ -112,7 +112,7 @@ void EmbeddedPostgres::lock_data_dir() {
   }
   std::string pid = std::to_string(getpid());
   if (ftruncate(lock_fd_, 0) != 0 || write(lock_fd_, pid.data(), pid.size()) < 0) {
-    spdlog::warn("cannot record pid in {}", lock_path.string());
+    log::warn("cannot record pid in {}", lock_path.string());
   }
 }
 
@@ -132,8 +132,8 @@ void EmbeddedPostgres::ensure_reachable(const std::string& dir) {
     if (st.st_mode & S_IXOTH) continue;
     auto r = run_subprocess({"setfacl", "-m", "u:" + options_.system_user + ":x", p.string()});
     if (r.exit_code == 0) {
-      spdlog::warn("granted user {} traverse permission on {} so it can reach {}",
-                   options_.system_user, p.string(), data_dir_);
+      log::warn("granted user {} traverse permission on {} so it can reach {}",
+                options_.system_user, p.string(), data_dir_);
     }
   }
   if (!probe()) {
@@ -159,7 +159,7 @@ void EmbeddedPostgres::start() {
   bool initialised = fs::exists(fs::path(data_dir_) / "PG_VERSION");
   if (!initialised) {
     prepare_dir(data_dir_);
-    spdlog::info("initialising embedded PostgreSQL in {}", data_dir_);
+    log::info("initialising embedded PostgreSQL in {}", data_dir_);
     std::vector<std::string> initdb = {options_.bin_dir + "/initdb",
                                        "-D",
                                        data_dir_,
@@ -178,7 +178,7 @@ void EmbeddedPostgres::start() {
   if (socket_dir_ != data_dir_) prepare_dir(socket_dir_);
 
   if (run({options_.bin_dir + "/pg_ctl", "-D", data_dir_, "status"}).exit_code == 0) {
-    spdlog::warn("adopting the PostgreSQL server left running in {}", data_dir_);
+    log::warn("adopting the PostgreSQL server left running in {}", data_dir_);
   } else {
     std::string opts = "-k " + socket_dir_ + " -c listen_addresses='' -p " + std::to_string(kPort) +
                        " -c max_connections=200";
@@ -199,7 +199,7 @@ void EmbeddedPostgres::stop() {
   if (!running_) return;
   auto r =
       run({options_.bin_dir + "/pg_ctl", "-D", data_dir_, "-m", "fast", "-w", "-t", "60", "stop"});
-  if (r.exit_code != 0) spdlog::warn("pg_ctl stop: {}", r.output);
+  if (r.exit_code != 0) log::warn("pg_ctl stop: {}", r.output);
   running_ = false;
 }
 
@@ -228,7 +228,7 @@ std::optional<std::string> EmbeddedPostgres::running_server_url(
     pqxx::connection probe(url + "&connect_timeout=5");
     if (!probe.is_open()) return std::nullopt;
   } catch (const std::exception& e) {
-    spdlog::info("the PostgreSQL in {} does not accept connections: {}", data_dir, e.what());
+    log::info("the PostgreSQL in {} does not accept connections: {}", data_dir, e.what());
     return std::nullopt;
   }
   return url;

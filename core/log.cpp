@@ -125,6 +125,34 @@ void append_json_escaped(std::string& out, std::string_view s) {
   }
 }
 
+namespace {
+
+spdlog::level::level_enum to_spdlog(Level level) {
+  switch (level) {
+    case Level::kDebug:
+      return spdlog::level::debug;
+    case Level::kInfo:
+      return spdlog::level::info;
+    case Level::kWarn:
+      return spdlog::level::warn;
+    case Level::kError:
+      return spdlog::level::err;
+    case Level::kCritical:
+      return spdlog::level::critical;
+  }
+  return spdlog::level::err;
+}
+
+}  // namespace
+
+bool enabled(Level level) {
+  return spdlog::default_logger_raw()->should_log(to_spdlog(level));
+}
+
+void write(Level level, std::string_view message) {
+  spdlog::default_logger_raw()->log(to_spdlog(level), message);
+}
+
 void init(LogFormat format, const std::string& level) {
   spdlog::drop("gpurent");
   auto logger = spdlog::stderr_color_mt("gpurent");

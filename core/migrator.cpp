@@ -2,8 +2,8 @@
 #include "core/migrator.h"
 
 #include "core/crypto.h"
+#include "core/log.h"
 
-#include <spdlog/spdlog.h>
 #include <pqxx/pqxx>
 
 #include <algorithm>
@@ -116,7 +116,7 @@ MigrationStatus Migrator::run(bool apply) {
     }
     ++status.pending;
     if (!apply) continue;
-    spdlog::info("applying migration {}", m.name);
+    log::info("applying migration {}", m.name);
     pqxx::work tx(conn, "migration_apply");
     try {
       tx.exec(m.sql);

@@ -2,8 +2,9 @@
 // it breaks.
 #include "core/notify_listener.h"
 
+#include "core/log.h"
+
 #include <poll.h>
-#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -85,9 +86,9 @@ class Receiver final : public pqxx::notification_receiver {
     try {
       on_notify_(payload);
     } catch (const std::exception& e) {
-      spdlog::error("notify listener: subscriber to '{}' threw: {}", channel(), e.what());
+      log::error("notify listener: subscriber to '{}' threw: {}", channel(), e.what());
     } catch (...) {
-      spdlog::error("notify listener: subscriber to '{}' threw a non-exception", channel());
+      log::error("notify listener: subscriber to '{}' threw a non-exception", channel());
     }
   }
 
@@ -159,10 +160,10 @@ void NotifyListener::run() {
       listen_until_stopped_or_broken();
     } catch (const std::exception& e) {
       bool repeat = failing && !connected_;
-      spdlog::log(repeat ? spdlog::level::debug : spdlog::level::warn,
-                  "notify listener: {} ({}); retrying in {} ms",
-                  connected_ ? "connection lost" : "cannot connect", redact(e.what(), options_.url),
-                  options_.reconnect_delay.count());
+      log::at(repeat ? log::Level::kDebug : log::Level::kWarn,
+              "notify listener: {} ({}); retrying in {} ms",
+              connected_ ? "connection lost" : "cannot connect", redact(e.what(), options_.url),
+              options_.reconnect_delay.count());
       failing = !connected_;
     }
     connected_ = false;
@@ -202,16 +203,16 @@ void NotifyListener::listen_until_stopped_or_broken() {
   connected_ = true;
   if (connections_total_++ > 0) {
     ++reconnects_total_;
-    spdlog::info("notify listener: reconnected");
+    log::info("notify listener: reconnected");
   }
   // Notifications that arrived meanwhile wait in libpq's buffer until await_notification.
   for (const auto& callback : on_connected_) {
     try {
       callback();
     } catch (const std::exception& e) {
-      spdlog::error("notify listener: on_connected callback threw: {}", e.what());
+      log::error("notify listener: on_connected callback threw: {}", e.what());
     } catch (...) {
-      spdlog::error("notify listener: on_connected callback threw a non-exception");
+      log::error("notify listener: on_connected callback threw a non-exception");
     }
   }
 
@@ -232,6 +233,11 @@ void NotifyListener::listen_until_stopped_or_broken() {
 
 void notify(pqxx::transaction_base& tx, std::string_view channel, std::string_view payload) {
   tx.exec_params(kNotifySql, std::string(channel), std::string(payload));
+}
+
+void notify(Tx& tx, std::string_view channel, std::string_view payload) {
+  static constexpr Statement kNotify = {"notify", kNotifySql};
+  tx.exec(kNotify, std::string(channel), std::string(payload));
 }
 
 }  // namespace gpurent

@@ -1,6 +1,8 @@
 // LISTEN/NOTIFY for cross-replica cache invalidation: one listener thread per process.
 #pragma once
 
+#include "core/db_pool.h"
+
 #include <pqxx/pqxx>
 
 #include <atomic>
@@ -88,5 +90,7 @@ class NotifyListener {
 // Queues a notification on `channel`; PostgreSQL delivers it when `tx` commits, and never
 // if it rolls back. Channel and payload are parameters, never spliced into SQL.
 void notify(pqxx::transaction_base& tx, std::string_view channel, std::string_view payload);
+// The same inside a use case's transaction.
+void notify(Tx& tx, std::string_view channel, std::string_view payload);
 
 }  // namespace gpurent

@@ -3,6 +3,8 @@
 // them of a change (NotifyListener), and the replica that made the change does so itself.
 #pragma once
 
+#include "core/blocking.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -17,7 +19,8 @@ class SnapshotCache {
   explicit SnapshotCache(std::function<T()> build) : build_(std::move(build)) {}
 
   // The current snapshot, building it when there is none. A build that raced with an
-  // invalidation is returned to its caller but not kept: it may predate the change.
+  // invalidation is returned to its caller but not kept: it may predate the change. Where
+  // blocking is forbidden (core/blocking.h), a missing snapshot throws WouldBlock.
   std::shared_ptr<const T> get() {
     std::uint64_t generation;
     {
@@ -28,6 +31,7 @@ class SnapshotCache {
       }
       generation = generation_;
     }
+    may_block();  // a build reads the database: not on a network thread
     misses_.fetch_add(1, std::memory_order_relaxed);
     auto built = std::make_shared<const T>(build_());
     std::lock_guard lock(mutex_);

@@ -20,7 +20,9 @@ Timestamp timestamp_from_micros(long long micros) {
   return Timestamp(std::chrono::microseconds(micros));
 }
 
-Timestamp read_timestamp(const pqxx::field& f) { return timestamp_from_micros(f.as<long long>()); }
+Timestamp read_timestamp(const pqxx::field& f) {
+  return timestamp_from_micros(f.as<long long>());
+}
 
 std::optional<Timestamp> read_optional_timestamp(const pqxx::field& f) {
   if (f.is_null()) return std::nullopt;

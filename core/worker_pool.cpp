@@ -1,7 +1,7 @@
 // WorkerPool: a mutex-guarded queue drained by a fixed set of threads.
 #include "core/worker_pool.h"
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 namespace gpurent {
 
@@ -62,9 +62,9 @@ void WorkerPool::run() {
       task();
     } catch (const std::exception& e) {
       // Tasks report their own errors; one that escapes is a bug, but must not kill the pool.
-      spdlog::error("worker task threw: {}", e.what());
+      log::error("worker task threw: {}", e.what());
     } catch (...) {
-      spdlog::error("worker task threw a non-standard exception");
+      log::error("worker task threw a non-standard exception");
     }
     std::lock_guard lock(mutex_);
     --busy_;

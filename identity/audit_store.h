@@ -1,20 +1,20 @@
-// Reading the audit log: filtered, newest first, paged by a keyset cursor on the row id.
+// Reading the audit log: filtered, newest first, paged by a keyset cursor on (at, id).
 #pragma once
 
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/paging.h"
 
 #include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace gpurent::identity {
 
 struct AuditRecord {
   long long id = 0;
-  std::string at;  // RFC 3339, seconds
+  Timestamp at;
   std::optional<std::string> org_id;
   std::optional<std::string> actor_user_id;
   std::optional<std::string> actor_token_id;
@@ -34,27 +34,21 @@ struct AuditFilter {
   std::optional<Timestamp> until;
 };
 
-struct AuditPage {
-  std::vector<AuditRecord> items;
-  std::optional<std::string> next_cursor;  // absent on the last page
-};
+using AuditPage = gpurent::Page<AuditRecord>;
 
+// Runs in the caller's transaction (see gpurent::Tx); audit rows are written by
+// gpurent::write_audit, never here.
 class AuditStore {
  public:
-  explicit AuditStore(PgPool& pool) : pool_(pool) {}
-
   // Rows of every org (and platform rows without one), or of `org_id` when given, newest
   // first, at most `limit`, after `cursor` (a next_cursor from an earlier page). Throws
   // invalid_request naming "cursor" when it is not one.
-  AuditPage list_all(const std::optional<std::string>& org_id, const AuditFilter& filter, int limit,
-                     const std::optional<std::string>& cursor);
+  AuditPage list_all(Tx& tx, const std::optional<std::string>& org_id, const AuditFilter& filter,
+                     int limit, const std::optional<std::string>& cursor);
 
   // Rows of one org only; the org is part of the statement, never an optional filter.
-  AuditPage list_org(const std::string& org_id, const AuditFilter& filter, int limit,
+  AuditPage list_org(Tx& tx, const std::string& org_id, const AuditFilter& filter, int limit,
                      const std::optional<std::string>& cursor);
-
- private:
-  PgPool& pool_;
 };
 
 }  // namespace gpurent::identity

@@ -2,7 +2,8 @@
 // tells retries whether to replay, wait or refuse.
 #include "identity/idempotency_store.h"
 
-#include "identity/sql_common.h"
+#include "core/error.h"
+#include "core/sql.h"
 
 #include <pqxx/binarystring>
 
@@ -41,63 +42,56 @@ constexpr Statement kPurge = {
 
 }  // namespace
 
-IdempotencyClaim IdempotencyStore::claim(const IdempotencyKeyRef& key,
+IdempotencyClaim IdempotencyStore::claim(Tx& tx, const IdempotencyKeyRef& key,
                                          const std::string& request_hash) {
   Timestamp now = clock_.now();
   std::string now_s = sql_timestamp(now);
   std::string lease_end = sql_timestamp(now + policy_.lease);
   std::string expired_before = sql_timestamp(now - policy_.ttl);
   // A row can vanish between the INSERT and the SELECT (purged, or released by a failed
-  // run); the next round then claims it.
+  // run); the next round then claims it. Each statement of a READ COMMITTED transaction
+  // sees what others committed before it started, so a round sees the row gone.
   for (int round = 0;; ++round) {
-    auto claim = pool_.transact(
-        "idempotency_claim",
-        [&](PgPool::Lease& lease, pqxx::work& tx) -> std::optional<IdempotencyClaim> {
-          auto inserted = lease.exec(tx, kClaim, key.scope, key.key_hash, key.org_id, key.user_id,
-                                     request_hash, now_s, lease_end, expired_before);
-          if (!inserted.empty()) return IdempotencyClaim{.kind = IdempotencyClaim::Kind::kStarted};
-          auto rows = lease.exec(tx, kRead, key.scope, key.key_hash, expired_before);
-          if (rows.empty()) return std::nullopt;
-          const auto& row = rows[0];
-          IdempotencyClaim c;
-          if (row[0].as<std::string>() != request_hash) {
-            c.kind = IdempotencyClaim::Kind::kMismatch;
-          } else if (row[1].as<std::string>() == "running") {
-            c.kind = IdempotencyClaim::Kind::kRunning;
-          } else {
-            c.kind = IdempotencyClaim::Kind::kDone;
-            c.status = row[2].as<int>();
-            c.response = pqxx::binarystring(row[3]).str();
-          }
-          return c;
-        });
-    if (claim) return *claim;
+    auto inserted = tx.exec(kClaim, key.scope, key.key_hash, key.org_id, key.user_id, request_hash,
+                            now_s, lease_end, expired_before);
+    if (!inserted.empty()) return IdempotencyClaim{.kind = IdempotencyClaim::Kind::kStarted};
+    auto rows = tx.exec(kRead, key.scope, key.key_hash, expired_before);
+    if (!rows.empty()) {
+      const auto& row = rows[0];
+      IdempotencyClaim c;
+      if (row[0].as<std::string>() != request_hash) {
+        c.kind = IdempotencyClaim::Kind::kMismatch;
+      } else if (row[1].as<std::string>() == "running") {
+        c.kind = IdempotencyClaim::Kind::kRunning;
+      } else {
+        c.kind = IdempotencyClaim::Kind::kDone;
+        c.status = row[2].as<int>();
+        c.response = pqxx::binarystring(row[3]).str();
+      }
+      return c;
+    }
     if (round >= 3) {
       throw Error(ErrorCode::kConflict, "The Idempotency-Key is being reused concurrently.");
     }
   }
 }
 
-bool IdempotencyStore::complete(const IdempotencyKeyRef& key, const std::string& request_hash,
-                                int status, const std::string& sealed_response) {
-  return pool_.transact("idempotency_complete", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto r = lease.exec(tx, kComplete, key.scope, key.key_hash, request_hash, status,
-                        pqxx::binarystring(sealed_response));
-    return r.affected_rows() == 1;
-  });
+bool IdempotencyStore::complete(Tx& tx, const IdempotencyKeyRef& key,
+                                const std::string& request_hash, int status,
+                                const std::string& sealed_response) {
+  auto r = tx.exec(kComplete, key.scope, key.key_hash, request_hash, status,
+                   pqxx::binarystring(sealed_response));
+  return r.affected_rows() == 1;
 }
 
-void IdempotencyStore::release(const IdempotencyKeyRef& key, const std::string& request_hash) {
-  pool_.transact("idempotency_release", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kRelease, key.scope, key.key_hash, request_hash);
-  });
+void IdempotencyStore::release(Tx& tx, const IdempotencyKeyRef& key,
+                               const std::string& request_hash) {
+  tx.exec(kRelease, key.scope, key.key_hash, request_hash);
 }
 
-int IdempotencyStore::purge_expired(int batch) {
+int IdempotencyStore::purge_expired(Tx& tx, int batch) {
   std::string before = sql_timestamp(clock_.now() - policy_.ttl);
-  return pool_.transact("idempotency_purge", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    return static_cast<int>(lease.exec(tx, kPurge, before, batch).affected_rows());
-  });
+  return static_cast<int>(tx.exec(kPurge, before, batch).affected_rows());
 }
 
 }  // namespace gpurent::identity

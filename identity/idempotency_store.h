@@ -40,31 +40,33 @@ struct IdempotencyPolicy {
   std::chrono::seconds lease{60};
 };
 
+// Every method runs in the caller's transaction (see gpurent::Tx) and commits nothing; each
+// is a use case of its own for the HTTP layer, which commits it at once so other replicas
+// see the claim.
 class IdempotencyStore {
  public:
-  IdempotencyStore(PgPool& pool, const Clock& clock, IdempotencyPolicy policy = {})
-      : pool_(pool), clock_(clock), policy_(policy) {}
+  explicit IdempotencyStore(const Clock& clock, IdempotencyPolicy policy = {})
+      : clock_(clock), policy_(policy) {}
 
   // Claims the key for a request whose hash is `request_hash`, or reports what holds it.
   // Concurrent claims of one key from any number of replicas give exactly one kStarted.
-  IdempotencyClaim claim(const IdempotencyKeyRef& key, const std::string& request_hash);
+  IdempotencyClaim claim(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash);
 
   // Stores the finished request's status and sealed response. False when the claim was
   // lost meanwhile (taken over after the lease, or purged).
-  bool complete(const IdempotencyKeyRef& key, const std::string& request_hash, int status,
+  bool complete(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash, int status,
                 const std::string& sealed_response);
 
   // Gives up a claim without a stored response (the request failed in a way a retry
   // should repeat), so the next retry runs again.
-  void release(const IdempotencyKeyRef& key, const std::string& request_hash);
+  void release(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash);
 
   // Deletes keys older than the TTL, at most `batch` of them; returns how many.
-  int purge_expired(int batch = 1000);
+  int purge_expired(Tx& tx, int batch = 1000);
 
   const IdempotencyPolicy& policy() const { return policy_; }
 
  private:
-  PgPool& pool_;
   const Clock& clock_;
   IdempotencyPolicy policy_;
 };

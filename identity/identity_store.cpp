@@ -1,12 +1,11 @@
 // IdentityStore: named, parameterised statements over the identity tables.
 #include "identity/identity_store.h"
 
-#include "identity/sql_common.h"
-
 #include "core/crypto.h"
 #include "core/error.h"
 #include "core/id.h"
 #include "core/pg_array.h"
+#include "core/sql.h"
 
 namespace gpurent::identity {
 namespace {
@@ -22,7 +21,7 @@ constexpr Statement kInsertMembership = {
     "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)"};
 constexpr Statement kFindLogin = {
     "identity_find_login",
-    "SELECT id, email, is_platform_admin, " RFC3339("created_at") ", password_hash FROM users"
+    "SELECT id, email, is_platform_admin, " SQL_MICROS("created_at") ", password_hash FROM users"
     " WHERE lower(email) = lower($1) AND disabled_at IS NULL"};
 constexpr Statement kMemberships = {
     "identity_memberships",
@@ -39,13 +38,13 @@ constexpr Statement kTouchSession = {
     "UPDATE sessions s SET last_seen_at = $2 FROM users u"
     " WHERE s.id_hash = $1 AND u.id = s.user_id AND u.disabled_at IS NULL"
     " AND s.expires_at > $2 AND s.last_seen_at > $2::timestamptz - make_interval(secs => $3)"
-    " RETURNING u.id, u.email, u.is_platform_admin, " RFC3339(
+    " RETURNING u.id, u.email, u.is_platform_admin, " SQL_MICROS(
         "u.created_at") ", s.current_org_id, s.csrf_token"};
 constexpr Statement kResolveSession = {
     "identity_resolve_session",
-    "SELECT u.id, u.email, u.is_platform_admin, " RFC3339("u.created_at")
-    ", s.current_org_id, s.csrf_token, m.role, " EPOCH_MICROS("s.expires_at")
-    ", " EPOCH_MICROS("s.last_seen_at")
+    "SELECT u.id, u.email, u.is_platform_admin, " SQL_MICROS("u.created_at")
+    ", s.current_org_id, s.csrf_token, m.role, " SQL_MICROS("s.expires_at")
+    ", " SQL_MICROS("s.last_seen_at")
     " FROM sessions s JOIN users u ON u.id = s.user_id"
     " LEFT JOIN memberships m ON m.org_id = s.current_org_id AND m.user_id = s.user_id"
     " WHERE s.id_hash = $1 AND u.disabled_at IS NULL AND s.expires_at > $2"};
@@ -64,9 +63,15 @@ std::string random_token(std::size_t bytes) {
   return crypto::to_hex(raw.data(), raw.size());
 }
 
+// Columns 0..3: id, email, is_platform_admin, SQL_MICROS(created_at).
 User user_from(const pqxx::row& row) {
   return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<bool>(),
-          row[3].as<std::string>()};
+          read_timestamp(row[3])};
+}
+
+Error email_taken() {
+  return Error(ErrorCode::kConflict, "An account with this email already exists.",
+               {{"field", "email"}});
 }
 
 }  // namespace
@@ -78,154 +83,119 @@ bool is_valid_role(std::string_view role) {
   return false;
 }
 
-std::pair<User, Org> IdentityStore::create_user_with_org(const std::string& email,
+std::pair<User, Org> IdentityStore::create_user_with_org(Tx& tx, const std::string& email,
                                                          const std::string& password_hash,
                                                          const std::string& org_name,
-                                                         const AuditContext& audit_ctx) {
-  return pool_.transact("identity_signup", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto now = sql_timestamp(clock_.now());
-    User user{new_id(id_prefix::kUser), email, false, format_rfc3339(clock_.now())};
-    Org org{new_id(id_prefix::kOrg), org_name};
-    if (lease.exec(tx, kInsertUser, user.id, email, password_hash, false, now).empty()) {
-      throw Error(ErrorCode::kConflict, "An account with this email already exists.",
-                  {{"field", "email"}});
-    }
-    lease.exec(tx, kInsertOrg, org.id, org.name, now);
-    lease.exec(tx, kInsertMembership, org.id, user.id, "owner", now);
-    lease.exec(tx, kInsertAuditRow, now, org.id, user.id, "user.signup", user.id, audit_ctx.ip,
-               audit_ctx.request_id, "{}");
-    return std::make_pair(user, org);
-  });
+                                                         const Actor& actor) {
+  auto now = clock_.now();
+  User user{new_id(id_prefix::kUser), email, false, now};
+  Org org{new_id(id_prefix::kOrg), org_name};
+  if (tx.exec(kInsertUser, user.id, email, password_hash, false, sql_timestamp(now)).empty()) {
+    throw email_taken();
+  }
+  tx.exec(kInsertOrg, org.id, org.name, sql_timestamp(now));
+  tx.exec(kInsertMembership, org.id, user.id, "owner", sql_timestamp(now));
+  // Nobody is signed in yet: the new user signed themselves up.
+  Actor signed_up = actor;
+  signed_up.user_id = user.id;
+  write_audit(tx, now, signed_up, {.org_id = org.id, .action = "user.signup", .target = user.id});
+  return {user, org};
 }
 
-User IdentityStore::create_platform_admin(const std::string& email,
-                                          const std::string& password_hash) {
-  return pool_.transact("identity_create_admin", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto now = sql_timestamp(clock_.now());
-    User user{new_id(id_prefix::kUser), email, true, format_rfc3339(clock_.now())};
-    if (lease.exec(tx, kInsertUser, user.id, email, password_hash, true, now).empty()) {
-      throw Error(ErrorCode::kConflict, "An account with this email already exists.",
-                  {{"field", "email"}});
-    }
-    lease.exec(tx, kInsertAuditRow, now, nullptr, nullptr, "admin.create_platform_admin", user.id,
-               "", "", "{}");
-    return user;
-  });
+User IdentityStore::create_platform_admin(Tx& tx, const std::string& email,
+                                          const std::string& password_hash, const Actor& actor) {
+  auto now = clock_.now();
+  User user{new_id(id_prefix::kUser), email, true, now};
+  if (tx.exec(kInsertUser, user.id, email, password_hash, true, sql_timestamp(now)).empty()) {
+    throw email_taken();
+  }
+  write_audit(tx, now, actor, {.action = "admin.create_platform_admin", .target = user.id});
+  return user;
 }
 
-std::optional<std::pair<User, std::string>> IdentityStore::find_login(const std::string& email) {
-  return pool_.transact("identity_find_login", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kFindLogin, email);
-    std::optional<std::pair<User, std::string>> out;
-    if (!rows.empty()) out.emplace(user_from(rows[0]), rows[0][4].as<std::string>());
-    return out;
-  });
+std::optional<std::pair<User, std::string>> IdentityStore::find_login(Tx& tx,
+                                                                      const std::string& email) {
+  auto rows = tx.exec(kFindLogin, email);
+  if (rows.empty()) return std::nullopt;
+  return std::make_pair(user_from(rows[0]), rows[0][4].as<std::string>());
 }
 
-std::vector<Membership> IdentityStore::memberships(const std::string& user_id) {
-  return pool_.transact("identity_memberships", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::vector<Membership> out;
-    for (const auto& row : lease.exec(tx, kMemberships, user_id)) {
-      out.push_back(
-          {{row[0].as<std::string>(), row[1].as<std::string>()}, row[2].as<std::string>()});
-    }
-    return out;
-  });
+std::vector<Membership> IdentityStore::memberships(Tx& tx, const std::string& user_id) {
+  std::vector<Membership> out;
+  for (const auto& row : tx.exec(kMemberships, user_id)) {
+    out.push_back({{row[0].as<std::string>(), row[1].as<std::string>()}, row[2].as<std::string>()});
+  }
+  return out;
 }
 
-std::optional<std::string> IdentityStore::role_in(const std::string& user_id,
+std::optional<std::string> IdentityStore::role_in(Tx& tx, const std::string& user_id,
                                                   const std::string& org_id) {
-  return pool_.transact("identity_role_in", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kRoleIn, user_id, org_id);
-    return rows.empty() ? std::nullopt : std::optional<std::string>(rows[0][0].as<std::string>());
-  });
+  auto rows = tx.exec(kRoleIn, user_id, org_id);
+  return rows.empty() ? std::nullopt : std::optional<std::string>(rows[0][0].as<std::string>());
 }
 
-NewSession IdentityStore::create_session(const std::string& user_id,
+NewSession IdentityStore::create_session(Tx& tx, const std::string& user_id,
                                          const std::optional<std::string>& current_org_id,
                                          const SessionPolicy& policy, const std::string& ip) {
   NewSession s{random_token(32), random_token(32)};
-  pool_.transact("identity_create_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto now = clock_.now();
-    lease.exec(tx, kInsertSession, crypto::sha256_hex(s.cookie_value), user_id, current_org_id,
-               s.csrf_token, sql_timestamp(now), sql_timestamp(now + policy.absolute), ip);
-  });
+  auto now = clock_.now();
+  tx.exec(kInsertSession, crypto::sha256_hex(s.cookie_value), user_id, current_org_id, s.csrf_token,
+          sql_timestamp(now), sql_timestamp(now + policy.absolute), ip);
   return s;
 }
 
-std::optional<Session> IdentityStore::find_session(const std::string& cookie_value,
+std::optional<Session> IdentityStore::find_session(Tx& tx, const std::string& cookie_value,
                                                    const SessionPolicy& policy) {
   std::string id_hash = crypto::sha256_hex(cookie_value);
-  return pool_.transact("identity_find_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kTouchSession, id_hash, sql_timestamp(clock_.now()),
-                           static_cast<long long>(policy.idle.count()));
-    std::optional<Session> out;
-    if (rows.empty()) return out;
-    const auto& row = rows[0];
-    Session s;
-    s.id_hash = id_hash;
-    s.user = user_from(row);
-    if (!row[4].is_null()) s.current_org_id = row[4].as<std::string>();
-    s.csrf_token = row[5].as<std::string>();
-    out = std::move(s);
-    return out;
-  });
+  auto rows = tx.exec(kTouchSession, id_hash, sql_timestamp(clock_.now()),
+                      static_cast<long long>(policy.idle.count()));
+  if (rows.empty()) return std::nullopt;
+  const auto& row = rows[0];
+  Session s;
+  s.id_hash = id_hash;
+  s.user = user_from(row);
+  s.current_org_id = optional_field<std::string>(row[4]);
+  s.csrf_token = row[5].as<std::string>();
+  return s;
 }
 
-std::optional<ResolvedSession> IdentityStore::resolve_session(const std::string& id_hash,
+std::optional<ResolvedSession> IdentityStore::resolve_session(Tx& tx, const std::string& id_hash,
                                                               Timestamp now) {
-  return pool_.read("identity_resolve_session",
-                    [&](PgPool::Lease& lease, pqxx::transaction_base& tx) {
-                      auto rows = lease.exec(tx, kResolveSession, id_hash, sql_timestamp(now));
-                      std::optional<ResolvedSession> out;
-                      if (rows.empty()) return out;
-                      const auto& row = rows[0];
-                      ResolvedSession r;
-                      r.session.id_hash = id_hash;
-                      r.session.user = user_from(row);
-                      if (!row[4].is_null()) r.session.current_org_id = row[4].as<std::string>();
-                      r.session.csrf_token = row[5].as<std::string>();
-                      r.role = optional_field<std::string>(row[6]);
-                      r.expires_at = Timestamp(std::chrono::microseconds(row[7].as<long long>()));
-                      r.last_seen_at = Timestamp(std::chrono::microseconds(row[8].as<long long>()));
-                      out = std::move(r);
-                      return out;
-                    });
+  auto rows = tx.exec(kResolveSession, id_hash, sql_timestamp(now));
+  if (rows.empty()) return std::nullopt;
+  const auto& row = rows[0];
+  ResolvedSession r;
+  r.session.id_hash = id_hash;
+  r.session.user = user_from(row);
+  r.session.current_org_id = optional_field<std::string>(row[4]);
+  r.session.csrf_token = row[5].as<std::string>();
+  r.role = optional_field<std::string>(row[6]);
+  r.expires_at = read_timestamp(row[7]);
+  r.last_seen_at = read_timestamp(row[8]);
+  return r;
 }
 
 void IdentityStore::record_sessions_seen(
-    const std::vector<std::pair<std::string, Timestamp>>& seen) {
+    Tx& tx, const std::vector<std::pair<std::string, Timestamp>>& seen) {
   if (seen.empty()) return;
   std::vector<std::string> hashes, times;
   for (const auto& [hash, at] : seen) {
     hashes.push_back(hash);
     times.push_back(sql_timestamp(at));
   }
-  pool_.transact("identity_record_sessions_seen", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kRecordSessionsSeen, pg_array_literal(hashes), pg_array_literal(times));
-  });
+  tx.exec(kRecordSessionsSeen, pg_array_literal(hashes), pg_array_literal(times));
 }
 
-void IdentityStore::delete_session(const std::string& id_hash) {
-  pool_.transact("identity_delete_session", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kDeleteSession, id_hash);
-  });
+void IdentityStore::delete_session(Tx& tx, const std::string& id_hash) {
+  tx.exec(kDeleteSession, id_hash);
 }
 
-void IdentityStore::set_session_org(const std::string& id_hash, const std::string& org_id) {
-  pool_.transact("identity_set_session_org", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kSetSessionOrg, id_hash, org_id);
-  });
+void IdentityStore::set_session_org(Tx& tx, const std::string& id_hash, const std::string& org_id) {
+  tx.exec(kSetSessionOrg, id_hash, org_id);
 }
 
-void IdentityStore::audit(const std::string& action, const std::optional<std::string>& org_id,
-                          const std::optional<std::string>& actor_user_id,
-                          const std::string& target, const AuditContext& ctx,
-                          const std::string& details_json) {
-  pool_.transact("identity_audit", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kInsertAuditRow, sql_timestamp(clock_.now()), org_id, actor_user_id, action,
-               target, ctx.ip, ctx.request_id, details_json);
-  });
+void IdentityStore::audit(Tx& tx, const Actor& actor, const AuditEntry& entry) {
+  write_audit(tx, clock_.now(), actor, entry);
 }
 
 }  // namespace gpurent::identity

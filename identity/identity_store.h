@@ -1,6 +1,7 @@
 // Users, organisations, memberships and browser sessions in PostgreSQL.
 #pragma once
 
+#include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
 
@@ -18,7 +19,7 @@ struct User {
   std::string id;
   std::string email;
   bool is_platform_admin = false;
-  std::string created_at;  // RFC 3339
+  Timestamp created_at;
 };
 
 struct Org {
@@ -57,54 +58,51 @@ struct ResolvedSession {
   Timestamp last_seen_at;           // idle expiry is this plus the policy's idle time
 };
 
-// Context written with every audit row.
-struct AuditContext {
-  std::string ip;
-  std::string request_id;
-};
-
+// Every method runs in the caller's transaction (see gpurent::Tx) and commits nothing.
 class IdentityStore {
  public:
-  IdentityStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
+  explicit IdentityStore(const Clock& clock) : clock_(clock) {}
 
-  // Sign-up: a user, an org and an owner membership in one transaction. Throws
-  // Error(kConflict) when the email is taken (compared case-insensitively).
-  std::pair<User, Org> create_user_with_org(const std::string& email,
+  // Sign-up: a user, an org, an owner membership and the `user.signup` audit row, whose
+  // actor is the new user. Throws Error(kConflict) when the email is taken (compared
+  // case-insensitively).
+  std::pair<User, Org> create_user_with_org(Tx& tx, const std::string& email,
                                             const std::string& password_hash,
-                                            const std::string& org_name, const AuditContext& audit);
+                                            const std::string& org_name, const Actor& actor);
 
   // A platform admin (gpurentd admin create). Throws Error(kConflict) when the email is taken.
-  User create_platform_admin(const std::string& email, const std::string& password_hash);
+  User create_platform_admin(Tx& tx, const std::string& email, const std::string& password_hash,
+                             const Actor& actor);
 
   // The user and their password hash, for login.
-  std::optional<std::pair<User, std::string>> find_login(const std::string& email);
+  std::optional<std::pair<User, std::string>> find_login(Tx& tx, const std::string& email);
 
-  std::vector<Membership> memberships(const std::string& user_id);
-  std::optional<std::string> role_in(const std::string& user_id, const std::string& org_id);
+  std::vector<Membership> memberships(Tx& tx, const std::string& user_id);
+  std::optional<std::string> role_in(Tx& tx, const std::string& user_id, const std::string& org_id);
 
-  NewSession create_session(const std::string& user_id,
+  NewSession create_session(Tx& tx, const std::string& user_id,
                             const std::optional<std::string>& current_org_id,
                             const SessionPolicy& policy, const std::string& ip);
   // The live session for a cookie value (not expired by idle or absolute time); refreshes
   // its last-seen time.
-  std::optional<Session> find_session(const std::string& cookie_value, const SessionPolicy& policy);
+  std::optional<Session> find_session(Tx& tx, const std::string& cookie_value,
+                                      const SessionPolicy& policy);
   // One statement that writes nothing: the session whose cookie hashes to `id_hash`, not
   // past its absolute expiry at `now`, its user not disabled, with the user's role in its
   // current org. The caller judges idle expiry from last_seen_at and the uses it has not
   // written yet (the credential cache writes last-seen times behind).
-  std::optional<ResolvedSession> resolve_session(const std::string& id_hash, Timestamp now);
+  std::optional<ResolvedSession> resolve_session(Tx& tx, const std::string& id_hash, Timestamp now);
   // Records when sessions (by id hash) were last seen, in one statement; a recorded time
   // never moves back.
-  void record_sessions_seen(const std::vector<std::pair<std::string, Timestamp>>& seen);
-  void delete_session(const std::string& id_hash);
-  void set_session_org(const std::string& id_hash, const std::string& org_id);
+  void record_sessions_seen(Tx& tx, const std::vector<std::pair<std::string, Timestamp>>& seen);
+  void delete_session(Tx& tx, const std::string& id_hash);
+  void set_session_org(Tx& tx, const std::string& id_hash, const std::string& org_id);
 
-  void audit(const std::string& action, const std::optional<std::string>& org_id,
-             const std::optional<std::string>& actor_user_id, const std::string& target,
-             const AuditContext& ctx, const std::string& details_json = "{}");
+  // An audit row at the clock's now, for the session events the handlers record (a login, a
+  // failed one, a logout) beside the statements above.
+  void audit(Tx& tx, const Actor& actor, const AuditEntry& entry);
 
  private:
-  PgPool& pool_;
   const Clock& clock_;
 };
 

@@ -2,10 +2,11 @@
 // guardrails only admins set.
 #pragma once
 
+#include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/paging.h"
 #include "identity/identity_store.h"
-#include "identity/sql_common.h"
 #include "identity/token_store.h"
 
 #include <optional>
@@ -17,12 +18,12 @@ namespace gpurent::identity {
 struct OrgRecord {
   std::string id;  // "org_…"
   std::string name;
-  std::string created_at;  // RFC 3339, seconds
-  Guardrails guardrails;   // absent limits are no limit
+  Timestamp created_at;
+  Guardrails guardrails;  // absent limits are no limit
   long long member_count = 0;
 };
 
-using OrgPage = Page<OrgRecord>;
+using OrgPage = gpurent::Page<OrgRecord>;
 
 // One limit in a partial update: `change` false leaves it; true sets it to `value`, where
 // an empty value clears the limit.
@@ -42,30 +43,24 @@ struct GuardrailsChange {
   }
 };
 
-// Who made an admin change: the user, and the API token when one was used.
-struct AdminActor {
-  std::string user_id;
-  std::optional<std::string> token_id;
-};
-
+// Every method runs in the caller's transaction (see gpurent::Tx) and commits nothing.
 class OrgAdminStore {
  public:
-  OrgAdminStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
+  explicit OrgAdminStore(const Clock& clock) : clock_(clock) {}
 
   // Orgs in (created_at, id) order, at most `limit`, after `cursor` (a next_cursor from an
   // earlier page). Throws invalid_request naming "cursor" when it is not one.
-  OrgPage list(int limit, const std::optional<std::string>& cursor);
+  OrgPage list(Tx& tx, int limit, const std::optional<std::string>& cursor);
 
-  std::optional<OrgRecord> get(const std::string& org_id);
+  std::optional<OrgRecord> get(Tx& tx, const std::string& org_id);
 
-  // Applies `change` and writes an `org.guardrails_set` audit row (before and after) in the
-  // same transaction; the org's row is locked while it is read and written. Nullopt when
-  // there is no such org (nothing is written then).
-  std::optional<OrgRecord> set_guardrails(const std::string& org_id, const GuardrailsChange& change,
-                                          const AdminActor& actor, const AuditContext& ctx);
+  // Applies `change` and writes an `org.guardrails_set` audit row (before and after) as
+  // `actor`; the org's row is locked while it is read and written. Nullopt when there is no
+  // such org (nothing is written then).
+  std::optional<OrgRecord> set_guardrails(Tx& tx, const std::string& org_id,
+                                          const GuardrailsChange& change, const Actor& actor);
 
  private:
-  PgPool& pool_;
   const Clock& clock_;
 };
 

@@ -1,21 +1,16 @@
 // SshKeyStore: named, parameterised statements over ssh_keys; every one filters by org.
 #include "identity/ssh_key_store.h"
 
-#include "identity/sql_common.h"
-
 #include "core/error.h"
 #include "core/id.h"
+#include "core/sql.h"
 
 #include <nlohmann/json.hpp>
-
-#include <cstdio>
 
 namespace gpurent::identity {
 namespace {
 
-#define KEY_COLUMNS                                                                          \
-  "id, name, type, bits, fingerprint, public_key, " RFC3339("created_at") ", " EPOCH_MICROS( \
-      "created_at")
+#define KEY_COLUMNS "id, name, type, bits, fingerprint, public_key, " SQL_MICROS("created_at")
 
 constexpr Statement kInsertKey = {
     "ssh_key_insert",
@@ -35,67 +30,66 @@ constexpr Statement kGetKey = {
 constexpr Statement kDeleteKey = {
     "ssh_key_delete",
     "DELETE FROM ssh_keys WHERE org_id = $1 AND id = $2 RETURNING name, fingerprint"};
-// Column 7 (the creation time in microseconds) is read by list() for its cursor.
+
 SshKeyRecord row_from(const pqxx::row& row) {
   return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
           row[3].as<int>(),         row[4].as<std::string>(), row[5].as<std::string>(),
-          row[6].as<std::string>()};
+          read_timestamp(row[6])};
 }
 
 }  // namespace
 
-SshKeyRecord SshKeyStore::create(const std::string& org_id, const std::string& name,
-                                 const SshPublicKey& key, const std::string& created_by,
-                                 const AuditContext& ctx) {
-  return pool_.transact("ssh_key_create", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto now = sql_timestamp(clock_.now());
-    auto rows = lease.exec(tx, kInsertKey, new_id(id_prefix::kSshKey), org_id, name, key.type,
-                           key.bits, key.canonical(), key.fingerprint, created_by, now);
-    if (rows.empty()) {
-      throw Error(ErrorCode::kConflict, "This organisation already has this SSH key.",
-                  {{"field", "public_key"}, {"fingerprint", key.fingerprint}});
-    }
-    SshKeyRecord record = row_from(rows[0]);
-    nlohmann::json details = {{"name", record.name}, {"fingerprint", record.fingerprint}};
-    lease.exec(tx, kInsertAuditRow, now, org_id, created_by, "ssh_key.create", record.id, ctx.ip,
-               ctx.request_id, details.dump());
-    return record;
-  });
+SshKeyRecord SshKeyStore::create(Tx& tx, const std::string& org_id, const std::string& name,
+                                 const SshPublicKey& key, const Actor& actor) {
+  auto now = clock_.now();
+  auto rows = tx.exec(kInsertKey, new_id(id_prefix::kSshKey), org_id, name, key.type, key.bits,
+                      key.canonical(), key.fingerprint, actor.user_id, sql_timestamp(now));
+  if (rows.empty()) {
+    throw Error(ErrorCode::kConflict, "This organisation already has this SSH key.",
+                {{"field", "public_key"}, {"fingerprint", key.fingerprint}});
+  }
+  SshKeyRecord record = row_from(rows[0]);
+  write_audit(tx, now, actor,
+              {.org_id = org_id,
+               .action = "ssh_key.create",
+               .target = record.id,
+               .details = {{"name", record.name}, {"fingerprint", record.fingerprint}}});
+  return record;
 }
 
-SshKeyPage SshKeyStore::list(const std::string& org_id, int limit,
+SshKeyPage SshKeyStore::list(Tx& tx, const std::string& org_id, int limit,
                              const std::optional<std::string>& cursor) {
-  std::optional<KeysetPosition> after;
-  if (cursor) after = parse_keyset_cursor(*cursor, id_prefix::kSshKey);
-  return pool_.transact("ssh_key_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    // One row more than asked says whether another page follows.
-    auto rows = after ? lease.exec(tx, kListAfter, org_id, after->created_at, after->id, limit + 1)
-                      : lease.exec(tx, kListFirst, org_id, limit + 1);
-    return keyset_page<SshKeyRecord>(rows, limit, 7, row_from,
-                                     [](const SshKeyRecord& k) { return k.id; });
+  std::optional<Keyset> after;
+  if (cursor) {
+    after = decode_cursor(*cursor,
+                          [](std::string_view id) { return is_valid_id(id_prefix::kSshKey, id); });
+  }
+  // One row more than asked says whether another page follows.
+  auto rows = after ? tx.exec(kListAfter, org_id, sql_timestamp(after->at), after->id, limit + 1)
+                    : tx.exec(kListFirst, org_id, limit + 1);
+  return page_of<SshKeyRecord>(rows, limit, row_from, [](const SshKeyRecord& k) {
+    return Keyset{k.created_at, k.id};
   });
 }
 
-std::optional<SshKeyRecord> SshKeyStore::get(const std::string& org_id, const std::string& id) {
-  return pool_.transact("ssh_key_get", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kGetKey, org_id, id);
-    std::optional<SshKeyRecord> out;
-    if (!rows.empty()) out = row_from(rows[0]);
-    return out;
-  });
+std::optional<SshKeyRecord> SshKeyStore::get(Tx& tx, const std::string& org_id,
+                                             const std::string& id) {
+  auto rows = tx.exec(kGetKey, org_id, id);
+  if (rows.empty()) return std::nullopt;
+  return row_from(rows[0]);
 }
 
-bool SshKeyStore::remove(const std::string& org_id, const std::string& id,
-                         const std::string& actor_user_id, const AuditContext& ctx) {
-  return pool_.transact("ssh_key_remove", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kDeleteKey, org_id, id);
-    if (rows.empty()) return false;
-    nlohmann::json details = {{"name", rows[0][0].as<std::string>()},
-                              {"fingerprint", rows[0][1].as<std::string>()}};
-    lease.exec(tx, kInsertAuditRow, sql_timestamp(clock_.now()), org_id, actor_user_id,
-               "ssh_key.delete", id, ctx.ip, ctx.request_id, details.dump());
-    return true;
-  });
+bool SshKeyStore::remove(Tx& tx, const std::string& org_id, const std::string& id,
+                         const Actor& actor) {
+  auto rows = tx.exec(kDeleteKey, org_id, id);
+  if (rows.empty()) return false;
+  write_audit(tx, clock_.now(), actor,
+              {.org_id = org_id,
+               .action = "ssh_key.delete",
+               .target = id,
+               .details = {{"name", rows[0][0].as<std::string>()},
+                           {"fingerprint", rows[0][1].as<std::string>()}}});
+  return true;
 }
 
 }  // namespace gpurent::identity

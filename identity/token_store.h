@@ -1,10 +1,11 @@
 // API tokens for automation: `gpr_` + 256 random bits, stored only as SHA-256, shown once.
 #pragma once
 
+#include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/paging.h"
 #include "identity/identity_store.h"
-#include "identity/sql_common.h"
 
 #include <optional>
 #include <string>
@@ -31,9 +32,9 @@ struct TokenRecord {
   std::string prefix;  // the first characters of the token, to recognise it in lists
   std::vector<std::string> scopes;
   Guardrails guardrails;
-  std::string created_at;
-  std::optional<std::string> expires_at;
-  std::optional<std::string> last_used_at;
+  Timestamp created_at;
+  std::optional<Timestamp> expires_at;
+  std::optional<Timestamp> last_used_at;
   std::string created_by;
 };
 
@@ -53,35 +54,33 @@ struct ResolvedToken {
   std::optional<Timestamp> expires_at;
 };
 
+// Every method runs in the caller's transaction (see gpurent::Tx) and commits nothing.
 class TokenStore {
  public:
-  TokenStore(PgPool& pool, const Clock& clock) : pool_(pool), clock_(clock) {}
+  explicit TokenStore(const Clock& clock) : clock_(clock) {}
 
-  // Returns the record and the token in plain text (the only time it exists).
-  std::pair<TokenRecord, std::string> create(const std::string& org_id,
-                                             const std::string& created_by, const std::string& name,
+  // A token of `actor`'s user for the org, with the `token.create` audit row. Returns the
+  // record and the token in plain text (the only time it exists).
+  std::pair<TokenRecord, std::string> create(Tx& tx, const std::string& org_id,
+                                             const std::string& name,
                                              const std::vector<std::string>& scopes,
                                              std::optional<int> expires_in_days,
-                                             const Guardrails& guardrails, const AuditContext& ctx);
+                                             const Guardrails& guardrails, const Actor& actor);
   // Live tokens in (created_at, id) order, at most `limit`, after `cursor` (a next_cursor
   // from an earlier page; invalid_request naming "cursor" when it is not one).
-  Page<TokenRecord> list(const std::string& org_id, int limit = 500,
-                         const std::optional<std::string>& cursor = std::nullopt);
+  gpurent::Page<TokenRecord> list(Tx& tx, const std::string& org_id, int limit = 500,
+                                  const std::optional<std::string>& cursor = std::nullopt);
   // Revokes a live token of this org; false when there is none (or it is another org's).
-  bool revoke(const std::string& org_id, const std::string& id, const std::string& actor,
-              const AuditContext& ctx);
-  // A live (not revoked, not expired) token; records its use.
-  std::optional<TokenIdentity> authenticate(const std::string& token);
+  bool revoke(Tx& tx, const std::string& org_id, const std::string& id, const Actor& actor);
   // One statement that writes nothing: the live token whose secret hashes to `secret_hash`
   // (not revoked, not expired at `now`, its creator's account not disabled), with its
   // creator's role in its org now. For the credential cache, which writes uses behind.
-  std::optional<ResolvedToken> resolve(const std::string& secret_hash, Timestamp now);
+  std::optional<ResolvedToken> resolve(Tx& tx, const std::string& secret_hash, Timestamp now);
   // Records when tokens (by secret hash) were last used, in one statement; a recorded time
   // never moves back.
-  void record_uses(const std::vector<std::pair<std::string, Timestamp>>& uses);
+  void record_uses(Tx& tx, const std::vector<std::pair<std::string, Timestamp>>& uses);
 
  private:
-  PgPool& pool_;
   const Clock& clock_;
 };
 

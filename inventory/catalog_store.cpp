@@ -3,22 +3,19 @@
 
 #include "core/error.h"
 #include "core/id.h"
-#include "identity/sql_common.h"
+#include "core/sql.h"
 #include "inventory/compatibility.h"
 
 namespace gpurent::inventory {
 namespace {
 
-using identity::optional_field;
-using identity::sql_timestamp;
-
 #define MODEL_COLUMNS                                                                    \
   "name, vendor, architecture, compute_capability, vram_gb, memory_type,"                \
   " memory_bandwidth_gbps, nvlink_connection, nvlink_generation, nvlink_bandwidth_gbps," \
   " nvswitch_link_kind, bridge_link_kind, bf16, fp8, tdp_w"
-#define IMAGE_COLUMNS                                                               \
-  "id, name, os, driver_version, cuda_version, frameworks::text, status, " RFC3339( \
-      "created_at") ", " RFC3339("deprecated_at")
+#define IMAGE_COLUMNS                                                                  \
+  "id, name, os, driver_version, cuda_version, frameworks::text, status, " SQL_MICROS( \
+      "created_at") ", " SQL_MICROS("deprecated_at")
 
 constexpr Statement kModels = {"catalog_models",
                                "SELECT " MODEL_COLUMNS " FROM gpu_models ORDER BY name"};
@@ -74,8 +71,8 @@ ImageRecord image_from(const pqxx::row& row) {
     i.frameworks.push_back(f.get<std::string>());
   }
   i.status = row[6].as<std::string>();
-  i.created_at = row[7].as<std::string>();
-  i.deprecated_at = optional_field<std::string>(row[8]);
+  i.created_at = read_timestamp(row[7]);
+  i.deprecated_at = read_optional_timestamp(row[8]);
   return i;
 }
 
@@ -88,40 +85,31 @@ nlohmann::json image_audit_details(const ImageRecord& i) {
 
 }  // namespace
 
-std::vector<GpuModelRecord> CatalogStore::gpu_models() {
-  return pool_.transact("catalog_models", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::vector<GpuModelRecord> out;
-    for (const auto& row : lease.exec(tx, kModels)) out.push_back(model_from(row));
-    return out;
-  });
+std::vector<GpuModelRecord> CatalogStore::gpu_models(Tx& tx) {
+  std::vector<GpuModelRecord> out;
+  for (const auto& row : tx.exec(kModels)) out.push_back(model_from(row));
+  return out;
 }
 
-std::optional<GpuModelRecord> CatalogStore::gpu_model(const std::string& name) {
-  return pool_.transact("catalog_model", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kModel, name);
-    return rows.empty() ? std::nullopt : std::optional<GpuModelRecord>(model_from(rows[0]));
-  });
+std::optional<GpuModelRecord> CatalogStore::gpu_model(Tx& tx, const std::string& name) {
+  auto rows = tx.exec(kModel, name);
+  return rows.empty() ? std::nullopt : std::optional<GpuModelRecord>(model_from(rows[0]));
 }
 
-std::vector<ImageRecord> CatalogStore::images(bool include_deprecated) {
-  return pool_.transact("catalog_images", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::vector<ImageRecord> out;
-    for (const auto& row : lease.exec(tx, include_deprecated ? kImagesAll : kImagesActive)) {
-      out.push_back(image_from(row));
-    }
-    return out;
-  });
+std::vector<ImageRecord> CatalogStore::images(Tx& tx, bool include_deprecated) {
+  std::vector<ImageRecord> out;
+  for (const auto& row : tx.exec(include_deprecated ? kImagesAll : kImagesActive)) {
+    out.push_back(image_from(row));
+  }
+  return out;
 }
 
-std::optional<ImageRecord> CatalogStore::image(const std::string& id) {
-  return pool_.transact("catalog_image", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kImage, id);
-    return rows.empty() ? std::nullopt : std::optional<ImageRecord>(image_from(rows[0]));
-  });
+std::optional<ImageRecord> CatalogStore::image(Tx& tx, const std::string& id) {
+  auto rows = tx.exec(kImage, id);
+  return rows.empty() ? std::nullopt : std::optional<ImageRecord>(image_from(rows[0]));
 }
 
-ImageRecord CatalogStore::create_image(const NewImage& image, const AdminActor& actor,
-                                       const AuditContext& ctx) {
+ImageRecord CatalogStore::create_image(Tx& tx, const NewImage& image, const Actor& actor) {
   auto driver = parse_version(image.driver_version);
   if (!driver) throw Error::invalid_field("driver_version", "must be a version such as 550.54.14");
   auto cuda = parse_version(image.cuda_version);
@@ -135,37 +123,39 @@ ImageRecord CatalogStore::create_image(const NewImage& image, const AdminActor& 
     throw Error(ErrorCode::kIncompatibleImage, "The image's driver cannot run its CUDA release.",
                 {{"reason", verdict.reason}});
   }
-  return pool_.transact("catalog_create_image", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kInsertImage, new_id(id_prefix::kImage), image.name, image.os,
-                           image.driver_version, image.cuda_version,
-                           nlohmann::json(image.frameworks).dump(), sql_timestamp(clock_.now()));
-    if (rows.empty()) {
-      throw Error(ErrorCode::kConflict, "An image with this name already exists.",
-                  {{"field", "name"}});
-    }
-    ImageRecord record = image_from(rows[0]);
-    write_admin_audit(lease, tx, clock_, actor, ctx, "image.created", record.id,
-                      image_audit_details(record));
-    return record;
-  });
+  auto now = clock_.now();
+  auto rows =
+      tx.exec(kInsertImage, new_id(id_prefix::kImage), image.name, image.os, image.driver_version,
+              image.cuda_version, nlohmann::json(image.frameworks).dump(), sql_timestamp(now));
+  if (rows.empty()) {
+    throw Error(ErrorCode::kConflict, "An image with this name already exists.",
+                {{"field", "name"}});
+  }
+  ImageRecord record = image_from(rows[0]);
+  write_audit(tx, now, actor,
+              {.org_id = std::nullopt,
+               .action = "image.created",
+               .target = record.id,
+               .details = image_audit_details(record)});
+  return record;
 }
 
-std::optional<ImageRecord> CatalogStore::deprecate_image(const std::string& id,
-                                                         const AdminActor& actor,
-                                                         const AuditContext& ctx) {
-  return pool_.transact("catalog_deprecate_image", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::optional<ImageRecord> out;
-    auto locked = lease.exec(tx, kLockImage, id);
-    if (locked.empty()) return out;
-    if (locked[0][0].as<std::string>() == "deprecated") {
-      throw Error(ErrorCode::kInvalidState, "The image is already deprecated.",
-                  {{"status", "deprecated"}});
-    }
-    out = image_from(lease.exec(tx, kDeprecateImage, id, sql_timestamp(clock_.now()))[0]);
-    write_admin_audit(lease, tx, clock_, actor, ctx, "image.deprecated", id,
-                      image_audit_details(*out));
-    return out;
-  });
+std::optional<ImageRecord> CatalogStore::deprecate_image(Tx& tx, const std::string& id,
+                                                         const Actor& actor) {
+  auto locked = tx.exec(kLockImage, id);
+  if (locked.empty()) return std::nullopt;
+  if (locked[0][0].as<std::string>() == "deprecated") {
+    throw Error(ErrorCode::kInvalidState, "The image is already deprecated.",
+                {{"status", "deprecated"}});
+  }
+  auto now = clock_.now();
+  ImageRecord out = image_from(tx.exec(kDeprecateImage, id, sql_timestamp(now))[0]);
+  write_audit(tx, now, actor,
+              {.org_id = std::nullopt,
+               .action = "image.deprecated",
+               .target = id,
+               .details = image_audit_details(out)});
+  return out;
 }
 
 }  // namespace gpurent::inventory

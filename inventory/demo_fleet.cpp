@@ -59,37 +59,38 @@ const std::vector<NewImage>& demo_images() {
 
 }  // namespace
 
-bool seed_demo_fleet(const DemoFleetStores& stores, const AdminActor& actor) {
-  if (!stores.sites->list(1, std::nullopt).items.empty()) return false;
-  AuditContext ctx{"", "demo-seed"};
-  auto site = stores.sites->create("Moscow DC1", "ru-central", "Europe/Moscow", actor, ctx);
-  for (const auto& n : kNodes) {
-    NewNode node{.site_id = site.id,
-                 .hostname = n.hostname,
-                 .gpu_model = n.gpu_model,
-                 .gpu_count = n.gpu_count,
-                 .interconnect = n.interconnect,
-                 .cpu_model = n.cpu_model,
-                 .cpu_cores = n.cpu_cores,
-                 .ram_gb = n.ram_gb,
-                 .disk_gb = n.disk_gb,
-                 .labels = {{"demo", "true"}}};
-    auto created = stores.nodes->create(node, actor, ctx);
-    const auto& id = created.node.node.id;
-    stores.nodes->transition(id, NodeAction::kEnrolled, "demo fleet: simulated agent", std::nullopt,
-                             ctx);
-    stores.nodes->set_health(id, "ok");
-  }
-  for (const auto& image : demo_images()) stores.catalog->create_image(image, actor, ctx);
-  std::vector<PriceEntry> prices;
-  for (const auto& p : demo_prices()) {
-    for (int count : p.counts) {
-      prices.push_back(
-          {p.gpu_model, count, Money(p.roubles_per_gpu * 100 * count, stores.prices->currency())});
+bool seed_demo_fleet(PgPool& pool, const DemoFleetStores& stores, const Actor& actor) {
+  return pool.transact("demo_fleet_seed", [&](Tx& tx) {
+    if (!stores.sites->list(tx, 1, std::nullopt).items.empty()) return false;
+    auto site = stores.sites->create(tx, "Moscow DC1", "ru-central", "Europe/Moscow", actor);
+    for (const auto& n : kNodes) {
+      NewNode node{.site_id = site.id,
+                   .hostname = n.hostname,
+                   .gpu_model = n.gpu_model,
+                   .gpu_count = n.gpu_count,
+                   .interconnect = n.interconnect,
+                   .cpu_model = n.cpu_model,
+                   .cpu_cores = n.cpu_cores,
+                   .ram_gb = n.ram_gb,
+                   .disk_gb = n.disk_gb,
+                   .labels = {{"demo", "true"}}};
+      auto created = stores.nodes->create(tx, node, actor);
+      const auto& id = created.node.node.id;
+      stores.nodes->transition(tx, id, NodeAction::kEnrolled, "demo fleet: simulated agent",
+                               std::nullopt);
+      stores.nodes->set_health(tx, id, "ok");
     }
-  }
-  stores.prices->replace(prices, actor, ctx);
-  return true;
+    for (const auto& image : demo_images()) stores.catalog->create_image(tx, image, actor);
+    std::vector<PriceEntry> prices;
+    for (const auto& p : demo_prices()) {
+      for (int count : p.counts) {
+        prices.push_back({p.gpu_model, count,
+                          Money(p.roubles_per_gpu * 100 * count, stores.prices->currency())});
+      }
+    }
+    stores.prices->replace(tx, prices, actor);
+    return true;
+  });
 }
 
 }  // namespace gpurent::inventory

@@ -2,6 +2,8 @@
 // rents, images for each driver/CUDA generation, and a price list in the platform currency.
 #pragma once
 
+#include "core/audit.h"
+#include "core/db_pool.h"
 #include "inventory/catalog_store.h"
 #include "inventory/node_store.h"
 #include "inventory/price_store.h"
@@ -16,10 +18,11 @@ struct DemoFleetStores {
   PriceStore* prices = nullptr;
 };
 
-// Seeds the fleet once: a database that already has a site is left as it is (restarts
-// keep what admins changed). The nodes stand in for simulated agents: they are moved to
-// `available` with health `ok` through the state machine, with a reason saying so.
+// Seeds the fleet once, in one transaction: a failed seed leaves nothing half-made, and a
+// database that already has a site is left as it is (restarts keep what admins changed).
+// The nodes stand in for simulated agents: they are moved to `available` with health `ok`
+// through the state machine, with a reason saying so. `actor` is who the audit rows name.
 // Returns true when it seeded.
-bool seed_demo_fleet(const DemoFleetStores& stores, const AdminActor& actor);
+bool seed_demo_fleet(PgPool& pool, const DemoFleetStores& stores, const Actor& actor);
 
 }  // namespace gpurent::inventory

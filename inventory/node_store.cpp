@@ -6,20 +6,16 @@
 #include "core/error.h"
 #include "core/id.h"
 #include "core/pg_array.h"
-#include "identity/sql_common.h"
+#include "core/sql.h"
 
 namespace gpurent::inventory {
 namespace {
 
-using identity::optional_field;
-using identity::sql_timestamp;
-
 #define NODE_COLUMNS \
   "id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model, cpu_cores, ram_gb,"  \
-  " disk_gb, labels::text, state, " RFC3339("state_changed_at") ", health, driver_version,"    \
-  " agent_version, " RFC3339("last_heartbeat_at") ", topology_source, " RFC3339("created_at") \
-  ", " EPOCH_MICROS("created_at")
-constexpr int kNodeMicrosColumn = 19;
+  " disk_gb, labels::text, state, " SQL_MICROS("state_changed_at") ", health, driver_version," \
+  " agent_version, " SQL_MICROS("last_heartbeat_at") ", topology_source, " SQL_MICROS(         \
+      "created_at")
 
 constexpr Statement kModelLinks = {
     "node_model_links",
@@ -61,8 +57,8 @@ constexpr Statement kLinks = {"node_links",
                               "SELECT gpu_a, gpu_b, kind FROM gpu_links WHERE node_id = $1"};
 constexpr Statement kEvents = {
     "node_events",
-    "SELECT " RFC3339("at") ", action, from_state, to_state, reason, actor_user_id"
-                            " FROM node_events WHERE node_id = $1 ORDER BY id DESC LIMIT 50"};
+    "SELECT " SQL_MICROS("at") ", action, from_state, to_state, reason, actor_user_id"
+                               " FROM node_events WHERE node_id = $1 ORDER BY id DESC LIMIT 50"};
 // One statement for every filter combination: a NULL parameter matches everything.
 #define NODE_FILTER                                                              \
   " ($1::text IS NULL OR site_id = $1) AND ($2::text IS NULL OR state = $2) AND" \
@@ -106,22 +102,22 @@ NodeRecord node_from(const pqxx::row& row) {
   n.disk_gb = optional_field<int>(row[9]);
   n.labels = nlohmann::json::parse(row[10].as<std::string>());
   n.state = row[11].as<std::string>();
-  n.state_changed_at = row[12].as<std::string>();
+  n.state_changed_at = read_timestamp(row[12]);
   n.health = row[13].as<std::string>();
   n.driver_version = optional_field<std::string>(row[14]);
   n.agent_version = optional_field<std::string>(row[15]);
-  n.last_heartbeat_at = optional_field<std::string>(row[16]);
+  n.last_heartbeat_at = read_optional_timestamp(row[16]);
   n.topology_source = row[17].as<std::string>();
-  n.created_at = row[18].as<std::string>();
+  n.created_at = read_timestamp(row[18]);
   return n;
 }
 
-std::optional<NodeDetail> read_detail(PgPool::Lease& lease, pqxx::work& tx, const std::string& id) {
-  auto rows = lease.exec(tx, kGetNode, id);
+std::optional<NodeDetail> read_detail(Tx& tx, const std::string& id) {
+  auto rows = tx.exec(kGetNode, id);
   if (rows.empty()) return std::nullopt;
   NodeDetail d;
   d.node = node_from(rows[0]);
-  for (const auto& g : lease.exec(tx, kGpus, id)) {
+  for (const auto& g : tx.exec(kGpus, id)) {
     d.gpus.push_back({g[0].as<int>(), optional_field<std::string>(g[1]),
                       optional_field<std::string>(g[2]), g[3].as<std::string>()});
   }
@@ -129,13 +125,13 @@ std::optional<NodeDetail> read_detail(PgPool::Lease& lease, pqxx::work& tx, cons
   d.topology.gpus = n;
   d.topology.links.assign(n, std::vector<std::string>(n, "SYS"));
   for (int i = 0; i < n; ++i) d.topology.links[i][i] = "X";
-  for (const auto& l : lease.exec(tx, kLinks, id)) {
+  for (const auto& l : tx.exec(kLinks, id)) {
     int a = l[0].as<int>(), b = l[1].as<int>();
     if (a < 0 || b < 0 || a >= n || b >= n) continue;
     d.topology.links[a][b] = d.topology.links[b][a] = l[2].as<std::string>();
   }
-  for (const auto& e : lease.exec(tx, kEvents, id)) {
-    d.events.push_back({e[0].as<std::string>(), e[1].as<std::string>(),
+  for (const auto& e : tx.exec(kEvents, id)) {
+    d.events.push_back({read_timestamp(e[0]), e[1].as<std::string>(),
                         optional_field<std::string>(e[2]), e[3].as<std::string>(),
                         e[4].as<std::string>(), optional_field<std::string>(e[5])});
   }
@@ -144,8 +140,7 @@ std::optional<NodeDetail> read_detail(PgPool::Lease& lease, pqxx::work& tx, cons
 
 // The upper triangle of the matrix as three parallel arrays. Kinds were validated by the
 // topology parser or generator, so they are safe inside an array literal.
-void write_links(PgPool::Lease& lease, pqxx::work& tx, const std::string& id,
-                 const topology::Matrix& m) {
+void write_links(Tx& tx, const std::string& id, const topology::Matrix& m) {
   std::vector<int> as, bs;
   std::vector<std::string> kinds;
   for (int a = 0; a < m.gpus; ++a) {
@@ -159,10 +154,9 @@ void write_links(PgPool::Lease& lease, pqxx::work& tx, const std::string& id,
       kinds.push_back(kind);
     }
   }
-  lease.exec(tx, kDeleteLinks, id);
+  tx.exec(kDeleteLinks, id);
   if (!kinds.empty()) {
-    lease.exec(tx, kInsertLinks, id, pg_array_literal(as), pg_array_literal(bs),
-               pg_array_literal(kinds));
+    tx.exec(kInsertLinks, id, pg_array_literal(as), pg_array_literal(bs), pg_array_literal(kinds));
   }
 }
 
@@ -199,179 +193,169 @@ std::string new_enrollment_token() {
 
 }  // namespace
 
-CreatedNode NodeStore::create(const NewNode& node, const AdminActor& actor,
-                              const AuditContext& ctx) {
+CreatedNode NodeStore::create(Tx& tx, const NewNode& node, const Actor& actor) {
   if (node.gpu_count < 1 || node.gpu_count > 64) {
     throw Error::invalid_field("gpu_count", "must be from 1 to 64");
   }
-  return pool_.transact("node_create", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto model = lease.exec(tx, kModelLinks, node.gpu_model);
-    if (model.empty()) throw Error::invalid_field("gpu_model", "is not a GPU model in the catalog");
-    if (lease.exec(tx, kSiteExists, node.site_id).empty()) {
-      throw Error::invalid_field("site_id", "is not a site");
-    }
-    auto nvswitch_kind = optional_field<std::string>(model[0][0]);
-    auto bridge_kind = optional_field<std::string>(model[0][1]);
-    std::string interconnect = node.interconnect.value_or(nvswitch_kind ? "nvswitch" : "pcie");
-    topology::Matrix matrix = declared_topology(node, interconnect, nvswitch_kind, bridge_kind);
+  auto model = tx.exec(kModelLinks, node.gpu_model);
+  if (model.empty()) throw Error::invalid_field("gpu_model", "is not a GPU model in the catalog");
+  if (tx.exec(kSiteExists, node.site_id).empty()) {
+    throw Error::invalid_field("site_id", "is not a site");
+  }
+  auto nvswitch_kind = optional_field<std::string>(model[0][0]);
+  auto bridge_kind = optional_field<std::string>(model[0][1]);
+  std::string interconnect = node.interconnect.value_or(nvswitch_kind ? "nvswitch" : "pcie");
+  topology::Matrix matrix = declared_topology(node, interconnect, nvswitch_kind, bridge_kind);
 
-    auto now = clock_.now();
-    std::string id = new_id(id_prefix::kNode);
-    if (lease
-            .exec(tx, kInsertNode, id, node.site_id, node.hostname, node.gpu_model, node.gpu_count,
-                  interconnect, node.cpu_model, node.cpu_cores, node.ram_gb, node.disk_gb,
-                  node.labels.dump(), sql_timestamp(now))
-            .empty()) {
-      throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
-                  {{"field", "hostname"}});
-    }
-    lease.exec(tx, kInsertGpus, id, node.gpu_count);
-    write_links(lease, tx, id, matrix);
-    lease.exec(tx, kInsertEvent, id, sql_timestamp(now), "created", std::optional<std::string>(),
-               "enrolling", "created", actor.user_id);
+  auto now = clock_.now();
+  std::string id = new_id(id_prefix::kNode);
+  if (tx.exec(kInsertNode, id, node.site_id, node.hostname, node.gpu_model, node.gpu_count,
+              interconnect, node.cpu_model, node.cpu_cores, node.ram_gb, node.disk_gb,
+              node.labels.dump(), sql_timestamp(now))
+          .empty()) {
+    throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
+                {{"field", "hostname"}});
+  }
+  tx.exec(kInsertGpus, id, node.gpu_count);
+  write_links(tx, id, matrix);
+  tx.exec(kInsertEvent, id, sql_timestamp(now), "created", std::optional<std::string>(),
+          "enrolling", "created", actor.user_id);
 
-    CreatedNode out;
-    out.enrollment_token = new_enrollment_token();
-    auto expires = now + std::chrono::duration_cast<std::chrono::microseconds>(enrollment_ttl_);
-    out.enrollment_expires_at = format_rfc3339(expires);
-    lease.exec(tx, kInsertToken, crypto::sha256_hex(out.enrollment_token), id, sql_timestamp(now),
-               sql_timestamp(expires));
-    write_admin_audit(lease, tx, clock_, actor, ctx, "node.created", id,
-                      {{"hostname", node.hostname},
-                       {"site_id", node.site_id},
-                       {"gpu_model", node.gpu_model},
-                       {"gpu_count", node.gpu_count},
-                       {"interconnect", interconnect}});
-    out.node = *read_detail(lease, tx, id);
-    return out;
+  CreatedNode out;
+  out.enrollment_token = new_enrollment_token();
+  out.enrollment_expires_at =
+      now + std::chrono::duration_cast<std::chrono::microseconds>(enrollment_ttl_);
+  tx.exec(kInsertToken, crypto::sha256_hex(out.enrollment_token), id, sql_timestamp(now),
+          sql_timestamp(out.enrollment_expires_at));
+  write_audit(tx, now, actor,
+              {.org_id = std::nullopt,
+               .action = "node.created",
+               .target = id,
+               .details = {{"hostname", node.hostname},
+                           {"site_id", node.site_id},
+                           {"gpu_model", node.gpu_model},
+                           {"gpu_count", node.gpu_count},
+                           {"interconnect", interconnect}}});
+  out.node = *read_detail(tx, id);
+  return out;
+}
+
+std::optional<NodeDetail> NodeStore::get(Tx& tx, const std::string& id) {
+  return read_detail(tx, id);
+}
+
+Page<NodeRecord> NodeStore::list(Tx& tx, const NodeFilter& filter, int limit,
+                                 const std::optional<std::string>& cursor) {
+  std::optional<Keyset> after;
+  if (cursor) {
+    after = decode_cursor(*cursor,
+                          [](std::string_view id) { return is_valid_id(id_prefix::kNode, id); });
+  }
+  auto rows = after
+                  ? tx.exec(kListAfter, filter.site_id, filter.state, filter.gpu_model,
+                            sql_timestamp(after->at), after->id, limit + 1)
+                  : tx.exec(kListFirst, filter.site_id, filter.state, filter.gpu_model, limit + 1);
+  return page_of<NodeRecord>(rows, limit, node_from, [](const NodeRecord& n) {
+    return Keyset{n.created_at, n.id};
   });
 }
 
-std::optional<NodeDetail> NodeStore::get(const std::string& id) {
-  return pool_.transact(
-      "node_get", [&](PgPool::Lease& lease, pqxx::work& tx) { return read_detail(lease, tx, id); });
+std::optional<NodeDetail> NodeStore::update(Tx& tx, const std::string& id, const NodeChange& change,
+                                            const Actor& actor) {
+  if (tx.exec(kLockNode, id).empty()) return std::nullopt;
+  std::optional<std::string> labels;
+  if (change.labels) labels = change.labels->dump();
+  if (tx.exec(kUpdateNode, id, change.hostname, change.cpu_model.change, change.cpu_model.value,
+              change.cpu_cores.change, change.cpu_cores.value, change.ram_gb.change,
+              change.ram_gb.value, change.disk_gb.change, change.disk_gb.value, labels)
+          .empty()) {
+    throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
+                {{"field", "hostname"}});
+  }
+  nlohmann::json fields = nlohmann::json::array();
+  if (change.hostname) fields.push_back("hostname");
+  if (change.cpu_model.change) fields.push_back("cpu_model");
+  if (change.cpu_cores.change) fields.push_back("cpu_cores");
+  if (change.ram_gb.change) fields.push_back("ram_gb");
+  if (change.disk_gb.change) fields.push_back("disk_gb");
+  if (change.labels) fields.push_back("labels");
+  write_audit(tx, clock_.now(), actor,
+              {.org_id = std::nullopt,
+               .action = "node.updated",
+               .target = id,
+               .details = {{"fields", fields}}});
+  return read_detail(tx, id);
 }
 
-identity::Page<NodeRecord> NodeStore::list(const NodeFilter& filter, int limit,
-                                           const std::optional<std::string>& cursor) {
-  std::optional<identity::KeysetPosition> after;
-  if (cursor) after = identity::parse_keyset_cursor(*cursor, id_prefix::kNode);
-  return pool_.transact("node_list", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = after ? lease.exec(tx, kListAfter, filter.site_id, filter.state, filter.gpu_model,
-                                   after->created_at, after->id, limit + 1)
-                      : lease.exec(tx, kListFirst, filter.site_id, filter.state, filter.gpu_model,
-                                   limit + 1);
-    return identity::keyset_page<NodeRecord>(rows, limit, kNodeMicrosColumn, node_from,
-                                             [](const NodeRecord& n) { return n.id; });
-  });
-}
-
-std::optional<NodeDetail> NodeStore::update(const std::string& id, const NodeChange& change,
-                                            const AdminActor& actor, const AuditContext& ctx) {
-  return pool_.transact("node_update", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::optional<NodeDetail> out;
-    if (lease.exec(tx, kLockNode, id).empty()) return out;
-    std::optional<std::string> labels;
-    if (change.labels) labels = change.labels->dump();
-    if (lease
-            .exec(tx, kUpdateNode, id, change.hostname, change.cpu_model.change,
-                  change.cpu_model.value, change.cpu_cores.change, change.cpu_cores.value,
-                  change.ram_gb.change, change.ram_gb.value, change.disk_gb.change,
-                  change.disk_gb.value, labels)
-            .empty()) {
-      throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
-                  {{"field", "hostname"}});
-    }
-    nlohmann::json fields = nlohmann::json::array();
-    if (change.hostname) fields.push_back("hostname");
-    if (change.cpu_model.change) fields.push_back("cpu_model");
-    if (change.cpu_cores.change) fields.push_back("cpu_cores");
-    if (change.ram_gb.change) fields.push_back("ram_gb");
-    if (change.disk_gb.change) fields.push_back("disk_gb");
-    if (change.labels) fields.push_back("labels");
-    write_admin_audit(lease, tx, clock_, actor, ctx, "node.updated", id, {{"fields", fields}});
-    out = read_detail(lease, tx, id);
-    return out;
-  });
-}
-
-std::optional<NodeDetail> NodeStore::transition(const std::string& id, NodeAction action,
+std::optional<NodeDetail> NodeStore::transition(Tx& tx, const std::string& id, NodeAction action,
                                                 const std::string& reason,
-                                                const std::optional<AdminActor>& actor,
-                                                const AuditContext& ctx) {
-  return pool_.transact("node_transition", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::optional<NodeDetail> out;
-    // The row lock orders concurrent transitions: each sees the state the last one left.
-    auto locked = lease.exec(tx, kLockNode, id);
-    if (locked.empty()) return out;
-    std::string from_text = locked[0][0].as<std::string>();
-    auto from = parse_node_state(from_text);
-    auto to = from ? next_state(*from, action) : std::nullopt;
-    if (!to) {
-      throw Error(ErrorCode::kInvalidState,
-                  "A node in state " + from_text + " cannot take the action " +
-                      std::string(to_string(action)) + ".",
-                  {{"state", from_text}, {"action", to_string(action)}});
-    }
-    auto now = sql_timestamp(clock_.now());
-    std::string to_text(to_string(*to));
-    lease.exec(tx, kSetState, id, to_text, now);
-    std::optional<std::string> actor_id;
-    if (actor) actor_id = actor->user_id;
-    lease.exec(tx, kInsertEvent, id, now, std::string(to_string(action)), from_text, to_text,
-               reason, actor_id);
-    if (actor) {
-      write_admin_audit(lease, tx, clock_, *actor, ctx,
-                        ("node." + std::string(to_string(action))).c_str(), id,
-                        {{"from", from_text}, {"to", to_text}, {"reason", reason}});
-    }
-    out = read_detail(lease, tx, id);
-    return out;
-  });
+                                                const std::optional<Actor>& actor) {
+  // The row lock orders concurrent transitions: each sees the state the last one left.
+  auto locked = tx.exec(kLockNode, id);
+  if (locked.empty()) return std::nullopt;
+  std::string from_text = locked[0][0].as<std::string>();
+  auto from = parse_node_state(from_text);
+  auto to = from ? next_state(*from, action) : std::nullopt;
+  if (!to) {
+    throw Error(ErrorCode::kInvalidState,
+                "A node in state " + from_text + " cannot take the action " +
+                    std::string(to_string(action)) + ".",
+                {{"state", from_text}, {"action", to_string(action)}});
+  }
+  auto at = clock_.now();
+  auto now = sql_timestamp(at);
+  std::string to_text(to_string(*to));
+  tx.exec(kSetState, id, to_text, now);
+  std::optional<std::string> actor_id;
+  if (actor) actor_id = actor->user_id;
+  tx.exec(kInsertEvent, id, now, std::string(to_string(action)), from_text, to_text, reason,
+          actor_id);
+  if (actor) {
+    std::string audit_action = "node." + std::string(to_string(action));
+    write_audit(tx, at, *actor,
+                {.org_id = std::nullopt,
+                 .action = audit_action,
+                 .target = id,
+                 .details = {{"from", from_text}, {"to", to_text}, {"reason", reason}}});
+  }
+  return read_detail(tx, id);
 }
 
-std::optional<NodeDetail> NodeStore::set_topology(const std::string& id,
+std::optional<NodeDetail> NodeStore::set_topology(Tx& tx, const std::string& id,
                                                   const topology::Matrix& matrix,
-                                                  const std::string& source,
-                                                  const AdminActor& actor,
-                                                  const AuditContext& ctx) {
-  return pool_.transact("node_set_topology", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::optional<NodeDetail> out;
-    auto locked = lease.exec(tx, kLockNode, id);
-    if (locked.empty()) return out;
-    int gpu_count = locked[0][1].as<int>();
-    if (matrix.gpus != gpu_count) {
-      throw Error::invalid_field("topology", "the matrix has " + std::to_string(matrix.gpus) +
-                                                 " GPUs but the node has " +
-                                                 std::to_string(gpu_count));
-    }
-    write_links(lease, tx, id, matrix);
-    lease.exec(tx, kSetTopologySource, id, source);
-    int nvlink_pairs = 0;
-    for (int a = 0; a < matrix.gpus; ++a) {
-      for (int b = a + 1; b < matrix.gpus; ++b)
-        nvlink_pairs += topology::is_nvlink(matrix.links[a][b]);
-    }
-    write_admin_audit(lease, tx, clock_, actor, ctx, "node.topology_set", id,
-                      {{"source", source}, {"gpus", matrix.gpus}, {"nvlink_pairs", nvlink_pairs}});
-    out = read_detail(lease, tx, id);
-    return out;
-  });
+                                                  const std::string& source, const Actor& actor) {
+  auto locked = tx.exec(kLockNode, id);
+  if (locked.empty()) return std::nullopt;
+  int gpu_count = locked[0][1].as<int>();
+  if (matrix.gpus != gpu_count) {
+    throw Error::invalid_field("topology", "the matrix has " + std::to_string(matrix.gpus) +
+                                               " GPUs but the node has " +
+                                               std::to_string(gpu_count));
+  }
+  write_links(tx, id, matrix);
+  tx.exec(kSetTopologySource, id, source);
+  int nvlink_pairs = 0;
+  for (int a = 0; a < matrix.gpus; ++a) {
+    for (int b = a + 1; b < matrix.gpus; ++b)
+      nvlink_pairs += topology::is_nvlink(matrix.links[a][b]);
+  }
+  write_audit(
+      tx, clock_.now(), actor,
+      {.org_id = std::nullopt,
+       .action = "node.topology_set",
+       .target = id,
+       .details = {{"source", source}, {"gpus", matrix.gpus}, {"nvlink_pairs", nvlink_pairs}}});
+  return read_detail(tx, id);
 }
 
-std::optional<std::string> NodeStore::consume_enrollment_token(const std::string& token) {
-  return pool_.transact("node_consume_token", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows =
-        lease.exec(tx, kConsumeToken, crypto::sha256_hex(token), sql_timestamp(clock_.now()));
-    return rows.empty() ? std::nullopt : std::optional<std::string>(rows[0][0].as<std::string>());
-  });
+std::optional<std::string> NodeStore::consume_enrollment_token(Tx& tx, const std::string& token) {
+  auto rows = tx.exec(kConsumeToken, crypto::sha256_hex(token), sql_timestamp(clock_.now()));
+  return rows.empty() ? std::nullopt : std::optional<std::string>(rows[0][0].as<std::string>());
 }
 
-void NodeStore::set_health(const std::string& id, const std::string& health) {
-  pool_.transact("node_set_health", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kSetHealth, id, health);
-    lease.exec(tx, kSetGpuHealth, id, health);
-  });
+void NodeStore::set_health(Tx& tx, const std::string& id, const std::string& health) {
+  tx.exec(kSetHealth, id, health);
+  tx.exec(kSetGpuHealth, id, health);
 }
 
 }  // namespace gpurent::inventory

@@ -2,11 +2,10 @@
 // history, and the single-use token a new node's agent enrols with.
 #pragma once
 
+#include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
-#include "identity/org_admin_store.h"
-#include "identity/sql_common.h"
-#include "inventory/admin_audit.h"
+#include "core/paging.h"
 #include "inventory/node_state.h"
 #include "inventory/records.h"
 
@@ -30,13 +29,21 @@ struct NewNode {
   nlohmann::json labels = nlohmann::json::object();
 };
 
-// A partial update: absent fields stay; `clear_*` removes an optional hardware fact.
+// One optional hardware fact of a partial update: `change` when the update names it, with
+// the new value, absent to clear the fact.
+template <typename T>
+struct FactChange {
+  bool change = false;
+  std::optional<T> value;
+};
+
+// A partial update: absent fields stay; a fact changed to no value is cleared.
 struct NodeChange {
   std::optional<std::string> hostname;
-  identity::LimitChange<std::string> cpu_model;
-  identity::LimitChange<int> cpu_cores;
-  identity::LimitChange<int> ram_gb;
-  identity::LimitChange<int> disk_gb;
+  FactChange<std::string> cpu_model;
+  FactChange<int> cpu_cores;
+  FactChange<int> ram_gb;
+  FactChange<int> disk_gb;
   std::optional<nlohmann::json> labels;  // replaces all labels
 
   bool empty() const {
@@ -54,54 +61,55 @@ struct NodeFilter {
 struct CreatedNode {
   NodeDetail node;
   std::string enrollment_token;  // shown once; only its SHA-256 is stored
-  std::string enrollment_expires_at;
+  Timestamp enrollment_expires_at;
 };
 
 class NodeStore {
  public:
-  NodeStore(PgPool& pool, const Clock& clock, std::chrono::seconds enrollment_ttl)
-      : pool_(pool), clock_(clock), enrollment_ttl_(enrollment_ttl) {}
+  NodeStore(const Clock& clock, std::chrono::seconds enrollment_ttl)
+      : clock_(clock), enrollment_ttl_(enrollment_ttl) {}
 
   // Inserts the node in `enrolling` with one GPU row per index and the matrix of its
   // declared interconnect, a `created` event, an audit row and a fresh enrolment token.
-  // Unknown site or model, or an interconnect the model cannot have: 400 naming the field;
-  // a hostname already in use: 409.
-  CreatedNode create(const NewNode& node, const AdminActor& actor, const AuditContext& ctx);
+  // Unknown site or model, or an interconnect the model cannot have: invalid_request naming
+  // the field; a hostname already in use: conflict.
+  CreatedNode create(Tx& tx, const NewNode& node, const Actor& actor);
 
-  std::optional<NodeDetail> get(const std::string& id);
+  // The node with its GPUs, link matrix and latest events.
+  std::optional<NodeDetail> get(Tx& tx, const std::string& id);
 
-  // Nodes in (created_at, id) order, filtered, after `cursor`.
-  identity::Page<NodeRecord> list(const NodeFilter& filter, int limit,
-                                  const std::optional<std::string>& cursor);
+  // Nodes in (created_at, id) order, filtered, after `cursor` (invalid_request naming
+  // `cursor` for one that is not from this list).
+  Page<NodeRecord> list(Tx& tx, const NodeFilter& filter, int limit,
+                        const std::optional<std::string>& cursor);
 
-  // Nullopt for an unknown node; 409 when the new hostname is taken.
-  std::optional<NodeDetail> update(const std::string& id, const NodeChange& change,
-                                   const AdminActor& actor, const AuditContext& ctx);
+  // Nullopt for an unknown node; conflict when the new hostname is taken.
+  std::optional<NodeDetail> update(Tx& tx, const std::string& id, const NodeChange& change,
+                                   const Actor& actor);
 
-  // Moves the node through its state machine (node_state.h) under a row lock, writing an
-  // event and, for admin actions, an audit row. A refused move is 409 invalid_state with
-  // details.state and details.action. `actor` is absent for system events.
-  std::optional<NodeDetail> transition(const std::string& id, NodeAction action,
+  // Moves the node through its state machine (node_state.h) under a row lock, held until the
+  // caller's transaction ends, writing an event and, for people's actions, an audit row. A
+  // refused move is invalid_state with details.state and details.action. `actor` is
+  // absent for system events.
+  std::optional<NodeDetail> transition(Tx& tx, const std::string& id, NodeAction action,
                                        const std::string& reason,
-                                       const std::optional<AdminActor>& actor,
-                                       const AuditContext& ctx);
+                                       const std::optional<Actor>& actor);
 
-  // Replaces the node's link matrix; 400 naming `topology` when its GPU count differs from
-  // the node's. `source` is "admin" (pasted `nvidia-smi topo -m`) or "agent".
-  std::optional<NodeDetail> set_topology(const std::string& id, const topology::Matrix& matrix,
-                                         const std::string& source, const AdminActor& actor,
-                                         const AuditContext& ctx);
+  // Replaces the node's link matrix; invalid_request naming `topology` when its GPU count
+  // differs from the node's. `source` is "admin" (pasted `nvidia-smi topo -m`) or "agent".
+  std::optional<NodeDetail> set_topology(Tx& tx, const std::string& id,
+                                         const topology::Matrix& matrix, const std::string& source,
+                                         const Actor& actor);
 
   // The node a valid enrolment token belongs to, marking the token used: a second use, an
   // expired token or an unknown one gives nullopt.
-  std::optional<std::string> consume_enrollment_token(const std::string& token);
+  std::optional<std::string> consume_enrollment_token(Tx& tx, const std::string& token);
 
   // Sets the node's health and its GPUs' (unknown | ok | warning | critical), as the health
   // rules will from agent reports; the demo fleet uses it for its simulated nodes.
-  void set_health(const std::string& id, const std::string& health);
+  void set_health(Tx& tx, const std::string& id, const std::string& health);
 
  private:
-  PgPool& pool_;
   const Clock& clock_;
   std::chrono::seconds enrollment_ttl_;
 };

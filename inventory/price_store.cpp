@@ -2,6 +2,7 @@
 #include "inventory/price_store.h"
 
 #include "core/error.h"
+#include "core/sql.h"
 
 #include <map>
 #include <set>
@@ -9,9 +10,7 @@
 namespace gpurent::inventory {
 namespace {
 
-using identity::sql_timestamp;
-
-#define PRICE_COLUMNS "id, gpu_model, gpu_count, amount_minor, currency, " RFC3339("valid_from")
+#define PRICE_COLUMNS "id, gpu_model, gpu_count, amount_minor, currency, " SQL_MICROS("valid_from")
 
 constexpr Statement kCurrent = {"price_current", "SELECT " PRICE_COLUMNS
                                                  " FROM prices WHERE valid_until IS NULL"
@@ -33,7 +32,7 @@ constexpr Statement kAt = {"price_at",
 
 PriceRecord row_from(const pqxx::row& row) {
   return {row[0].as<long long>(), row[1].as<std::string>(), row[2].as<int>(),
-          row[3].as<long long>(), row[4].as<std::string>(), row[5].as<std::string>()};
+          row[3].as<long long>(), row[4].as<std::string>(), read_timestamp(row[5])};
 }
 
 std::string entry_field(std::size_t i, const char* field) {
@@ -46,16 +45,14 @@ nlohmann::json price_json(const std::string& model, int count, long long amount)
 
 }  // namespace
 
-std::vector<PriceRecord> PriceStore::current() {
-  return pool_.transact("price_current", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    std::vector<PriceRecord> out;
-    for (const auto& row : lease.exec(tx, kCurrent)) out.push_back(row_from(row));
-    return out;
-  });
+std::vector<PriceRecord> PriceStore::current(Tx& tx) {
+  std::vector<PriceRecord> out;
+  for (const auto& row : tx.exec(kCurrent)) out.push_back(row_from(row));
+  return out;
 }
 
-std::vector<PriceRecord> PriceStore::replace(const std::vector<PriceEntry>& entries,
-                                             const AdminActor& actor, const AuditContext& ctx) {
+std::vector<PriceRecord> PriceStore::replace(Tx& tx, const std::vector<PriceEntry>& entries,
+                                             const Actor& actor) {
   std::set<std::pair<std::string, int>> seen;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
@@ -75,57 +72,56 @@ std::vector<PriceRecord> PriceStore::replace(const std::vector<PriceEntry>& entr
                                  "repeats a GPU model and count listed before");
     }
   }
-  return pool_.transact("price_replace", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    lease.exec(tx, kLock);
-    std::set<std::string> models;
-    for (const auto& row : lease.exec(tx, kModels)) models.insert(row[0].as<std::string>());
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (!models.count(entries[i].gpu_model)) {
-        throw Error::invalid_field(entry_field(i, "gpu_model"),
-                                   "is not a GPU model in the catalog");
-      }
+  tx.exec(kLock);
+  std::set<std::string> models;
+  for (const auto& row : tx.exec(kModels)) models.insert(row[0].as<std::string>());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (!models.count(entries[i].gpu_model)) {
+      throw Error::invalid_field(entry_field(i, "gpu_model"), "is not a GPU model in the catalog");
     }
-    std::map<std::pair<std::string, int>, PriceRecord> before;
-    for (const auto& row : lease.exec(tx, kCurrent)) {
-      auto r = row_from(row);
-      before.emplace(std::make_pair(r.gpu_model, r.gpu_count), r);
+  }
+  std::map<std::pair<std::string, int>, PriceRecord> before;
+  for (const auto& row : tx.exec(kCurrent)) {
+    auto r = row_from(row);
+    before.emplace(std::make_pair(r.gpu_model, r.gpu_count), r);
+  }
+  auto at = clock_.now();
+  auto now = sql_timestamp(at);
+  nlohmann::json set = nlohmann::json::array(), removed = nlohmann::json::array();
+  for (const auto& e : entries) {
+    auto it = before.find({e.gpu_model, e.gpu_count});
+    if (it != before.end()) {
+      bool same = it->second.amount_minor == e.price_per_day.amount_minor() &&
+                  it->second.currency == e.price_per_day.currency();
+      auto old = it->second;
+      before.erase(it);
+      if (same) continue;
+      tx.exec(kClose, old.id, now);
     }
-    auto now = sql_timestamp(clock_.now());
-    nlohmann::json set = nlohmann::json::array(), removed = nlohmann::json::array();
-    for (const auto& e : entries) {
-      auto it = before.find({e.gpu_model, e.gpu_count});
-      if (it != before.end()) {
-        bool same = it->second.amount_minor == e.price_per_day.amount_minor() &&
-                    it->second.currency == e.price_per_day.currency();
-        auto old = it->second;
-        before.erase(it);
-        if (same) continue;
-        lease.exec(tx, kClose, old.id, now);
-      }
-      lease.exec(tx, kInsert, e.gpu_model, e.gpu_count, e.price_per_day.amount_minor(),
-                 e.price_per_day.currency(), now, actor.user_id);
-      set.push_back(price_json(e.gpu_model, e.gpu_count, e.price_per_day.amount_minor()));
-    }
-    for (const auto& [shape, old] : before) {
-      lease.exec(tx, kClose, old.id, now);
-      removed.push_back(price_json(old.gpu_model, old.gpu_count, old.amount_minor));
-    }
-    if (!set.empty() || !removed.empty()) {
-      write_admin_audit(lease, tx, clock_, actor, ctx, "prices.set", "prices",
-                        {{"currency", currency_}, {"set", set}, {"removed", removed}});
-    }
-    std::vector<PriceRecord> out;
-    for (const auto& row : lease.exec(tx, kCurrent)) out.push_back(row_from(row));
-    return out;
-  });
+    tx.exec(kInsert, e.gpu_model, e.gpu_count, e.price_per_day.amount_minor(),
+            e.price_per_day.currency(), now, actor.user_id);
+    set.push_back(price_json(e.gpu_model, e.gpu_count, e.price_per_day.amount_minor()));
+  }
+  for (const auto& [shape, old] : before) {
+    tx.exec(kClose, old.id, now);
+    removed.push_back(price_json(old.gpu_model, old.gpu_count, old.amount_minor));
+  }
+  if (!set.empty() || !removed.empty()) {
+    write_audit(tx, at, actor,
+                {.org_id = std::nullopt,
+                 .action = "prices.set",
+                 .target = "prices",
+                 .details = {{"currency", currency_}, {"set", set}, {"removed", removed}}});
+  }
+  std::vector<PriceRecord> out;
+  for (const auto& row : tx.exec(kCurrent)) out.push_back(row_from(row));
+  return out;
 }
 
-std::optional<PriceRecord> PriceStore::price_at(const std::string& gpu_model, int gpu_count,
+std::optional<PriceRecord> PriceStore::price_at(Tx& tx, const std::string& gpu_model, int gpu_count,
                                                 Timestamp at) {
-  return pool_.transact("price_at", [&](PgPool::Lease& lease, pqxx::work& tx) {
-    auto rows = lease.exec(tx, kAt, gpu_model, gpu_count, sql_timestamp(at));
-    return rows.empty() ? std::nullopt : std::optional<PriceRecord>(row_from(rows[0]));
-  });
+  auto rows = tx.exec(kAt, gpu_model, gpu_count, sql_timestamp(at));
+  return rows.empty() ? std::nullopt : std::optional<PriceRecord>(row_from(rows[0]));
 }
 
 }  // namespace gpurent::inventory

@@ -1,10 +1,10 @@
 // The price list: a price per day for each rental shape (GPU model, GPU count).
 #pragma once
 
+#include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/money.h"
-#include "inventory/admin_audit.h"
 #include "inventory/records.h"
 
 #include <optional>
@@ -22,27 +22,29 @@ struct PriceEntry {
 class PriceStore {
  public:
   // `currency` is the deployment's: every price is in it.
-  PriceStore(PgPool& pool, const Clock& clock, std::string currency)
-      : pool_(pool), clock_(clock), currency_(std::move(currency)) {}
+  PriceStore(const Clock& clock, std::string currency)
+      : clock_(clock), currency_(std::move(currency)) {}
 
   const std::string& currency() const { return currency_; }
 
   // The prices in force now, by model and count.
-  std::vector<PriceRecord> current();
+  std::vector<PriceRecord> current(Tx& tx);
 
   // Makes `entries` the whole price list. A shape whose price changes gets a new row and its
   // old row is closed; an unchanged shape keeps its row; a shape left out is no longer
   // priced. Rentals keep the row they were priced with, so a change applies to new rentals
   // only. Unknown models, counts outside 1..64, duplicates, another currency or a
-  // non-positive amount are 400 naming the entry (`items[3].gpu_model`). One audit row.
-  std::vector<PriceRecord> replace(const std::vector<PriceEntry>& entries, const AdminActor& actor,
-                                   const AuditContext& ctx);
+  // non-positive amount are invalid_request naming the entry (`items[3].gpu_model`). One
+  // audit row. Concurrent replacements queue on a table lock held until the caller's
+  // transaction ends; readers of the list are not blocked.
+  std::vector<PriceRecord> replace(Tx& tx, const std::vector<PriceEntry>& entries,
+                                   const Actor& actor);
 
   // The price row that was in force for a shape at `at`, if any.
-  std::optional<PriceRecord> price_at(const std::string& gpu_model, int gpu_count, Timestamp at);
+  std::optional<PriceRecord> price_at(Tx& tx, const std::string& gpu_model, int gpu_count,
+                                      Timestamp at);
 
  private:
-  PgPool& pool_;
   const Clock& clock_;
   std::string currency_;
 };

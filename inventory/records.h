@@ -1,7 +1,9 @@
 // What the inventory stores hand out: plain values, read from PostgreSQL, printed by api/.
+// Times are Timestamps; the API edge formats them (format_rfc3339).
 #pragma once
 
 #include "agent_proto/topology.h"
+#include "core/clock.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +37,7 @@ struct SiteRecord {
   std::string name;
   std::string region;
   std::string timezone;  // IANA
-  std::string created_at;
+  Timestamp created_at;
 };
 
 struct GpuRecord {
@@ -46,7 +48,7 @@ struct GpuRecord {
 };
 
 struct NodeEvent {
-  std::string at;
+  Timestamp at;
   std::string action;
   std::optional<std::string> from_state;
   std::string to_state;
@@ -67,13 +69,13 @@ struct NodeRecord {
   std::optional<int> disk_gb;
   nlohmann::json labels = nlohmann::json::object();  // string -> string
   std::string state;
-  std::string state_changed_at;
+  Timestamp state_changed_at;
   std::string health;
   std::optional<std::string> driver_version;
   std::optional<std::string> agent_version;
-  std::optional<std::string> last_heartbeat_at;
+  std::optional<Timestamp> last_heartbeat_at;
   std::string topology_source;  // declared | admin | agent
-  std::string created_at;
+  Timestamp created_at;
 };
 
 // A node with its GPUs, link matrix and latest state changes (newest first).
@@ -92,8 +94,8 @@ struct ImageRecord {
   std::string cuda_version;
   std::vector<std::string> frameworks;
   std::string status;  // active | deprecated
-  std::string created_at;
-  std::optional<std::string> deprecated_at;
+  Timestamp created_at;
+  std::optional<Timestamp> deprecated_at;
 };
 
 // One price-list row: a rental shape and its price per day.
@@ -103,7 +105,7 @@ struct PriceRecord {
   int gpu_count = 0;
   long long amount_minor = 0;
   std::string currency;
-  std::string valid_from;
+  Timestamp valid_from;
 };
 
 }  // namespace gpurent::inventory

@@ -1,6 +1,6 @@
-// Admin routes: authenticate, require a platform admin, then one store call each.
+// Admin routes: authenticate, require a platform admin, then one store call each, in a
+// transaction of its own.
 #include "api/handlers/admin_handlers.h"
-#include "api/handlers/admin_common.h"
 #include "api/handlers/json_values.h"
 
 #include "api/handlers/audit_handlers.h"
@@ -8,6 +8,7 @@
 #include "api/handlers/query_params.h"
 #include "api/json_body.h"
 #include "api/responses.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/id.h"
 
@@ -21,7 +22,7 @@ namespace {
 nlohmann::json org_json(const identity::OrgRecord& o) {
   return {{"id", o.id},
           {"name", o.name},
-          {"created_at", o.created_at},
+          {"created_at", time_json(o.created_at)},
           {"max_concurrent_gpus", optional_json(o.guardrails.max_concurrent_gpus)},
           {"max_days", optional_json(o.guardrails.max_days)},
           {"spend_limit_minor", optional_json(o.guardrails.spend_limit_minor)},
@@ -47,7 +48,9 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
-                    auto page = state.orgs->list(query.limit(), query.cursor());
+                    auto page = state.pool->read("org_admin_list", [&](Tx& tx) {
+                      return state.orgs->list(tx, query.limit(), query.cursor());
+                    });
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& o : page.items) items.push_back(org_json(o));
                     return list_response(200, std::move(items), page.next_cursor);
@@ -61,7 +64,9 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
               .pattern = "/v1/admin/orgs/{id}",
               .handler =
                   [&state](const Request& req, const Principal&) {
-                    auto org = state.orgs->get(org_id_param(req));
+                    std::string org_id = org_id_param(req);
+                    auto org = state.pool->read(
+                        "org_admin_get", [&](Tx& tx) { return state.orgs->get(tx, org_id); });
                     if (!org) throw no_such_org();
                     return json_response(200, org_json(*org));
                   },
@@ -79,10 +84,14 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
                     auto change = read_guardrails_change(body, in);
                     in.finish();
                     // Nothing to change writes nothing, not even an audit row.
-                    auto org = change.empty()
-                                   ? state.orgs->get(org_id)
-                                   : state.orgs->set_guardrails(org_id, change, admin_actor(p),
-                                                                audit_context(req));
+                    auto org =
+                        change.empty()
+                            ? state.pool->read("org_admin_get",
+                                               [&](Tx& tx) { return state.orgs->get(tx, org_id); })
+                            : state.pool->transact("org_admin_set_guardrails", [&](Tx& tx) {
+                                return state.orgs->set_guardrails(tx, org_id, change,
+                                                                  actor_of(req, p));
+                              });
                     if (!org) throw no_such_org();
                     return json_response(200, org_json(*org));
                   },
@@ -102,7 +111,9 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
                  req, {"org_id", "action", "actor_user_id", "since", "until", "limit", "cursor"});
              auto org_id = query.id("org_id", id_prefix::kOrg);
              auto filter = read_audit_filter(query);
-             auto page = state.audit->list_all(org_id, filter, query.limit(), query.cursor());
+             auto page = state.pool->read("audit_list_all", [&](Tx& tx) {
+               return state.audit->list_all(tx, org_id, filter, query.limit(), query.cursor());
+             });
              return json_response(200, audit_page_json(page));
            },
        .platform_admin = true,

@@ -4,12 +4,14 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "identity/audit_store.h"
 #include "identity/org_admin_store.h"
 
 namespace gpurent::http {
 
 struct AdminRoutesState {
+  PgPool* pool = nullptr;
   identity::OrgAdminStore* orgs = nullptr;
   identity::AuditStore* audit = nullptr;
 };

@@ -1,9 +1,10 @@
-// GET /v1/audit: one AuditStore call for the caller's org, which the statement itself fixes.
+// GET /v1/audit: one AuditStore read for the caller's org, which the statement itself fixes.
 // Owners and admins only; an API token also needs members:write, the scope of those roles.
 #include "api/handlers/audit_handlers.h"
 #include "api/handlers/json_values.h"
 
 #include "api/responses.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/id.h"
 
@@ -24,7 +25,7 @@ bool is_action_name(std::string_view s) {
 
 nlohmann::json audit_json(const identity::AuditRecord& r) {
   return {{"id", r.id},
-          {"at", r.at},
+          {"at", time_json(r.at)},
           {"org_id", optional_json(r.org_id)},
           {"actor_user_id", optional_json(r.actor_user_id)},
           {"actor_token_id", optional_json(r.actor_token_id)},
@@ -74,7 +75,9 @@ void add_audit_routes(Router& router, AuditRoutesState& state) {
              QueryParams query(req,
                                {"action", "actor_user_id", "since", "until", "limit", "cursor"});
              auto filter = read_audit_filter(query);
-             auto page = state.store->list_org(org_id, filter, query.limit(), query.cursor());
+             auto page = state.pool->read("audit_list_org", [&](Tx& tx) {
+               return state.store->list_org(tx, org_id, filter, query.limit(), query.cursor());
+             });
              return json_response(200, audit_page_json(page));
            },
        .needs_org = true,

@@ -5,6 +5,7 @@
 #include "api/auth.h"
 #include "api/handlers/query_params.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "identity/audit_store.h"
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 namespace gpurent::http {
 
 struct AuditRoutesState {
+  PgPool* pool = nullptr;
   identity::AuditStore* store = nullptr;
 };
 

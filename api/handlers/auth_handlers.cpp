@@ -1,10 +1,12 @@
-// Identity routes: each turns one request into one IdentityStore call.
+// Identity routes: each request is one use case, in one transaction of its own (login's
+// failed attempt aside, whose audit row must outlive the refusal).
 #include "api/handlers/auth_handlers.h"
 #include "api/handlers/json_values.h"
 
 #include "api/json_body.h"
 #include "api/rate_limiter.h"
 #include "api/responses.h"
+#include "core/clock.h"
 #include "core/crypto.h"
 #include "core/error.h"
 #include "identity/password.h"
@@ -27,7 +29,7 @@ nlohmann::json user_json(const identity::User& u) {
   return {{"id", u.id},
           {"email", u.email},
           {"is_platform_admin", u.is_platform_admin},
-          {"created_at", u.created_at}};
+          {"created_at", time_json(u.created_at)}};
 }
 
 nlohmann::json me_json(const Principal& p) {
@@ -88,7 +90,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
       {.method = Method::kPost,
        .pattern = "/v1/auth/signup",
        .handler =
-           [&state](const Request& req, const Principal&) {
+           [&state](const Request& req, const Principal& p) {
              if (!state.signup_enabled) {
                throw Error(ErrorCode::kForbidden, "Sign-up is disabled on this service.");
              }
@@ -104,8 +106,12 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
              if (org_name.empty() || has_control_characters(org_name)) {
                throw Error::invalid_field("org_name", "must be 1 to 200 printable characters");
              }
-             auto [user, org] = state.store->create_user_with_org(
-                 email, identity::hash_password(password), org_name, audit_context(req));
+             // Hashed before the transaction: the connection is not held while it runs.
+             std::string hash = identity::hash_password(password);
+             auto [user, org] = state.pool->transact("identity_signup", [&](Tx& tx) {
+               return state.store->create_user_with_org(tx, email, hash, org_name,
+                                                        actor_of(req, p));
+             });
              return json_response(
                  201, {{"user", user_json(user)}, {"org", {{"id", org.id}, {"name", org.name}}}});
            },
@@ -118,7 +124,7 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
       {.method = Method::kPost,
        .pattern = "/v1/auth/login",
        .handler =
-           [&state](const Request& req, const Principal&) {
+           [&state](const Request& req, const Principal& p) {
              auto body = parse_json_body(req);
              JsonObjectReader in(body);
              std::string email = in.required_string("email", 254);
@@ -128,27 +134,47 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
              if (state.login_throttle) {
                if (auto refused = login_refused(*state.login_throttle, keys)) return *refused;
              }
-             auto login = state.store->find_login(trimmed(email));
+             auto login = state.pool->read("identity_find_login", [&](Tx& tx) {
+               return state.store->find_login(tx, trimmed(email));
+             });
+             // Verified outside any transaction: the connection is not held while it runs.
              bool ok = identity::verify_password(password, login ? login->second : dummy_hash());
+             // Nobody is signed in: the row names the account tried, when there is one.
+             Actor actor = actor_of(req, p);
+             if (login) actor.user_id = login->first.id;
              if (!login || !ok) {
                if (state.login_throttle) {
                  state.login_throttle->per_account.take(keys.account);
                  state.login_throttle->per_ip.take(keys.ip);
                }
-               state.store->audit("user.login_failed", std::nullopt,
-                                  login ? std::optional(login->first.id) : std::nullopt,
-                                  login ? login->first.id : "", audit_context(req));
+               // Committed on its own: the refusal below must not take the row with it.
+               state.pool->transact("identity_audit", [&](Tx& tx) {
+                 state.store->audit(tx, actor,
+                                    {.action = "user.login_failed",
+                                     .target = login ? login->first.id : std::string()});
+               });
                throw Error(ErrorCode::kUnauthenticated, "The email or password is wrong.");
              }
              const auto& user = login->first;
-             auto memberships = state.store->memberships(user.id);
-             std::optional<std::string> current;
-             if (!memberships.empty()) current = memberships.front().org.id;
-             auto session = state.store->create_session(user.id, current, state.auth->policy(),
-                                                        std::string(req.remote_ip));
-             state.store->audit("user.login", current, user.id, user.id, audit_context(req));
+             struct SignedIn {
+               std::vector<identity::Membership> memberships;
+               std::optional<std::string> current;
+               identity::NewSession session;
+             };
+             auto signed_in = state.pool->transact("identity_login", [&](Tx& tx) {
+               SignedIn s;
+               s.memberships = state.store->memberships(tx, user.id);
+               if (!s.memberships.empty()) s.current = s.memberships.front().org.id;
+               s.session = state.store->create_session(tx, user.id, s.current, state.auth->policy(),
+                                                       std::string(req.remote_ip));
+               state.store->audit(tx, actor,
+                                  {.org_id = s.current, .action = "user.login", .target = user.id});
+               return s;
+             });
+             const auto& current = signed_in.current;
+             const auto& session = signed_in.session;
              nlohmann::json orgs = nlohmann::json::array();
-             for (const auto& m : memberships) {
+             for (const auto& m : signed_in.memberships) {
                orgs.push_back({{"id", m.org.id}, {"name", m.org.name}, {"role", m.role}});
              }
              Response r = json_response(200, {{"user", user_json(user)},
@@ -170,9 +196,12 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
               .pattern = "/v1/auth/logout",
               .handler =
                   [&state](const Request& req, const Principal& p) {
-                    state.store->delete_session(p.session_id_hash);
-                    state.store->audit("user.logout", p.org_id, p.user.id, p.user.id,
-                                       audit_context(req));
+                    state.pool->transact("identity_logout", [&](Tx& tx) {
+                      state.store->delete_session(tx, p.session_id_hash);
+                      state.store->audit(
+                          tx, actor_of(req, p),
+                          {.org_id = p.org_id, .action = "user.logout", .target = p.user.id});
+                    });
                     Response r;
                     r.status = 204;
                     r.set_header("Set-Cookie", session_cookie(req, "", 0));
@@ -203,13 +232,16 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
                     JsonObjectReader in(body);
                     std::string org_id = in.required_string("org_id", 64);
                     in.finish();
-                    auto role = state.store->role_in(p.user.id, org_id);
-                    // Not a member looks exactly like no such org.
-                    if (!role) throw Error(ErrorCode::kNotFound, "No such organisation.");
-                    state.store->set_session_org(p.session_id_hash, org_id);
+                    auto role = state.pool->transact("identity_set_session_org", [&](Tx& tx) {
+                      auto role = state.store->role_in(tx, p.user.id, org_id);
+                      // Not a member looks exactly like no such org.
+                      if (!role) throw Error(ErrorCode::kNotFound, "No such organisation.");
+                      state.store->set_session_org(tx, p.session_id_hash, org_id);
+                      return *role;
+                    });
                     p.org_id = org_id;
-                    p.role = *role;
-                    p.scopes = session_scopes(p.user, *role);
+                    p.role = role;
+                    p.scopes = session_scopes(p.user, role);
                     return json_response(200, me_json(p));
                   },
               .access = Access::kSessionOnly,

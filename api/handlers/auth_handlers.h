@@ -3,6 +3,7 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "identity/identity_store.h"
 
 namespace gpurent::http {
@@ -10,6 +11,7 @@ namespace gpurent::http {
 struct LoginThrottle;
 
 struct AuthRoutesState {
+  PgPool* pool = nullptr;
   identity::IdentityStore* store = nullptr;
   Authenticator* auth = nullptr;
   bool signup_enabled = true;

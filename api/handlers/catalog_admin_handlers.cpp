@@ -1,7 +1,7 @@
-// Image and price admin routes: read and check the request, then one store call each.
+// Image and price admin routes: read and check the request, then one transaction (or, for
+// reads, one connection) each.
 #include "api/handlers/catalog_admin_handlers.h"
 
-#include "api/handlers/admin_common.h"
 #include "api/handlers/inventory_json.h"
 #include "api/handlers/json_values.h"
 #include "api/handlers/query_params.h"
@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace gpurent::http {
 namespace {
@@ -98,9 +99,14 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
-                    auto models = state.catalog->gpu_models();
+                    // Two reads, no common snapshot needed: a model changed between them
+                    // shifts only which models this one response lists as compatible.
+                    auto [models, images] = state.pool->read("catalog_images", [&](Tx& tx) {
+                      auto gpu_models = state.catalog->gpu_models(tx);
+                      return std::make_pair(std::move(gpu_models), state.catalog->images(tx, true));
+                    });
                     SortedItems items;
-                    for (const auto& i : state.catalog->images(true)) {
+                    for (const auto& i : images) {
                       items.emplace_back(
                           ascii_lower(i.name),
                           image_json(i, inventory::compatible_gpu_models(i, models)));
@@ -119,9 +125,12 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
        .handler =
            [&state](const Request& req, const Principal& p) {
              auto image = read_new_image(parse_json_body(req));
-             auto created = state.catalog->create_image(image, admin_actor(p), audit_context(req));
+             auto [created, models] = state.pool->transact("catalog_create_image", [&](Tx& tx) {
+               auto record = state.catalog->create_image(tx, image, actor_of(req, p));
+               return std::make_pair(std::move(record), state.catalog->gpu_models(tx));
+             });
+             // After the commit: a rebuild before it would cache the catalog without the image.
              state.cache->invalidate();
-             auto models = state.catalog->gpu_models();
              return json_response(
                  201, image_json(created, inventory::compatible_gpu_models(created, models)));
            },
@@ -137,11 +146,16 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
                   [&state](const Request& req, const Principal& p) {
                     std::string id(req.path_param("id"));
                     if (!is_valid_id(id_prefix::kImage, id)) throw no_such_image();
-                    auto image =
-                        state.catalog->deprecate_image(id, admin_actor(p), audit_context(req));
+                    auto [image, models] =
+                        state.pool->transact("catalog_deprecate_image", [&](Tx& tx) {
+                          auto record = state.catalog->deprecate_image(tx, id, actor_of(req, p));
+                          std::vector<inventory::GpuModelRecord> gpu_models;
+                          if (record) gpu_models = state.catalog->gpu_models(tx);
+                          return std::make_pair(std::move(record), std::move(gpu_models));
+                        });
                     if (!image) throw no_such_image();
+                    // After the commit, as for a new image.
                     state.cache->invalidate();
-                    auto models = state.catalog->gpu_models();
                     return json_response(
                         200, image_json(*image, inventory::compatible_gpu_models(*image, models)));
                   },
@@ -160,7 +174,9 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
-                    return page_of_sorted(sorted_prices(state.prices->current()), query);
+                    auto prices = state.pool->read(
+                        "price_current", [&](Tx& tx) { return state.prices->current(tx); });
+                    return page_of_sorted(sorted_prices(prices), query);
                   },
               .platform_admin = true,
               .summary = "The price list in force: a price per day for each GPU model and "
@@ -173,8 +189,9 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
                   [&state](const Request& req, const Principal& p) {
                     QueryParams query(req, {});
                     auto entries = read_price_list(parse_json_body(req));
-                    auto prices =
-                        state.prices->replace(entries, admin_actor(p), audit_context(req));
+                    auto prices = state.pool->transact("price_replace", [&](Tx& tx) {
+                      return state.prices->replace(tx, entries, actor_of(req, p));
+                    });
                     nlohmann::json items = nlohmann::json::array();
                     for (auto& [_, item] : sorted_prices(prices)) items.push_back(std::move(item));
                     return list_response(200, std::move(items), std::nullopt);

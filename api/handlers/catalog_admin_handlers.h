@@ -5,12 +5,14 @@
 #include "api/auth.h"
 #include "api/handlers/catalog_handlers.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 
 namespace gpurent::http {
 
 struct CatalogAdminRoutesState {
+  PgPool* pool = nullptr;
   inventory::CatalogStore* catalog = nullptr;
   inventory::PriceStore* prices = nullptr;
   // Dropped after each change on this replica; the database notifies the others.

@@ -10,6 +10,7 @@
 #include "inventory/image_compat.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace gpurent::http {
 namespace {
@@ -75,9 +76,15 @@ Response page_of_sorted(const SortedItems& items, const QueryParams& query) {
   return list_response(200, std::move(out), next);
 }
 
-CatalogDocuments build_catalog_documents(inventory::CatalogStore& store) {
-  auto models = store.gpu_models();
-  auto images = store.images(false);
+CatalogDocuments build_catalog_documents(PgPool& pool, inventory::CatalogStore& store) {
+  // One connection and no transaction: a transaction would cost a BEGIN and a COMMIT and
+  // still give each statement a snapshot of its own (READ COMMITTED). The two reads need no
+  // common one: every catalog change, once committed, notifies every replica, which drops
+  // its documents, so a build that straddled a change is dropped like one made just before.
+  auto [models, images] = pool.read("catalog_documents", [&](Tx& tx) {
+    auto gpu_models = store.gpu_models(tx);
+    return std::make_pair(std::move(gpu_models), store.images(tx, false));
+  });
   CatalogDocuments docs;
   for (const auto& m : models) docs.gpu_models.emplace_back(m.name, gpu_model_json(m));
   for (const auto& i : images) {
@@ -103,6 +110,9 @@ void add_catalog_routes(Router& router, CatalogRoutesState& state) {
                     if (req.query.empty()) return shared_body_response(docs->gpu_models_body);
                     return page_of_sorted(docs->gpu_models, query);
                   },
+              // From memory nearly always: answered on the network thread, and on a worker
+              // only when the snapshot or the caller's credential must be read first.
+              .execution = Execution::kInlineUnlessBlocked,
               .summary = "The GPU model catalog: specs, bf16/fp8 support and NVLink, by name.",
               .tag = "catalog"});
 
@@ -115,6 +125,7 @@ void add_catalog_routes(Router& router, CatalogRoutesState& state) {
                     if (req.query.empty()) return shared_body_response(docs->images_body);
                     return page_of_sorted(docs->images, query);
                   },
+              .execution = Execution::kInlineUnlessBlocked,
               .summary = "Active images with their driver, CUDA release, frameworks and the GPU "
                          "models they run on.",
               .tag = "catalog"});

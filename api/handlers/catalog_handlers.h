@@ -4,6 +4,7 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "core/snapshot_cache.h"
 #include "inventory/catalog_store.h"
 
@@ -34,7 +35,7 @@ struct CatalogDocuments {
 };
 
 // Reads the store and applies the compatibility rules: what one cache miss costs.
-CatalogDocuments build_catalog_documents(inventory::CatalogStore& store);
+CatalogDocuments build_catalog_documents(PgPool& pool, inventory::CatalogStore& store);
 
 using CatalogCache = SnapshotCache<CatalogDocuments>;
 

@@ -1,3 +1,4 @@
+// Inventory records as JSON; times print as RFC 3339 in UTC, to the second.
 #include "api/handlers/inventory_json.h"
 
 #include "api/handlers/json_values.h"
@@ -34,7 +35,7 @@ nlohmann::json image_json(const inventory::ImageRecord& i,
           {"frameworks", i.frameworks},
           {"status", i.status},
           {"compatible_gpu_models", compatible_gpu_models},
-          {"created_at", i.created_at},
+          {"created_at", time_json(i.created_at)},
           {"deprecated_at", optional_json(i.deprecated_at)}};
 }
 
@@ -43,7 +44,7 @@ nlohmann::json site_json(const inventory::SiteRecord& s) {
           {"name", s.name},
           {"region", s.region},
           {"timezone", s.timezone},
-          {"created_at", s.created_at}};
+          {"created_at", time_json(s.created_at)}};
 }
 
 nlohmann::json node_json(const inventory::NodeRecord& n) {
@@ -59,13 +60,13 @@ nlohmann::json node_json(const inventory::NodeRecord& n) {
           {"disk_gb", optional_json(n.disk_gb)},
           {"labels", n.labels},
           {"state", n.state},
-          {"state_changed_at", n.state_changed_at},
+          {"state_changed_at", time_json(n.state_changed_at)},
           {"health", n.health},
           {"driver_version", optional_json(n.driver_version)},
           {"agent_version", optional_json(n.agent_version)},
           {"last_heartbeat_at", optional_json(n.last_heartbeat_at)},
           {"topology_source", n.topology_source},
-          {"created_at", n.created_at}};
+          {"created_at", time_json(n.created_at)}};
 }
 
 nlohmann::json node_detail_json(const inventory::NodeDetail& d) {
@@ -79,7 +80,7 @@ nlohmann::json node_detail_json(const inventory::NodeDetail& d) {
   }
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : d.events) {
-    events.push_back({{"at", e.at},
+    events.push_back({{"at", time_json(e.at)},
                       {"action", e.action},
                       {"from_state", optional_json(e.from_state)},
                       {"to_state", e.to_state},
@@ -99,7 +100,7 @@ nlohmann::json price_json(const inventory::PriceRecord& p) {
   return {{"gpu_model", p.gpu_model},
           {"gpu_count", p.gpu_count},
           {"price_per_day", {{"amount_minor", p.amount_minor}, {"currency", p.currency}}},
-          {"valid_from", p.valid_from}};
+          {"valid_from", time_json(p.valid_from)}};
 }
 
 }  // namespace gpurent::http

@@ -1,10 +1,12 @@
 // Small value conversions the handlers share when they read and print JSON.
 #pragma once
 
+#include "core/clock.h"
 #include "core/error.h"
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +16,17 @@ namespace gpurent::http {
 template <typename Optional>
 nlohmann::json optional_json(const Optional& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// A time as the API prints it: RFC 3339 in UTC, to the second. Records keep Timestamps;
+// this is the one place they become text.
+inline nlohmann::json time_json(Timestamp t) {
+  return format_rfc3339(t);
+}
+
+// A time, or null: the overload optional_json() picks for optional times.
+inline nlohmann::json optional_json(const std::optional<Timestamp>& t) {
+  return t ? time_json(*t) : nlohmann::json(nullptr);
 }
 
 // `s` without leading and trailing spaces and tabs.

@@ -3,11 +3,13 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "identity/member_store.h"
 
 namespace gpurent::http {
 
 struct MemberRoutesState {
+  PgPool* pool = nullptr;
   identity::MemberStore* store = nullptr;
 };
 

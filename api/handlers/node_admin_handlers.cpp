@@ -1,8 +1,7 @@
-// Site and node admin routes: read and check the request, then one store call each.
+// Site and node admin routes: read and check the request, then one store call each, in a
+// transaction of its own (or, for reads, on a connection of its own).
 #include "api/handlers/node_admin_handlers.h"
 
-#include "api/handlers/admin_common.h"
-#include "api/handlers/guardrails.h"
 #include "api/handlers/inventory_json.h"
 #include "api/handlers/json_values.h"
 #include "api/handlers/query_params.h"
@@ -77,6 +76,14 @@ nlohmann::json labels(const nlohmann::json& value) {
   return value;
 }
 
+// A fact a PATCH may set or clear: changed when the body names the field at all (null
+// clears), with the value read from it.
+template <typename T>
+inventory::FactChange<T> fact_change(const nlohmann::json& body, const char* field,
+                                     std::optional<T> value) {
+  return {body.contains(field), std::move(value)};
+}
+
 std::optional<int> optional_small_int(JsonObjectReader& in, const char* field, int max) {
   auto v = in.optional_int(field, 1, max);
   return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
@@ -112,10 +119,10 @@ inventory::NodeChange read_node_change(const nlohmann::json& body) {
   if (auto h = in.optional_string("hostname", 253)) c.hostname = hostname(*h);
   std::optional<std::string> cpu;
   if (auto v = in.optional_string("cpu_model", 200)) cpu = printable_text("cpu_model", *v, 200);
-  c.cpu_model = change_of(body, "cpu_model", cpu);
-  c.cpu_cores = change_of(body, "cpu_cores", optional_small_int(in, "cpu_cores", 4096));
-  c.ram_gb = change_of(body, "ram_gb", optional_small_int(in, "ram_gb", 1 << 20));
-  c.disk_gb = change_of(body, "disk_gb", optional_small_int(in, "disk_gb", 1 << 24));
+  c.cpu_model = fact_change(body, "cpu_model", cpu);
+  c.cpu_cores = fact_change(body, "cpu_cores", optional_small_int(in, "cpu_cores", 4096));
+  c.ram_gb = fact_change(body, "ram_gb", optional_small_int(in, "ram_gb", 1 << 20));
+  c.disk_gb = fact_change(body, "disk_gb", optional_small_int(in, "disk_gb", 1 << 24));
   if (const auto* l = in.optional_value("labels")) c.labels = labels(*l);
   in.finish();
   return c;
@@ -149,8 +156,9 @@ void add_transition_route(Router& router, NodeAdminRoutesState& state, const cha
                   [&state, action](const Request& req, const Principal& p) {
                     std::string id = node_id_param(req);
                     std::string reason = read_reason(req);
-                    auto node = state.nodes->transition(id, action, reason, admin_actor(p),
-                                                        audit_context(req));
+                    auto node = state.pool->transact("node_transition", [&](Tx& tx) {
+                      return state.nodes->transition(tx, id, action, reason, actor_of(req, p));
+                    });
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },
@@ -165,7 +173,9 @@ void add_site_routes(Router& router, NodeAdminRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
-                    auto page = state.sites->list(query.limit(), query.cursor());
+                    auto page = state.pool->read("site_list", [&](Tx& tx) {
+                      return state.sites->list(tx, query.limit(), query.cursor());
+                    });
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& s : page.items) items.push_back(site_json(s));
                     return list_response(200, std::move(items), page.next_cursor);
@@ -184,8 +194,9 @@ void add_site_routes(Router& router, NodeAdminRoutesState& state) {
                     auto region = printable_text("region", in.required_string("region", 100), 100);
                     auto timezone = in.required_string("timezone", 64);
                     in.finish();
-                    auto site = state.sites->create(name, region, timezone, admin_actor(p),
-                                                    audit_context(req));
+                    auto site = state.pool->transact("site_create", [&](Tx& tx) {
+                      return state.sites->create(tx, name, region, timezone, actor_of(req, p));
+                    });
                     return json_response(201, site_json(site));
                   },
               .platform_admin = true,
@@ -212,7 +223,9 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                throw Error::invalid_field("state", "is not a node state");
              }
              filter.gpu_model = query.text("gpu_model");
-             auto page = state.nodes->list(filter, query.limit(), query.cursor());
+             auto page = state.pool->read("node_list", [&](Tx& tx) {
+               return state.nodes->list(tx, filter, query.limit(), query.cursor());
+             });
              nlohmann::json items = nlohmann::json::array();
              for (const auto& n : page.items) items.push_back(node_json(n));
              return list_response(200, std::move(items), page.next_cursor);
@@ -221,29 +234,36 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
        .summary = "Nodes, oldest first; filters site_id, state, gpu_model (platform admins).",
        .tag = "admin"});
 
-  router.add({.method = Method::kPost,
-              .pattern = "/v1/admin/nodes",
-              .handler =
-                  [&state](const Request& req, const Principal& p) {
-                    auto node = read_new_node(parse_json_body(req));
-                    auto created = state.nodes->create(node, admin_actor(p), audit_context(req));
-                    return json_response(
-                        201, {{"node", node_detail_json(created.node)},
-                              {"enrollment_token", created.enrollment_token},
-                              {"enrollment_token_expires_at", created.enrollment_expires_at}});
-                  },
-              .platform_admin = true,
-              .summary =
-                  "Add a node in state enrolling: {site_id, hostname, gpu_model, gpu_count, "
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/admin/nodes",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             auto node = read_new_node(parse_json_body(req));
+             auto created = state.pool->transact("node_create", [&](Tx& tx) {
+               return state.nodes->create(tx, node, actor_of(req, p));
+             });
+             return json_response(
+                 201, {{"node", node_detail_json(created.node)},
+                       {"enrollment_token", created.enrollment_token},
+                       {"enrollment_token_expires_at", time_json(created.enrollment_expires_at)}});
+           },
+       .platform_admin = true,
+       .summary = "Add a node in state enrolling: {site_id, hostname, gpu_model, gpu_count, "
                   "interconnect?, cpu_model?, cpu_cores?, ram_gb?, disk_gb?, labels?} → {node, "
                   "enrollment_token} (single use, shown once) (platform admins).",
-              .tag = "admin"});
+       .tag = "admin"});
 
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/nodes/{id}",
               .handler =
                   [&state](const Request& req, const Principal&) {
-                    auto node = state.nodes->get(node_id_param(req));
+                    std::string id = node_id_param(req);
+                    // One connection, no transaction: the node's four reads need no common
+                    // snapshot (a transaction at READ COMMITTED would not give one either); a
+                    // change landing between them shows in part now and whole on the next GET.
+                    auto node = state.pool->read("node_get",
+                                                 [&](Tx& tx) { return state.nodes->get(tx, id); });
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },
@@ -259,9 +279,13 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                     std::string id = node_id_param(req);
                     auto body = parse_json_body(req);
                     auto change = read_node_change(body);
-                    auto node = change.empty() ? state.nodes->get(id)
-                                               : state.nodes->update(id, change, admin_actor(p),
-                                                                     audit_context(req));
+                    auto node =
+                        change.empty()
+                            ? state.pool->read("node_get",
+                                               [&](Tx& tx) { return state.nodes->get(tx, id); })
+                            : state.pool->transact("node_update", [&](Tx& tx) {
+                                return state.nodes->update(tx, id, change, actor_of(req, p));
+                              });
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },
@@ -276,8 +300,9 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                   [&state](const Request& req, const Principal& p) {
                     std::string id = node_id_param(req);
                     auto matrix = read_topology_text(req);
-                    auto node = state.nodes->set_topology(id, matrix, "admin", admin_actor(p),
-                                                          audit_context(req));
+                    auto node = state.pool->transact("node_set_topology", [&](Tx& tx) {
+                      return state.nodes->set_topology(tx, id, matrix, "admin", actor_of(req, p));
+                    });
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));
                   },

@@ -5,12 +5,14 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "inventory/node_store.h"
 #include "inventory/site_store.h"
 
 namespace gpurent::http {
 
 struct NodeAdminRoutesState {
+  PgPool* pool = nullptr;
   inventory::SiteStore* sites = nullptr;
   inventory::NodeStore* nodes = nullptr;
 };

@@ -1,10 +1,12 @@
-// SSH key routes: each turns one request into one SshKeyStore call, for the caller's org only.
+// SSH key routes: each turns one request into one SshKeyStore call in a transaction of its
+// own, for the caller's org only.
 #include "api/handlers/ssh_key_handlers.h"
 #include "api/handlers/json_values.h"
 
 #include "api/handlers/query_params.h"
 #include "api/json_body.h"
 #include "api/responses.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/id.h"
 #include "identity/ssh_public_key.h"
@@ -37,7 +39,7 @@ nlohmann::json key_json(const identity::SshKeyRecord& k) {
           {"bits", k.bits},
           {"fingerprint", k.fingerprint},
           {"public_key", k.public_key},
-          {"created_at", k.created_at}};
+          {"created_at", time_json(k.created_at)}};
 }
 
 // The key id from the path; a malformed one is simply a key that does not exist.
@@ -56,7 +58,9 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
                   [&state](const Request& req, const Principal& p) {
                     const std::string& org_id = *p.org_id;
                     QueryParams query(req, {"limit", "cursor"});
-                    auto page = state.store->list(org_id, query.limit(), query.cursor());
+                    auto page = state.pool->read("ssh_key_list", [&](Tx& tx) {
+                      return state.store->list(tx, org_id, query.limit(), query.cursor());
+                    });
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& k : page.items) items.push_back(key_json(k));
                     return list_response(200, std::move(items), page.next_cursor);
@@ -81,8 +85,9 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
                     }
                     // Throws invalid_request naming public_key, without echoing key material.
                     auto key = identity::parse_ssh_public_key(text);
-                    auto record =
-                        state.store->create(org_id, name, key, p.user.id, audit_context(req));
+                    auto record = state.pool->transact("ssh_key_create", [&](Tx& tx) {
+                      return state.store->create(tx, org_id, name, key, actor_of(req, p));
+                    });
                     return json_response(201, key_json(record));
                   },
               .needs_org = true,
@@ -95,7 +100,9 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     const std::string& org_id = *p.org_id;
-                    auto key = state.store->get(org_id, key_id(req));
+                    std::string id = key_id(req);
+                    auto key = state.pool->read(
+                        "ssh_key_get", [&](Tx& tx) { return state.store->get(tx, org_id, id); });
                     if (!key) throw Error(ErrorCode::kNotFound, "No such SSH key.");
                     return json_response(200, key_json(*key));
                   },
@@ -108,7 +115,11 @@ void add_ssh_key_routes(Router& router, SshKeyRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     const std::string& org_id = *p.org_id;
-                    if (!state.store->remove(org_id, key_id(req), p.user.id, audit_context(req))) {
+                    std::string id = key_id(req);
+                    bool removed = state.pool->transact("ssh_key_remove", [&](Tx& tx) {
+                      return state.store->remove(tx, org_id, id, actor_of(req, p));
+                    });
+                    if (!removed) {
                       throw Error(ErrorCode::kNotFound, "No such SSH key.");
                     }
                     Response r;

@@ -3,11 +3,13 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "identity/ssh_key_store.h"
 
 namespace gpurent::http {
 
 struct SshKeyRoutesState {
+  PgPool* pool = nullptr;
   identity::SshKeyStore* store = nullptr;
 };
 

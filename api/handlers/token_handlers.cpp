@@ -6,6 +6,7 @@
 #include "api/handlers/query_params.h"
 #include "api/json_body.h"
 #include "api/responses.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,7 @@ nlohmann::json token_json(const identity::TokenRecord& t) {
           {"name", t.name},
           {"prefix", t.prefix},
           {"scopes", t.scopes},
-          {"created_at", t.created_at},
+          {"created_at", time_json(t.created_at)},
           {"created_by", t.created_by},
           {"expires_at", optional_json(t.expires_at)},
           {"last_used_at", optional_json(t.last_used_at)},
@@ -65,7 +66,9 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
                   [&state](const Request& req, const Principal& p) {
                     const auto& org = *p.org_id;
                     QueryParams query(req, {"limit", "cursor"});
-                    auto page = state.store->list(org, query.limit(), query.cursor());
+                    auto page = state.pool->read("token_list", [&](Tx& tx) {
+                      return state.store->list(tx, org, query.limit(), query.cursor());
+                    });
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& t : page.items) items.push_back(token_json(t));
                     return list_response(200, std::move(items), page.next_cursor);
@@ -92,8 +95,9 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
                     auto days = in.optional_int("expires_in_days", 1, kMaxExpiryDays);
                     identity::Guardrails g = read_guardrails(in);
                     in.finish();
-                    auto [record, token] = state.store->create(org, p.user.id, name, scopes, days,
-                                                               g, audit_context(req));
+                    auto [record, token] = state.pool->transact("token_create", [&](Tx& tx) {
+                      return state.store->create(tx, org, name, scopes, days, g, actor_of(req, p));
+                    });
                     auto out = token_json(record);
                     out["token"] = token;
                     Response r = json_response(201, out);
@@ -110,8 +114,11 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     const auto& org = *p.org_id;
-                    if (!state.store->revoke(org, std::string(req.path_param("id")), p.user.id,
-                                             audit_context(req))) {
+                    std::string id(req.path_param("id"));
+                    bool revoked = state.pool->transact("token_revoke", [&](Tx& tx) {
+                      return state.store->revoke(tx, org, id, actor_of(req, p));
+                    });
+                    if (!revoked) {
                       throw Error(ErrorCode::kNotFound, "No such API token.");
                     }
                     Response r;

@@ -3,11 +3,13 @@
 
 #include "api/auth.h"
 #include "api/router.h"
+#include "core/db_pool.h"
 #include "identity/token_store.h"
 
 namespace gpurent::http {
 
 struct TokenRoutesState {
+  PgPool* pool = nullptr;
   identity::TokenStore* store = nullptr;
 };
 

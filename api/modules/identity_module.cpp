@@ -4,26 +4,26 @@
 namespace gpurent {
 
 IdentityModule::IdentityModule(const ModuleContext& ctx)
-    : identity_store_(ctx.pool, ctx.clock),
-      ssh_key_store_(ctx.pool, ctx.clock),
-      member_store_(ctx.pool, ctx.clock),
-      token_store_(ctx.pool, ctx.clock),
-      audit_store_(ctx.pool),
-      org_admin_store_(ctx.pool, ctx.clock),
-      idempotency_store_(ctx.pool, ctx.clock),
-      credentials_(identity_store_, token_store_, ctx.clock,
+    : identity_store_(ctx.clock),
+      ssh_key_store_(ctx.clock),
+      member_store_(ctx.clock),
+      token_store_(ctx.clock),
+      org_admin_store_(ctx.clock),
+      idempotency_store_(ctx.clock),
+      credentials_(ctx.pool, identity_store_, token_store_, ctx.clock,
                    [&listener = ctx.listener] { return listener.caught_up(); }),
       authenticator_(credentials_,
                      {.idle = ctx.config.session_idle, .absolute = ctx.config.session_absolute}),
-      auth_routes_{.store = &identity_store_,
+      auth_routes_{.pool = &ctx.pool,
+                   .store = &identity_store_,
                    .auth = &authenticator_,
                    .signup_enabled = ctx.config.signup_enabled,
                    .login_throttle = &login_throttle_},
-      token_routes_{.store = &token_store_},
-      ssh_key_routes_{.store = &ssh_key_store_},
-      member_routes_{.store = &member_store_},
-      audit_routes_{.store = &audit_store_},
-      admin_routes_{.orgs = &org_admin_store_, .audit = &audit_store_} {
+      token_routes_{.pool = &ctx.pool, .store = &token_store_},
+      ssh_key_routes_{.pool = &ctx.pool, .store = &ssh_key_store_},
+      member_routes_{.pool = &ctx.pool, .store = &member_store_},
+      audit_routes_{.pool = &ctx.pool, .store = &audit_store_},
+      admin_routes_{.pool = &ctx.pool, .orgs = &org_admin_store_, .audit = &audit_store_} {
   // Every change that takes effect "on the next request" (revocation, logout, role change,
   // removal, org switch, admin demotion, guardrails) is announced in its own transaction by
   // a trigger; after a reconnection the cache is dropped, since announcements sent

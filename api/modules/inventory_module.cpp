@@ -4,15 +4,18 @@
 namespace gpurent {
 
 InventoryModule::InventoryModule(const ModuleContext& ctx)
-    : catalog_store_(ctx.pool, ctx.clock),
-      site_store_(ctx.pool, ctx.clock),
-      node_store_(ctx.pool, ctx.clock, ctx.config.enrollment_token_ttl),
-      price_store_(ctx.pool, ctx.clock, ctx.config.currency),
-      catalog_cache_([this] { return http::build_catalog_documents(catalog_store_); }),
+    : catalog_store_(ctx.clock),
+      site_store_(ctx.clock),
+      node_store_(ctx.clock, ctx.config.enrollment_token_ttl),
+      price_store_(ctx.clock, ctx.config.currency),
+      catalog_cache_(
+          [this, &pool = ctx.pool] { return http::build_catalog_documents(pool, catalog_store_); }),
       catalog_routes_{.cache = &catalog_cache_},
-      node_admin_routes_{.sites = &site_store_, .nodes = &node_store_},
-      catalog_admin_routes_{
-          .catalog = &catalog_store_, .prices = &price_store_, .cache = &catalog_cache_} {
+      node_admin_routes_{.pool = &ctx.pool, .sites = &site_store_, .nodes = &node_store_},
+      catalog_admin_routes_{.pool = &ctx.pool,
+                            .catalog = &catalog_store_,
+                            .prices = &price_store_,
+                            .cache = &catalog_cache_} {
   // Any change to the catalog, made by any replica or by hand, reaches every replica's cache
   // through a trigger's NOTIFY; after a reconnection the cache is dropped, since
   // notifications sent meanwhile are lost.

@@ -184,6 +184,21 @@ TEST(Router, RejectsDuplicateRoutes) {
   EXPECT_EQ(router.routes().size(), 3u);
 }
 
+TEST(Router, OnlyReadsMayBeTriedInlineAndRunAgain) {
+  // A route tried on the network thread may be abandoned and started again on a worker:
+  // only a GET, which has no effects, may be.
+  for (Method m : {Method::kPost, Method::kPut, Method::kPatch, Method::kDelete}) {
+    Router router;
+    Route r = route(m, "/v1/x");
+    r.execution = Execution::kInlineUnlessBlocked;
+    EXPECT_THROW(router.add(r), std::invalid_argument) << method_name(m);
+  }
+  Router router;
+  Route r = route(Method::kGet, "/v1/x");
+  r.execution = Execution::kInlineUnlessBlocked;
+  EXPECT_NO_THROW(router.add(r));
+}
+
 TEST(Router, RootPath) {
   Router router;
   router.add(route(Method::kGet, "/", 9));

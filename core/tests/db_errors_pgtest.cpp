@@ -29,14 +29,13 @@ void exec(const TestDatabase& db, const std::string& sql) {
 }
 
 int count(PgPool& pool, const std::string& sql) {
-  return pool.transact(
-      "count", [&](PgPool::Lease&, pqxx::work& tx) { return tx.exec(sql)[0][0].as<int>(); });
+  return pool.transact("count", [&](Tx& tx) { return tx.exec_fixed(sql)[0][0].as<int>(); });
 }
 
 // The ConstraintViolation that running `sql` through PgPool::transact raises.
 ConstraintViolation violation_of(PgPool& pool, const std::string& sql) {
   try {
-    pool.transact("violate", [&](PgPool::Lease&, pqxx::work& tx) { tx.exec(sql); });
+    pool.transact("violate", [&](Tx& tx) { tx.exec_fixed(sql); });
   } catch (const ConstraintViolation& v) {
     return v;
   } catch (const std::exception& e) {
@@ -162,7 +161,7 @@ TEST(DbErrors, UnknownSqlstatesStayOtherAndAreNotRetyped) {
            {"SELECT 1 / 0", "22012"}, {"SELECT * FROM no_such_table", "42P01"}}) {
     EXPECT_EQ(raw_failure(db, sql), DbFailure::kOther) << sql;
     try {
-      pool.transact("other", [&](PgPool::Lease&, pqxx::work& tx) { tx.exec(sql); });
+      pool.transact("other", [&](Tx& tx) { tx.exec_fixed(sql); });
       ADD_FAILURE() << sql << " succeeded";
     } catch (const ConstraintViolation& v) {
       ADD_FAILURE() << sql << " became a ConstraintViolation: " << v.what();
@@ -187,12 +186,11 @@ TEST(DbErrors, SavepointLetsTheTransactionTryTheNextCandidate) {
   const std::string period = "[2026-12-01 00:00:00+00, 2026-12-03 00:00:00+00)";
   const std::string overlapping = "[2026-12-02 00:00:00+00, 2026-12-04 00:00:00+00)";
   std::vector<std::optional<DbFailure>> outcomes;  // nullopt: that candidate was booked
-  pool.transact("book", [&](PgPool::Lease& lease, pqxx::work& tx) {
+  pool.transact("book", [&](Tx& tx) {
     outcomes.clear();
     auto book = [&](int gpu, const std::string& p) {
-      return try_in_savepoint(tx, "candidate", [&](pqxx::subtransaction& sub) {
-        return lease.exec(sub, kBook, gpu, p)[0][0].as<int>();
-      });
+      return tx.attempt("candidate",
+                        [&](Tx& sub) { return sub.exec(kBook, gpu, p)[0][0].as<int>(); });
     };
     auto first = book(1, period);
     ASSERT_TRUE(first.ok());
@@ -211,7 +209,7 @@ TEST(DbErrors, SavepointLetsTheTransactionTryTheNextCandidate) {
       break;
     }
     // The transaction is still usable on the parent after the savepoints closed.
-    EXPECT_EQ(tx.exec("SELECT count(*) FROM test_allocations")[0][0].as<int>(), 2);
+    EXPECT_EQ(tx.exec_fixed("SELECT count(*) FROM test_allocations")[0][0].as<int>(), 2);
   });
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_EQ(outcomes[0], DbFailure::kExclusionViolation);
@@ -231,9 +229,9 @@ TEST(DbErrors, WithoutASavepointAViolationDoomsTheWholeTransaction) {
   exec(db, "CREATE TABLE test_t (x int PRIMARY KEY); INSERT INTO test_t VALUES (1)");
   PgPool pool = make_pool(db);
   try {
-    pool.transact("no_savepoint", [&](PgPool::Lease& lease, pqxx::work& tx) {
-      EXPECT_THROW(lease.exec(tx, kInsertT, 1), pqxx::unique_violation);
-      lease.exec(tx, kInsertT, 2);
+    pool.transact("no_savepoint", [&](Tx& tx) {
+      EXPECT_THROW(tx.exec(kInsertT, 1), pqxx::unique_violation);
+      tx.exec(kInsertT, 2);
     });
     ADD_FAILURE() << "an aborted transaction accepted a statement";
   } catch (const pqxx::sql_error& e) {
@@ -248,18 +246,15 @@ TEST(DbErrors, VoidStatementsInASavepointAndOtherFailuresPropagate) {
   PgPool pool = make_pool(db);
   EXPECT_THROW(
       pool.transact("other",
-                    [&](PgPool::Lease&, pqxx::work& tx) {
-                      auto ok = try_in_savepoint(tx, "insert", [](pqxx::subtransaction& s) {
-                        s.exec("INSERT INTO test_t VALUES (1)");
-                      });
+                    [&](Tx& tx) {
+                      auto ok = tx.attempt(
+                          "insert", [](Tx& s) { s.exec_fixed("INSERT INTO test_t VALUES (1)"); });
                       EXPECT_TRUE(ok.ok());
-                      auto dup = try_in_savepoint(tx, "insert", [](pqxx::subtransaction& s) {
-                        s.exec("INSERT INTO test_t VALUES (1)");
-                      });
+                      auto dup = tx.attempt(
+                          "insert", [](Tx& s) { s.exec_fixed("INSERT INTO test_t VALUES (1)"); });
                       EXPECT_EQ(dup.failure(), DbFailure::kUniqueViolation);
                       // Not a constraint: thrown, and the whole transaction ends.
-                      (void)try_in_savepoint(
-                          tx, "divide", [](pqxx::subtransaction& s) { s.exec("SELECT 1 / 0"); });
+                      (void)tx.attempt("divide", [](Tx& s) { s.exec_fixed("SELECT 1 / 0"); });
                       ADD_FAILURE() << "division by zero was swallowed";
                     }),
       pqxx::sql_error);
@@ -274,10 +269,10 @@ struct RacingUpdate {
   int calls = 0;
   std::vector<DbFailure> seen;
 
-  void operator()(PgPool::Lease&, pqxx::work& tx) {
+  void operator()(Tx& tx) {
     ++calls;
-    tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-    tx.exec("SELECT n FROM test_counters WHERE id = 1");  // takes the snapshot
+    tx.exec_fixed("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    tx.exec_fixed("SELECT n FROM test_counters WHERE id = 1");  // takes the snapshot
     if (losses_left > 0) {
       --losses_left;
       pqxx::connection other(db.url());
@@ -286,7 +281,7 @@ struct RacingUpdate {
       o.commit();
     }
     try {
-      tx.exec("UPDATE test_counters SET n = n + 100 WHERE id = 1");
+      tx.exec_fixed("UPDATE test_counters SET n = n + 100 WHERE id = 1");
     } catch (const std::exception& e) {
       seen.push_back(classify(e));
       throw;

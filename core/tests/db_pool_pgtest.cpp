@@ -1,5 +1,7 @@
 // PgPool against a real PostgreSQL: bounds, waiting, timeouts, reconnects, prepared statements.
 #include "core/db_pool.h"
+
+#include "core/blocking.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -25,9 +27,7 @@ PgPoolOptions options(const TestDatabase& db, int size, std::chrono::millisecond
 }
 
 int backend_pid(PgPool& pool) {
-  return pool.transact("pid", [](PgPool::Lease& lease, pqxx::work& tx) {
-    return lease.exec(tx, kBackendPid)[0][0].as<int>();
-  });
+  return pool.transact("pid", [](Tx& tx) { return tx.exec(kBackendPid)[0][0].as<int>(); });
 }
 
 TEST(PgPool, ReusesConnectionsAndRunsPreparedStatements) {
@@ -35,9 +35,7 @@ TEST(PgPool, ReusesConnectionsAndRunsPreparedStatements) {
   PgPool pool(options(db, 2));
   int first = backend_pid(pool);
   EXPECT_EQ(backend_pid(pool), first) << "an idle connection should be reused";
-  int n = pool.transact("add", [](PgPool::Lease& lease, pqxx::work& tx) {
-    return lease.exec(tx, kAddOne, 41)[0][0].as<int>();
-  });
+  int n = pool.transact("add", [](Tx& tx) { return tx.exec(kAddOne, 41)[0][0].as<int>(); });
   EXPECT_EQ(n, 42);
   auto s = pool.stats();
   EXPECT_EQ(s.open, 1);
@@ -51,15 +49,48 @@ TEST(PgPool, CountsItsRoundTrips) {
   PgPool pool(options(db, 1));
   constexpr Statement kOne = {"round_trip_one", "SELECT 1"};
   auto before = pool.stats().round_trips_total;
-  pool.transact("first", [&](PgPool::Lease& lease, pqxx::work& tx) { lease.exec(tx, kOne); });
+  pool.transact("first", [&](Tx& tx) { tx.exec(kOne); });
   EXPECT_EQ(pool.stats().round_trips_total - before, 4u) << "BEGIN, PREPARE, statement, COMMIT";
   before = pool.stats().round_trips_total;
-  pool.transact("again", [&](PgPool::Lease& lease, pqxx::work& tx) { lease.exec(tx, kOne); });
+  pool.transact("again", [&](Tx& tx) { tx.exec(kOne); });
   EXPECT_EQ(pool.stats().round_trips_total - before, 3u) << "prepared already";
   before = pool.stats().round_trips_total;
-  pool.read("read",
-            [&](PgPool::Lease& lease, pqxx::transaction_base& tx) { return lease.exec(tx, kOne); });
+  pool.read("read", [&](Tx& tx) { return tx.exec(kOne); });
   EXPECT_EQ(pool.stats().round_trips_total - before, 1u) << "no BEGIN or COMMIT";
+}
+
+// read() runs outside any transaction: there is nothing to set a savepoint in, and saying
+// so beats a savepoint PostgreSQL would refuse with a warning and ignore.
+TEST(PgPool, ASavepointNeedsATransaction) {
+  TestDatabase db;
+  PgPool pool(options(db, 1));
+  constexpr Statement kOne = {"savepoint_one", "SELECT 1"};
+  pool.read("read", [&](Tx& tx) {
+    EXPECT_FALSE(tx.in_transaction());
+    EXPECT_THROW((void)tx.attempt("nothing", [&](Tx& sub) { sub.exec(kOne); }), std::logic_error);
+  });
+  pool.transact("write", [&](Tx& tx) {
+    EXPECT_TRUE(tx.in_transaction());
+    EXPECT_TRUE(tx.attempt("something", [&](Tx& sub) { sub.exec(kOne); }).ok());
+  });
+}
+
+// A network thread trying a handler inline must never wait for a connection: the pool
+// refuses at once, before taking or opening one, so the request can go to a worker.
+TEST(PgPool, RefusesWhereBlockingIsForbidden) {
+  TestDatabase db;
+  PgPool pool(options(db, 1));
+  auto before = pool.stats();
+  {
+    NoBlockingScope no_blocking;
+    EXPECT_THROW(pool.acquire(), WouldBlock);
+    EXPECT_THROW(pool.read("read", [](Tx& tx) { return tx.exec_fixed("SELECT 1"); }), WouldBlock);
+  }
+  auto after = pool.stats();
+  EXPECT_EQ(after.acquired_total, before.acquired_total);
+  EXPECT_EQ(after.open, before.open);
+  EXPECT_EQ(pool.read("read", [](Tx& tx) { return tx.exec_fixed("SELECT 7")[0][0].as<int>(); }), 7)
+      << "allowed again once the scope ends";
 }
 
 TEST(PgPool, ExhaustionWaitsThenTimesOutAsUnavailable) {
@@ -94,7 +125,7 @@ TEST(PgPool, StatementTimeoutBecomesUnavailable) {
   TestDatabase db;
   PgPool pool(options(db, 1, 1000ms, 100ms));
   try {
-    pool.transact("slow", [](PgPool::Lease&, pqxx::work& tx) { tx.exec("SELECT pg_sleep(2)"); });
+    pool.transact("slow", [](Tx& tx) { tx.exec_fixed("SELECT pg_sleep(2)"); });
     FAIL() << "statement_timeout should cancel the query";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
@@ -127,7 +158,7 @@ TEST(PgPool, RetriesSerializationFailures) {
   TestDatabase db;
   PgPool pool(options(db, 1));
   int calls = 0;
-  int result = pool.transact("retry", [&](PgPool::Lease&, pqxx::work&) {
+  int result = pool.transact("retry", [&](Tx&) {
     if (++calls == 1) throw pqxx::serialization_failure("simulated");
     return 7;
   });
@@ -138,25 +169,22 @@ TEST(PgPool, RetriesSerializationFailures) {
 TEST(PgPool, RollsBackWhenTheFunctionThrows) {
   TestDatabase db;
   PgPool pool(options(db, 1));
-  pool.transact("create",
-                [](PgPool::Lease&, pqxx::work& tx) { tx.exec("CREATE TABLE t (x int)"); });
+  pool.transact("create", [](Tx& tx) { tx.exec_fixed("CREATE TABLE t (x int)"); });
   EXPECT_THROW(pool.transact("insert",
-                             [](PgPool::Lease&, pqxx::work& tx) {
-                               tx.exec("INSERT INTO t VALUES (1)");
+                             [](Tx& tx) {
+                               tx.exec_fixed("INSERT INTO t VALUES (1)");
                                throw Error(ErrorCode::kConflict, "changed my mind");
                              }),
                Error);
-  int count = pool.transact("count", [](PgPool::Lease&, pqxx::work& tx) {
-    return tx.exec("SELECT count(*) FROM t")[0][0].as<int>();
-  });
+  int count = pool.transact(
+      "count", [](Tx& tx) { return tx.exec_fixed("SELECT count(*) FROM t")[0][0].as<int>(); });
   EXPECT_EQ(count, 0);
 }
 
 TEST(PgPool, ManyThreadsShareASmallPool) {
   TestDatabase db;
   PgPool pool(options(db, 3, 10000ms));
-  pool.transact("create",
-                [](PgPool::Lease&, pqxx::work& tx) { tx.exec("CREATE TABLE hits (n int)"); });
+  pool.transact("create", [](Tx& tx) { tx.exec_fixed("CREATE TABLE hits (n int)"); });
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   constexpr int kThreads = 8;
@@ -166,9 +194,7 @@ TEST(PgPool, ManyThreadsShareASmallPool) {
       go.arrive_and_wait();
       for (int i = 0; i < 25; ++i) {
         try {
-          pool.transact("hit", [](PgPool::Lease&, pqxx::work& tx) {
-            tx.exec("INSERT INTO hits VALUES (1)");
-          });
+          pool.transact("hit", [](Tx& tx) { tx.exec_fixed("INSERT INTO hits VALUES (1)"); });
         } catch (...) {
           ++failures;
         }
@@ -180,9 +206,8 @@ TEST(PgPool, ManyThreadsShareASmallPool) {
   auto stats = pool.stats();
   EXPECT_LE(stats.open, 3);
   EXPECT_EQ(stats.in_use, 0);
-  int count = pool.transact("count", [](PgPool::Lease&, pqxx::work& tx) {
-    return tx.exec("SELECT count(*) FROM hits")[0][0].as<int>();
-  });
+  int count = pool.transact(
+      "count", [](Tx& tx) { return tx.exec_fixed("SELECT count(*) FROM hits")[0][0].as<int>(); });
   EXPECT_EQ(count, 200);
 }
 

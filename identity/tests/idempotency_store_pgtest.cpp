@@ -21,12 +21,35 @@ using testing::TestDatabase;
 using Kind = IdempotencyClaim::Kind;
 using namespace std::chrono_literals;
 
+// Each call is a transaction of its own, as the HTTP layer (api/idempotency.cpp) makes it.
 class IdempotencyStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto [u, o] = identity_.create_user_with_org("one@example.com", "hash", "One", {"", ""});
+    auto [u, o] = signup("one@example.com", "One");
     key_ = {
         .scope = o.id + "/" + u.id, .key_hash = "hash-of-key-1", .org_id = o.id, .user_id = u.id};
+  }
+
+  std::pair<User, Org> signup(const std::string& email, const std::string& org_name) {
+    return pool_.transact("identity_signup", [&](Tx& tx) {
+      return identity_.create_user_with_org(tx, email, "hash", org_name, {});
+    });
+  }
+  IdempotencyClaim claim(const IdempotencyKeyRef& key, const std::string& request_hash) {
+    return pool_.transact("idempotency_claim",
+                          [&](Tx& tx) { return store_.claim(tx, key, request_hash); });
+  }
+  bool complete(const IdempotencyKeyRef& key, const std::string& request_hash, int status,
+                const std::string& sealed_response) {
+    return pool_.transact("idempotency_complete", [&](Tx& tx) {
+      return store_.complete(tx, key, request_hash, status, sealed_response);
+    });
+  }
+  void release(const IdempotencyKeyRef& key, const std::string& request_hash) {
+    pool_.transact("idempotency_release", [&](Tx& tx) { store_.release(tx, key, request_hash); });
+  }
+  int purge_expired() {
+    return pool_.transact("idempotency_purge", [&](Tx& tx) { return store_.purge_expired(tx); });
   }
 
   int rows() {
@@ -38,16 +61,16 @@ class IdempotencyStoreTest : public ::testing::Test {
   TestDatabase db_;
   PgPool pool_{{.url = db_.url(), .size = 16}};
   TestClock clock_;
-  IdentityStore identity_{pool_, clock_};
-  IdempotencyStore store_{pool_, clock_, {.ttl = 24h, .lease = 60s}};
+  IdentityStore identity_{clock_};
+  IdempotencyStore store_{clock_, {.ttl = 24h, .lease = 60s}};
   IdempotencyKeyRef key_;
 };
 
 TEST_F(IdempotencyStoreTest, FirstClaimStartsThenSameRequestSeesRunningThenDone) {
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kStarted);
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kRunning);
-  EXPECT_TRUE(store_.complete(key_, "req-a", 201, std::string("sealed\0bytes", 12)));
-  auto replay = store_.claim(key_, "req-a");
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kStarted);
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kRunning);
+  EXPECT_TRUE(complete(key_, "req-a", 201, std::string("sealed\0bytes", 12)));
+  auto replay = claim(key_, "req-a");
   EXPECT_EQ(replay.kind, Kind::kDone);
   EXPECT_EQ(replay.status, 201);
   EXPECT_EQ(replay.response, std::string("sealed\0bytes", 12));
@@ -55,67 +78,67 @@ TEST_F(IdempotencyStoreTest, FirstClaimStartsThenSameRequestSeesRunningThenDone)
 }
 
 TEST_F(IdempotencyStoreTest, AnotherRequestWithTheKeyIsAMismatchWhileRunningAndWhenDone) {
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kStarted);
-  EXPECT_EQ(store_.claim(key_, "req-b").kind, Kind::kMismatch);
-  store_.complete(key_, "req-a", 200, "x");
-  EXPECT_EQ(store_.claim(key_, "req-b").kind, Kind::kMismatch);
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kStarted);
+  EXPECT_EQ(claim(key_, "req-b").kind, Kind::kMismatch);
+  complete(key_, "req-a", 200, "x");
+  EXPECT_EQ(claim(key_, "req-b").kind, Kind::kMismatch);
   // Completing with the wrong request hash changes nothing.
-  EXPECT_FALSE(store_.complete(key_, "req-b", 500, "y"));
-  EXPECT_EQ(store_.claim(key_, "req-a").status, 200);
+  EXPECT_FALSE(complete(key_, "req-b", 500, "y"));
+  EXPECT_EQ(claim(key_, "req-a").status, 200);
 }
 
 TEST_F(IdempotencyStoreTest, KeysAreSeparatePerScope) {
-  auto [u2, o2] = identity_.create_user_with_org("two@example.com", "hash", "Two", {"", ""});
+  auto [u2, o2] = signup("two@example.com", "Two");
   IdempotencyKeyRef other{
       .scope = o2.id + "/" + u2.id, .key_hash = key_.key_hash, .org_id = o2.id, .user_id = u2.id};
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kStarted);
-  EXPECT_EQ(store_.claim(other, "req-b").kind, Kind::kStarted);
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kStarted);
+  EXPECT_EQ(claim(other, "req-b").kind, Kind::kStarted);
   EXPECT_EQ(rows(), 2);
 }
 
 TEST_F(IdempotencyStoreTest, ReleasedClaimRunsAgain) {
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kStarted);
-  store_.release(key_, "req-a");
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kStarted);
+  release(key_, "req-a");
   EXPECT_EQ(rows(), 0);
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kStarted);
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kStarted);
 }
 
 TEST_F(IdempotencyStoreTest, ReleaseNeverDeletesAFinishedResponse) {
-  store_.claim(key_, "req-a");
-  store_.complete(key_, "req-a", 201, "x");
-  store_.release(key_, "req-a");
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kDone);
+  claim(key_, "req-a");
+  complete(key_, "req-a", 201, "x");
+  release(key_, "req-a");
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kDone);
 }
 
 TEST_F(IdempotencyStoreTest, AnAbandonedClaimIsTakenOverAfterItsLeaseBySameRequestOnly) {
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kStarted);
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kStarted);
   clock_.advance(59s);
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kRunning);
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kRunning);
   clock_.advance(2s);
-  EXPECT_EQ(store_.claim(key_, "req-b").kind, Kind::kMismatch);
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kStarted);
+  EXPECT_EQ(claim(key_, "req-b").kind, Kind::kMismatch);
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kStarted);
   // Both runs hold the same request hash: whichever completes first stores the response.
-  EXPECT_TRUE(store_.complete(key_, "req-a", 201, "x"));
-  EXPECT_EQ(store_.claim(key_, "req-a").kind, Kind::kDone);
+  EXPECT_TRUE(complete(key_, "req-a", 201, "x"));
+  EXPECT_EQ(claim(key_, "req-a").kind, Kind::kDone);
 }
 
 TEST_F(IdempotencyStoreTest, KeysExpireAfterTheTtlAndArePurged) {
-  store_.claim(key_, "req-a");
-  store_.complete(key_, "req-a", 201, "x");
+  claim(key_, "req-a");
+  complete(key_, "req-a", 201, "x");
   clock_.advance(23h);
-  EXPECT_EQ(store_.claim(key_, "req-b").kind, Kind::kMismatch);
-  EXPECT_EQ(store_.purge_expired(), 0);
+  EXPECT_EQ(claim(key_, "req-b").kind, Kind::kMismatch);
+  EXPECT_EQ(purge_expired(), 0);
   clock_.advance(2h);
   // Past the TTL the key is free again, for any request.
-  EXPECT_EQ(store_.claim(key_, "req-b").kind, Kind::kStarted);
-  store_.complete(key_, "req-b", 200, "y");
+  EXPECT_EQ(claim(key_, "req-b").kind, Kind::kStarted);
+  complete(key_, "req-b", 200, "y");
 
   IdempotencyKeyRef old = key_;
   old.key_hash = "hash-of-key-2";
-  store_.claim(old, "req-c");
+  claim(old, "req-c");
   EXPECT_EQ(rows(), 2);
   clock_.advance(25h);
-  EXPECT_EQ(store_.purge_expired(), 2);
+  EXPECT_EQ(purge_expired(), 2);
   EXPECT_EQ(rows(), 0);
 }
 
@@ -130,7 +153,7 @@ TEST_F(IdempotencyStoreTest, ConcurrentClaimsOfOneKeyStartExactlyOnce) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
         go.arrive_and_wait();
-        auto c = store_.claim(k, "req");
+        auto c = claim(k, "req");
         (c.kind == Kind::kStarted ? started : c.kind == Kind::kRunning ? running : other)++;
       });
     }
@@ -142,7 +165,7 @@ TEST_F(IdempotencyStoreTest, ConcurrentClaimsOfOneKeyStartExactlyOnce) {
 }
 
 TEST_F(IdempotencyStoreTest, DeletingTheUserDeletesTheirKeys) {
-  store_.claim(key_, "req-a");
+  claim(key_, "req-a");
   pqxx::connection c(db_.url());
   pqxx::work tx(c);
   tx.exec_params("DELETE FROM memberships WHERE user_id = $1", key_.user_id);

@@ -43,128 +43,152 @@ class MemberStoreTest : public TwoOrgsTest {
     return {};
   }
 
-  MemberStore store_{pool_, clock_};
+  // The store's methods as use cases: each in a transaction (or a read) of its own.
+  gpurent::Page<MemberRecord> list(const std::string& org_id) {
+    return pool_.read("member_list", [&](Tx& tx) { return store_.list(tx, org_id); });
+  }
+  std::optional<MemberRecord> get(const std::string& org_id, const std::string& user_id) {
+    return pool_.read("member_get", [&](Tx& tx) { return store_.get(tx, org_id, user_id); });
+  }
+  MemberRecord add_by_email(const std::string& org_id, const std::string& email,
+                            const std::string& role, const std::string& actor,
+                            OwnerAuthority authority = OwnerAuthority::kMayManageOwners) {
+    return pool_.transact("member_add", [&](Tx& tx) {
+      return store_.add_by_email(tx, org_id, email, role, as(actor), authority);
+    });
+  }
+  std::optional<MemberRecord> set_role(
+      const std::string& org_id, const std::string& user_id, const std::string& role,
+      const std::string& actor, OwnerAuthority authority = OwnerAuthority::kMayManageOwners) {
+    return pool_.transact("member_set_role", [&](Tx& tx) {
+      return store_.set_role(tx, org_id, user_id, role, as(actor), authority);
+    });
+  }
+  bool remove(const std::string& org_id, const std::string& user_id, const std::string& actor,
+              OwnerAuthority authority = OwnerAuthority::kMayManageOwners) {
+    return pool_.transact("member_remove", [&](Tx& tx) {
+      return store_.remove(tx, org_id, user_id, as(actor), authority);
+    });
+  }
+
+  MemberStore store_{clock_};
 };
 
 TEST_F(MemberStoreTest, AddListSetRoleRemove) {
-  auto initial = store_.list(org1_).items;
+  auto initial = list(org1_).items;
   ASSERT_EQ(initial.size(), 1u);
   EXPECT_EQ(initial[0].user_id, user1_);
   EXPECT_EQ(initial[0].role, "owner");
   EXPECT_EQ(initial[0].email, "one@example.com");
 
   clock_.advance(1ms);
+  Timestamp before = clock_.now();
   // Email is matched case-insensitively; the stored spelling is returned.
-  auto added = store_.add_by_email(org1_, "two@EXAMPLE.com", "viewer", user1_, ctx_);
+  auto added = add_by_email(org1_, "two@EXAMPLE.com", "viewer", user1_);
   EXPECT_EQ(added.user_id, user2_);
   EXPECT_EQ(added.email, "Two@Example.com");
   EXPECT_EQ(added.role, "viewer");
-  EXPECT_EQ(added.joined_at.size(), 20u) << added.joined_at;
-  EXPECT_EQ(added.joined_at.back(), 'Z');
+  EXPECT_GE(added.joined_at, before);
+  EXPECT_LE(added.joined_at, clock_.now());
 
-  auto listed = store_.list(org1_).items;
+  auto listed = list(org1_).items;
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].user_id, user1_) << "ordered by joined_at";
   EXPECT_EQ(listed[1].user_id, user2_);
-  EXPECT_EQ(identity_.role_in(user2_, org1_), "viewer");
+  EXPECT_EQ(listed[1].joined_at, added.joined_at);
+  EXPECT_EQ(role_in(user2_, org1_), "viewer");
 
-  auto changed = store_.set_role(org1_, user2_, "admin", user1_, ctx_);
+  auto changed = set_role(org1_, user2_, "admin", user1_);
   ASSERT_TRUE(changed);
   EXPECT_EQ(changed->role, "admin");
-  EXPECT_EQ(identity_.role_in(user2_, org1_), "admin");
+  EXPECT_EQ(role_in(user2_, org1_), "admin");
 
-  EXPECT_TRUE(store_.remove(org1_, user2_, user1_, ctx_));
-  EXPECT_FALSE(identity_.role_in(user2_, org1_));
-  EXPECT_EQ(store_.list(org1_).items.size(), 1u);
-  EXPECT_FALSE(store_.remove(org1_, user2_, user1_, ctx_)) << "no longer a member";
-  EXPECT_FALSE(store_.set_role(org1_, user2_, "admin", user1_, ctx_));
+  EXPECT_TRUE(remove(org1_, user2_, user1_));
+  EXPECT_FALSE(role_in(user2_, org1_));
+  EXPECT_EQ(list(org1_).items.size(), 1u);
+  EXPECT_FALSE(remove(org1_, user2_, user1_)) << "no longer a member";
+  EXPECT_FALSE(set_role(org1_, user2_, "admin", user1_));
 }
 
 TEST_F(MemberStoreTest, UnknownEmailIsNotFoundAndRevealsNothing) {
-  auto details = expect_error(ErrorCode::kNotFound, [&] {
-    store_.add_by_email(org1_, "nobody@example.com", "member", user1_, ctx_);
-  });
+  auto details = expect_error(ErrorCode::kNotFound,
+                              [&] { add_by_email(org1_, "nobody@example.com", "member", user1_); });
   EXPECT_FALSE(details.contains("user_id"));
   // A disabled user is indistinguishable from an unknown one.
   count("WITH u AS (UPDATE users SET disabled_at = now() WHERE id = '" + user2_ +
         "' RETURNING 1) SELECT count(*) FROM u");
   expect_error(ErrorCode::kNotFound,
-               [&] { store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_); });
-  EXPECT_EQ(store_.list(org1_).items.size(), 1u);
+               [&] { add_by_email(org1_, "two@example.com", "member", user1_); });
+  EXPECT_EQ(list(org1_).items.size(), 1u);
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'member.add'"), 0);
 }
 
 TEST_F(MemberStoreTest, AlreadyAMemberIsConflict) {
-  store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_);
+  add_by_email(org1_, "two@example.com", "member", user1_);
   expect_error(ErrorCode::kConflict,
-               [&] { store_.add_by_email(org1_, "TWO@example.com", "admin", user1_, ctx_); });
+               [&] { add_by_email(org1_, "TWO@example.com", "admin", user1_); });
   expect_error(ErrorCode::kConflict,
-               [&] { store_.add_by_email(org1_, "one@example.com", "viewer", user1_, ctx_); });
-  EXPECT_EQ(identity_.role_in(user2_, org1_), "member") << "the refused add changed nothing";
-  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
+               [&] { add_by_email(org1_, "one@example.com", "viewer", user1_); });
+  EXPECT_EQ(role_in(user2_, org1_), "member") << "the refused add changed nothing";
+  EXPECT_EQ(role_in(user1_, org1_), "owner");
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'member.add'"), 1);
 }
 
 TEST_F(MemberStoreTest, InvalidRoleIsInvalidRequestNamingRole) {
   for (std::string bad : {"", "Owner", "superuser", "owner'; --"}) {
-    auto d = expect_error(ErrorCode::kInvalidRequest, [&] {
-      store_.add_by_email(org1_, "two@example.com", bad, user1_, ctx_);
-    });
+    auto d = expect_error(ErrorCode::kInvalidRequest,
+                          [&] { add_by_email(org1_, "two@example.com", bad, user1_); });
     EXPECT_EQ(d["field"], "role");
-    d = expect_error(ErrorCode::kInvalidRequest,
-                     [&] { store_.set_role(org1_, user1_, bad, user1_, ctx_); });
+    d = expect_error(ErrorCode::kInvalidRequest, [&] { set_role(org1_, user1_, bad, user1_); });
     EXPECT_EQ(d["field"], "role");
   }
 }
 
 TEST_F(MemberStoreTest, AnotherOrgCanNeitherSeeNorChangeMembers) {
-  store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_);
-  for (const auto& m : store_.list(org2_).items) EXPECT_NE(m.user_id, user1_);
-  EXPECT_EQ(store_.list(org2_).items.size(), 1u);
-  EXPECT_FALSE(store_.get(org2_, user1_));
+  add_by_email(org1_, "two@example.com", "member", user1_);
+  for (const auto& m : list(org2_).items) EXPECT_NE(m.user_id, user1_);
+  EXPECT_EQ(list(org2_).items.size(), 1u);
+  EXPECT_FALSE(get(org2_, user1_));
   // user2 owns org2 and is a member of org1; acting for org2 reaches nobody in org1.
-  EXPECT_FALSE(store_.set_role(org2_, user1_, "viewer", user2_, ctx_));
-  EXPECT_FALSE(store_.remove(org2_, user1_, user2_, ctx_));
-  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
+  EXPECT_FALSE(set_role(org2_, user1_, "viewer", user2_));
+  EXPECT_FALSE(remove(org2_, user1_, user2_));
+  EXPECT_EQ(role_in(user1_, org1_), "owner");
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action LIKE 'member.%' AND org_id = '" +
                   org2_ + "'"),
             0);
 }
 
 TEST_F(MemberStoreTest, LastOwnerCanBeNeitherRemovedNorDemoted) {
-  auto d = expect_error(ErrorCode::kConflict, [&] { store_.remove(org1_, user1_, user1_, ctx_); });
+  auto d = expect_error(ErrorCode::kConflict, [&] { remove(org1_, user1_, user1_); });
   EXPECT_EQ(d["reason"], "last_owner");
   for (std::string role : {"admin", "member", "billing", "viewer"}) {
-    d = expect_error(ErrorCode::kConflict,
-                     [&] { store_.set_role(org1_, user1_, role, user1_, ctx_); });
+    d = expect_error(ErrorCode::kConflict, [&] { set_role(org1_, user1_, role, user1_); });
     EXPECT_EQ(d["reason"], "last_owner");
   }
-  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
+  EXPECT_EQ(role_in(user1_, org1_), "owner");
   // Re-stating the role is not a demotion.
-  EXPECT_EQ(store_.set_role(org1_, user1_, "owner", user1_, ctx_)->role, "owner");
+  EXPECT_EQ(set_role(org1_, user1_, "owner", user1_)->role, "owner");
 
   // With a second owner either may go, but not both.
-  store_.add_by_email(org1_, "two@example.com", "owner", user1_, ctx_);
-  EXPECT_EQ(store_.set_role(org1_, user1_, "admin", user2_, ctx_)->role, "admin");
-  expect_error(ErrorCode::kConflict, [&] { store_.remove(org1_, user2_, user2_, ctx_); });
-  EXPECT_TRUE(store_.remove(org1_, user1_, user2_, ctx_));
+  add_by_email(org1_, "two@example.com", "owner", user1_);
+  EXPECT_EQ(set_role(org1_, user1_, "admin", user2_)->role, "admin");
+  expect_error(ErrorCode::kConflict, [&] { remove(org1_, user2_, user2_); });
+  EXPECT_TRUE(remove(org1_, user1_, user2_));
   EXPECT_EQ(owners(org1_), 1);
 }
 
 TEST_F(MemberStoreTest, WithoutOwnerAuthorityOwnersAreUntouchable) {
-  auto admin = identity_.create_user_with_org("admin@example.com", "hash", "A", ctx_).first;
-  store_.add_by_email(org1_, "admin@example.com", "admin", user1_, ctx_);
-  store_.add_by_email(org1_, "two@example.com", "member", user1_, ctx_);
+  auto admin = signup("admin@example.com", "A").first;
+  add_by_email(org1_, "admin@example.com", "admin", user1_);
+  add_by_email(org1_, "two@example.com", "member", user1_);
   auto no = OwnerAuthority::kCannotManageOwners;
-  expect_error(ErrorCode::kForbidden,
-               [&] { store_.set_role(org1_, user1_, "admin", admin.id, ctx_, no); });
-  expect_error(ErrorCode::kForbidden,
-               [&] { store_.set_role(org1_, user2_, "owner", admin.id, ctx_, no); });
-  expect_error(ErrorCode::kForbidden, [&] { store_.remove(org1_, user1_, admin.id, ctx_, no); });
-  EXPECT_EQ(identity_.role_in(user1_, org1_), "owner");
-  EXPECT_EQ(identity_.role_in(user2_, org1_), "member");
-  EXPECT_EQ(store_.set_role(org1_, user2_, "billing", admin.id, ctx_, no)->role, "billing");
-  EXPECT_TRUE(store_.remove(org1_, user2_, admin.id, ctx_, no));
+  expect_error(ErrorCode::kForbidden, [&] { set_role(org1_, user1_, "admin", admin.id, no); });
+  expect_error(ErrorCode::kForbidden, [&] { set_role(org1_, user2_, "owner", admin.id, no); });
+  expect_error(ErrorCode::kForbidden, [&] { remove(org1_, user1_, admin.id, no); });
+  EXPECT_EQ(role_in(user1_, org1_), "owner");
+  EXPECT_EQ(role_in(user2_, org1_), "member");
+  EXPECT_EQ(set_role(org1_, user2_, "billing", admin.id, no)->role, "billing");
+  EXPECT_TRUE(remove(org1_, user2_, admin.id, no));
 }
 
 // Two owners removing (or demoting) each other at the same moment: the org lock makes one
@@ -174,9 +198,9 @@ TEST_F(MemberStoreTest, OwnersRemovingEachOtherConcurrentlyNeverLeaveAnOrgWithou
   int both_succeeded = 0;
   for (int i = 0; i < kIterations; ++i) {
     auto n = std::to_string(i);
-    auto [a, org] = identity_.create_user_with_org("a" + n + "@race.example", "h", "Race", ctx_);
-    auto b = identity_.create_user_with_org("b" + n + "@race.example", "h", "B", ctx_).first;
-    store_.add_by_email(org.id, b.email, "owner", a.id, ctx_);
+    auto [a, org] = signup("a" + n + "@race.example", "Race");
+    auto b = signup("b" + n + "@race.example", "B").first;
+    add_by_email(org.id, b.email, "owner", a.id);
     bool demote = i % 2 == 1;
     std::atomic<int> ok{0}, last_owner{0}, other{0};
     std::latch go(2);  // both act at once
@@ -184,8 +208,8 @@ TEST_F(MemberStoreTest, OwnersRemovingEachOtherConcurrentlyNeverLeaveAnOrgWithou
       go.arrive_and_wait();
       try {
         if (demote) {
-          if (store_.set_role(org.id, target, "member", actor, ctx_)) ++ok;
-        } else if (store_.remove(org.id, target, actor, ctx_)) {
+          if (set_role(org.id, target, "member", actor)) ++ok;
+        } else if (remove(org.id, target, actor)) {
           ++ok;
         }
       } catch (const Error& e) {
@@ -208,10 +232,10 @@ TEST_F(MemberStoreTest, OwnersRemovingEachOtherConcurrentlyNeverLeaveAnOrgWithou
 }
 
 TEST_F(MemberStoreTest, ChangesWriteAuditRowsAndRefusalsWriteNone) {
-  store_.add_by_email(org1_, "two@example.com", "viewer", user1_, ctx_);
-  store_.set_role(org1_, user2_, "admin", user1_, ctx_);
-  store_.remove(org1_, user2_, user1_, ctx_);
-  expect_error(ErrorCode::kConflict, [&] { store_.remove(org1_, user1_, user1_, ctx_); });
+  add_by_email(org1_, "two@example.com", "viewer", user1_);
+  set_role(org1_, user2_, "admin", user1_);
+  remove(org1_, user2_, user1_);
+  expect_error(ErrorCode::kConflict, [&] { remove(org1_, user1_, user1_); });
   pqxx::connection c(db_.url());
   pqxx::nontransaction tx(c);
   auto rows = tx.exec(
@@ -238,12 +262,11 @@ TEST_F(MemberStoreTest, ChangesWriteAuditRowsAndRefusalsWriteNone) {
 }
 
 TEST_F(MemberStoreTest, EmailsWithSqlMetacharactersAreOnlyData) {
-  expect_error(ErrorCode::kNotFound, [&] {
-    store_.add_by_email(org1_, "x' OR '1'='1@example.com", "member", user1_, ctx_);
-  });
   expect_error(ErrorCode::kNotFound,
-               [&] { store_.add_by_email(org1_, "%@example.com", "member", user1_, ctx_); });
-  EXPECT_EQ(store_.list(org1_).items.size(), 1u);
+               [&] { add_by_email(org1_, "x' OR '1'='1@example.com", "member", user1_); });
+  expect_error(ErrorCode::kNotFound,
+               [&] { add_by_email(org1_, "%@example.com", "member", user1_); });
+  EXPECT_EQ(list(org1_).items.size(), 1u);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ class OrgAdminStoreTest : public TwoOrgsTest {
  protected:
   void SetUp() override {
     TwoOrgsTest::SetUp();
-    admin_ = identity_.create_platform_admin("root@example.com", "hash").id;
+    admin_ = create_platform_admin("root@example.com").id;
   }
 
   pqxx::row guardrails_in_db(const std::string& org_id) {
@@ -40,32 +40,54 @@ class OrgAdminStoreTest : public TwoOrgsTest {
     return c;
   }
 
-  MemberStore members_{pool_, clock_};
-  OrgAdminStore store_{pool_, clock_};
+  // The store's methods as use cases: each in a transaction (or a read) of its own.
+  OrgPage list(int limit, const std::optional<std::string>& cursor) {
+    return pool_.read("org_admin_list", [&](Tx& tx) { return store_.list(tx, limit, cursor); });
+  }
+  std::optional<OrgRecord> get(const std::string& org_id) {
+    return pool_.read("org_admin_get", [&](Tx& tx) { return store_.get(tx, org_id); });
+  }
+  std::optional<OrgRecord> set_guardrails(const std::string& org_id, const GuardrailsChange& change,
+                                          const Actor& actor) {
+    return pool_.transact("org_admin_set_guardrails",
+                          [&](Tx& tx) { return store_.set_guardrails(tx, org_id, change, actor); });
+  }
+  // The admin acting from the tests' address, with an API token or a session.
+  Actor admin(const std::optional<std::string>& token_id) const {
+    Actor actor = as(admin_);
+    actor.token_id = token_id;
+    return actor;
+  }
+
+  MemberStore members_{clock_};
+  OrgAdminStore store_{clock_};
   std::string admin_;
 };
 
 TEST_F(OrgAdminStoreTest, ListsEveryOrgWithMemberCountsAndNoLimits) {
-  members_.add_by_email(org1_, "two@example.com", "viewer", user1_, ctx_);
-  auto page = store_.list(50, std::nullopt);
+  pool_.transact("member_add", [&](Tx& tx) {
+    return members_.add_by_email(tx, org1_, "two@example.com", "viewer", as(user1_));
+  });
+  auto page = list(50, std::nullopt);
   ASSERT_EQ(page.items.size(), 2u);
   EXPECT_FALSE(page.next_cursor);
   EXPECT_EQ(page.items[0].id, org1_);
   EXPECT_EQ(page.items[0].name, "One");
   EXPECT_EQ(page.items[0].member_count, 2);
-  EXPECT_EQ(page.items[0].created_at.size(), 20u) << page.items[0].created_at;
+  EXPECT_LE(page.items[0].created_at, page.items[1].created_at);
+  EXPECT_LE(page.items[1].created_at, clock_.now());
   EXPECT_FALSE(page.items[0].guardrails.max_concurrent_gpus);
   EXPECT_FALSE(page.items[0].guardrails.max_days);
   EXPECT_FALSE(page.items[0].guardrails.spend_limit_minor);
   EXPECT_EQ(page.items[1].id, org2_);
   EXPECT_EQ(page.items[1].member_count, 1);
 
-  auto one = store_.get(org2_);
+  auto one = get(org2_);
   ASSERT_TRUE(one);
   EXPECT_EQ(one->name, "Two");
   EXPECT_EQ(one->member_count, 1);
-  EXPECT_FALSE(store_.get("org_0123456789012345678901"));
-  EXPECT_FALSE(store_.get("x' OR '1'='1"));
+  EXPECT_FALSE(get("org_0123456789012345678901"));
+  EXPECT_FALSE(get("x' OR '1'='1"));
 }
 
 TEST_F(OrgAdminStoreTest, PagesWalkEveryOrgExactlyOnceEvenWithEqualCreationTimes) {
@@ -80,14 +102,14 @@ TEST_F(OrgAdminStoreTest, PagesWalkEveryOrgExactlyOnceEvenWithEqualCreationTimes
     }
     tx.commit();
   }
-  auto everything = store_.list(500, std::nullopt);
+  auto everything = list(500, std::nullopt);
   ASSERT_EQ(everything.items.size(), 11u);
   for (int limit : {1, 2, 4, 10, 11, 12}) {
     SCOPED_TRACE(limit);
     std::vector<std::string> seen;
     std::optional<std::string> cursor;
     for (int pages = 0; pages < 100; ++pages) {
-      auto page = store_.list(limit, cursor);
+      auto page = list(limit, cursor);
       for (const auto& o : page.items) seen.push_back(o.id);
       if (!page.next_cursor) break;
       EXPECT_EQ(static_cast<int>(page.items.size()), limit);
@@ -104,7 +126,7 @@ TEST_F(OrgAdminStoreTest, MalformedCursorsAreInvalidRequestNamingCursor) {
                           "1.usr_0123456789012345678901", "-5.org_0123456789012345678901",
                           "1.org_x", "99999999999999999999.org_0123456789012345678901"}) {
     try {
-      store_.list(10, bad);
+      list(10, bad);
       ADD_FAILURE() << "accepted cursor '" << bad << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest) << bad;
@@ -114,8 +136,7 @@ TEST_F(OrgAdminStoreTest, MalformedCursorsAreInvalidRequestNamingCursor) {
 }
 
 TEST_F(OrgAdminStoreTest, SettingGuardrailsWritesThemAndOneAuditRow) {
-  auto org = store_.set_guardrails(org1_, set_all(16, 30, 5000000),
-                                   {admin_, "tok_0123456789012345678901"}, ctx_);
+  auto org = set_guardrails(org1_, set_all(16, 30, 5000000), admin("tok_0123456789012345678901"));
   ASSERT_TRUE(org);
   EXPECT_EQ(org->id, org1_);
   EXPECT_EQ(org->guardrails.max_concurrent_gpus, 16);
@@ -151,16 +172,16 @@ TEST_F(OrgAdminStoreTest, SettingGuardrailsWritesThemAndOneAuditRow) {
 }
 
 TEST_F(OrgAdminStoreTest, AbsentLeavesAndEmptyClears) {
-  store_.set_guardrails(org1_, set_all(8, 7, 100), {admin_, std::nullopt}, ctx_);
+  set_guardrails(org1_, set_all(8, 7, 100), admin(std::nullopt));
   GuardrailsChange change;
   change.max_days = {true, std::nullopt};  // clear
   change.spend_limit_minor = {true, 0};    // zero is a limit, not "none"
-  auto org = store_.set_guardrails(org1_, change, {admin_, std::nullopt}, ctx_);
+  auto org = set_guardrails(org1_, change, admin(std::nullopt));
   ASSERT_TRUE(org);
   EXPECT_EQ(org->guardrails.max_concurrent_gpus, 8) << "absent leaves the limit";
   EXPECT_FALSE(org->guardrails.max_days) << "empty clears it";
   EXPECT_EQ(org->guardrails.spend_limit_minor, 0);
-  auto got = store_.get(org1_);
+  auto got = get(org1_);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->guardrails.max_concurrent_gpus, 8);
   EXPECT_FALSE(got->guardrails.max_days);
@@ -182,10 +203,8 @@ TEST_F(OrgAdminStoreTest, AbsentLeavesAndEmptyClears) {
 
 TEST_F(OrgAdminStoreTest, UnknownOrgChangesNothingAndWritesNoAuditRow) {
   int before = count("SELECT count(*) FROM audit_log");
-  EXPECT_FALSE(store_.set_guardrails("org_0123456789012345678901", set_all(1, 1, 1),
-                                     {admin_, std::nullopt}, ctx_));
-  EXPECT_FALSE(store_.set_guardrails("'; DROP TABLE orgs; --", set_all(1, 1, 1),
-                                     {admin_, std::nullopt}, ctx_));
+  EXPECT_FALSE(set_guardrails("org_0123456789012345678901", set_all(1, 1, 1), admin(std::nullopt)));
+  EXPECT_FALSE(set_guardrails("'; DROP TABLE orgs; --", set_all(1, 1, 1), admin(std::nullopt)));
   EXPECT_EQ(count("SELECT count(*) FROM audit_log"), before);
   EXPECT_EQ(count("SELECT count(*) FROM orgs WHERE max_days IS NOT NULL"), 0);
 }
@@ -202,7 +221,7 @@ TEST_F(OrgAdminStoreTest, OutOfRangeLimitsAreInvalidRequestAndWriteNothing) {
   cases.push_back({set_all(1, 1, -1), "spend_limit.amount_minor"});
   for (const auto& c : cases) {
     try {
-      store_.set_guardrails(org1_, c.change, {admin_, std::nullopt}, ctx_);
+      set_guardrails(org1_, c.change, admin(std::nullopt));
       ADD_FAILURE() << c.field;
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);

@@ -24,17 +24,37 @@ class CatalogStoreTest : public InventoryTest {
     return {std::move(name), "Ubuntu 22.04", std::move(driver), std::move(cuda), {"PyTorch 2.5"}};
   }
 
+  std::optional<GpuModelRecord> find_model(const std::string& name) {
+    return read([&](Tx& tx) { return catalog_.gpu_model(tx, name); });
+  }
+
   GpuModelRecord model(const std::string& name) {
-    auto m = catalog_.gpu_model(name);
+    auto m = find_model(name);
     EXPECT_TRUE(m) << name;
     return m.value_or(GpuModelRecord{});
+  }
+
+  std::vector<GpuModelRecord> models() {
+    return read([&](Tx& tx) { return catalog_.gpu_models(tx); });
+  }
+
+  std::vector<ImageRecord> images(bool include_deprecated) {
+    return read([&](Tx& tx) { return catalog_.images(tx, include_deprecated); });
+  }
+
+  ImageRecord create_image(const NewImage& i) {
+    return transact([&](Tx& tx) { return catalog_.create_image(tx, i, admin_); });
+  }
+
+  std::optional<ImageRecord> deprecate_image(const std::string& id) {
+    return transact([&](Tx& tx) { return catalog_.deprecate_image(tx, id, admin_); });
   }
 };
 
 TEST_F(CatalogStoreTest, SeededModelsAgreeWithTheReferenceAndThePrecisionRules) {
-  auto models = catalog_.gpu_models();
-  ASSERT_EQ(models.size(), 13u);
-  for (const auto& m : models) {
+  auto all = models();
+  ASSERT_EQ(all.size(), 13u);
+  for (const auto& m : all) {
     SCOPED_TRACE(m.name);
     auto cc = parse_compute_capability(m.compute_capability);
     ASSERT_TRUE(cc);
@@ -59,12 +79,12 @@ TEST_F(CatalogStoreTest, SeededModelsAgreeWithTheReferenceAndThePrecisionRules) 
   EXPECT_EQ(model("A100-SXM4-80GB").nvswitch_link_kind, "NV12");
   EXPECT_EQ(model("A100-PCIe-80GB").bridge_link_kind, "NV4");
   EXPECT_FALSE(model("H100-NVL-94GB").memory_bandwidth_gbps);  // unverified in the reference
-  EXPECT_FALSE(catalog_.gpu_model("B200"));
+  EXPECT_FALSE(find_model("B200"));
 }
 
 TEST_F(CatalogStoreTest, AnImageWhoseDriverCannotRunItsCudaIsRefusedAndNotWritten) {
   try {
-    catalog_.create_image(image("too-old", "535.104.05", "12.4"), admin_, ctx_);
+    create_image(image("too-old", "535.104.05", "12.4"));
     FAIL() << "created";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kIncompatibleImage);
@@ -87,7 +107,7 @@ TEST_F(CatalogStoreTest, MalformedOrUnknownVersionsNameTheField) {
         Case{"550.54.14", "twelve", "cuda_version"}}) {
     SCOPED_TRACE(std::string(c.driver) + " / " + c.cuda);
     try {
-      catalog_.create_image(image("bad", c.driver, c.cuda), admin_, ctx_);
+      create_image(image("bad", c.driver, c.cuda));
       ADD_FAILURE() << "created";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
@@ -98,7 +118,7 @@ TEST_F(CatalogStoreTest, MalformedOrUnknownVersionsNameTheField) {
 }
 
 TEST_F(CatalogStoreTest, CreatesImagesWithAnAuditRowAndRefusesDuplicateNames) {
-  auto created = catalog_.create_image(image("Torch-Image", "550.54.15", "12.4"), admin_, ctx_);
+  auto created = create_image(image("Torch-Image", "550.54.15", "12.4"));
   EXPECT_EQ(created.status, "active");
   EXPECT_EQ(created.frameworks, std::vector<std::string>{"PyTorch 2.5"});
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'image.created' AND org_id IS "
@@ -106,7 +126,7 @@ TEST_F(CatalogStoreTest, CreatesImagesWithAnAuditRowAndRefusesDuplicateNames) {
                   created.id + "'"),
             1);
   try {
-    catalog_.create_image(image("torch-image", "550.54.15", "12.4"), admin_, ctx_);
+    create_image(image("torch-image", "550.54.15", "12.4"));
     FAIL() << "duplicate created";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConflict);
@@ -115,37 +135,37 @@ TEST_F(CatalogStoreTest, CreatesImagesWithAnAuditRowAndRefusesDuplicateNames) {
 }
 
 TEST_F(CatalogStoreTest, DeprecatedImagesLeaveTheCustomerListOnce) {
-  auto a = catalog_.create_image(image("a", "570.124.06", "12.8"), admin_, ctx_);
-  auto b = catalog_.create_image(image("b", "580.65.06", "13.0"), admin_, ctx_);
-  auto deprecated = catalog_.deprecate_image(a.id, admin_, ctx_);
+  auto a = create_image(image("a", "570.124.06", "12.8"));
+  auto b = create_image(image("b", "580.65.06", "13.0"));
+  auto deprecated = deprecate_image(a.id);
   ASSERT_TRUE(deprecated);
   EXPECT_EQ(deprecated->status, "deprecated");
   EXPECT_TRUE(deprecated->deprecated_at);
-  auto active = catalog_.images(false);
+  auto active = images(false);
   ASSERT_EQ(active.size(), 1u);
   EXPECT_EQ(active[0].id, b.id);
-  EXPECT_EQ(catalog_.images(true).size(), 2u);
+  EXPECT_EQ(images(true).size(), 2u);
   try {
-    catalog_.deprecate_image(a.id, admin_, ctx_);
+    deprecate_image(a.id);
     FAIL() << "deprecated twice";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidState);
   }
-  EXPECT_FALSE(catalog_.deprecate_image("img_0000000000000000000000", admin_, ctx_));
+  EXPECT_FALSE(deprecate_image("img_0000000000000000000000"));
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'image.deprecated'"), 1);
 }
 
 TEST_F(CatalogStoreTest, CompatibleModelsFollowTheRules) {
-  auto models = catalog_.gpu_models();
-  auto names = [&](const ImageRecord& i) { return compatible_gpu_models(i, models); };
+  auto all = models();
+  auto names = [&](const ImageRecord& i) { return compatible_gpu_models(i, all); };
   auto has = [](const std::vector<std::string>& v, const char* name) {
     return std::find(v.begin(), v.end(), name) != v.end();
   };
-  auto cuda13 = names(catalog_.create_image(image("c13", "580.65.06", "13.0"), admin_, ctx_));
+  auto cuda13 = names(create_image(image("c13", "580.65.06", "13.0")));
   EXPECT_FALSE(has(cuda13, "V100-SXM2-32GB"));
   EXPECT_TRUE(has(cuda13, "T4-16GB"));
   EXPECT_TRUE(has(cuda13, "H100-SXM5-80GB"));
-  auto cuda118 = names(catalog_.create_image(image("c118", "520.61.05", "11.8"), admin_, ctx_));
+  auto cuda118 = names(create_image(image("c118", "520.61.05", "11.8")));
   EXPECT_FALSE(has(cuda118, "H100-SXM5-80GB"));  // Hopper needs branch R525
   EXPECT_FALSE(has(cuda118, "L4-24GB"));         // Ada too
   EXPECT_TRUE(has(cuda118, "A100-SXM4-80GB"));
@@ -174,15 +194,17 @@ TEST_F(CatalogStoreTest, EveryCatalogChangeIsAnnouncedOnTheCatalogChannel) {
     return heard.load();
   };
 
-  auto created = catalog_.create_image(image("n", "570.124.06", "12.8"), admin_, ctx_);
+  auto created = create_image(image("n", "570.124.06", "12.8"));
   EXPECT_EQ(heard_by_now(), 1);
-  catalog_.deprecate_image(created.id, admin_, ctx_);
+  deprecate_image(created.id);
   EXPECT_EQ(heard_by_now(), 2);
   exec("UPDATE gpu_models SET tdp_w = 701 WHERE name = 'H100-SXM5-80GB'");
   EXPECT_EQ(heard_by_now(), 3);
   // Nodes and prices are not part of the cached catalog.
-  nodes_.create(node("quiet-01", "L4-24GB", 1), admin_, ctx_);
-  prices_.replace({{"L4-24GB", 1, Money(100'000, "RUB")}}, admin_, ctx_);
+  transact([&](Tx& tx) { return nodes_.create(tx, node("quiet-01", "L4-24GB", 1), admin_); });
+  transact([&](Tx& tx) {
+    return prices_.replace(tx, {{"L4-24GB", 1, Money(100'000, "RUB")}}, admin_);
+  });
   EXPECT_EQ(heard_by_now(), 3);
   exec("UPDATE images SET os = os WHERE false");  // a statement that changes no row still tells
   EXPECT_EQ(heard_by_now(), 4);

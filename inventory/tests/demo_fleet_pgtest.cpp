@@ -1,8 +1,9 @@
 // The demo fleet against a real PostgreSQL: every node shape the issue lists, available and
 // healthy, images for each driver/CUDA generation that run on the fleet, prices in RUB, and
-// a second start that leaves everything as it is.
+// a second start that leaves everything as it is; a seed that fails part-way leaves nothing.
 #include "inventory/demo_fleet.h"
 
+#include "core/error.h"
 #include "inventory/image_compat.h"
 #include "inventory/tests/inventory_fixture.h"
 
@@ -17,14 +18,14 @@ class DemoFleetTest : public InventoryTest {
  protected:
   void SetUp() override {
     // The fleet seeds an empty database, so no site of the fixture's.
-    admin_ = {identity_.create_platform_admin("root@example.com", "hash").id, std::nullopt};
+    admin_.user_id = create_platform_admin();
   }
   DemoFleetStores stores() { return {&sites_, &nodes_, &catalog_, &prices_}; }
 };
 
 TEST_F(DemoFleetTest, SeedsEveryShapeOnceAvailableAndHealthy) {
-  ASSERT_TRUE(seed_demo_fleet(stores(), admin_));
-  auto nodes = nodes_.list({}, 100, std::nullopt).items;
+  ASSERT_TRUE(seed_demo_fleet(pool_, stores(), admin_));
+  auto nodes = read([&](Tx& tx) { return nodes_.list(tx, {}, 100, std::nullopt); }).items;
   std::map<std::string, std::pair<int, std::string>> shape;  // model -> (count, interconnect)
   for (const auto& n : nodes) {
     EXPECT_EQ(n.state, "available") << n.hostname;
@@ -40,8 +41,8 @@ TEST_F(DemoFleetTest, SeedsEveryShapeOnceAvailableAndHealthy) {
   EXPECT_EQ(shape["L4-24GB"], std::make_pair(4, std::string("pcie")));
   EXPECT_EQ(shape["RTX4090-24GB"], std::make_pair(8, std::string("pcie")));
 
-  auto models = catalog_.gpu_models();
-  auto images = catalog_.images(false);
+  auto models = read([&](Tx& tx) { return catalog_.gpu_models(tx); });
+  auto images = read([&](Tx& tx) { return catalog_.images(tx, false); });
   std::set<std::string> cuda, drivers;
   for (const auto& i : images) {
     cuda.insert(i.cuda_version);
@@ -51,7 +52,7 @@ TEST_F(DemoFleetTest, SeedsEveryShapeOnceAvailableAndHealthy) {
   EXPECT_EQ(cuda, (std::set<std::string>{"11.8", "12.2", "12.4", "12.8", "13.0"}));
   EXPECT_EQ(drivers, (std::set<std::string>{"535", "550", "570", "580"}));
 
-  auto prices = prices_.current();
+  auto prices = read([&](Tx& tx) { return prices_.current(tx); });
   EXPECT_FALSE(prices.empty());
   for (const auto& p : prices) EXPECT_EQ(p.currency, "RUB");
   for (const auto& [model, s] : shape) {
@@ -60,9 +61,21 @@ TEST_F(DemoFleetTest, SeedsEveryShapeOnceAvailableAndHealthy) {
     EXPECT_TRUE(priced) << model << " x" << s.first << " has no price";
   }
 
-  EXPECT_FALSE(seed_demo_fleet(stores(), admin_));
+  EXPECT_FALSE(seed_demo_fleet(pool_, stores(), admin_));
   EXPECT_EQ(count("SELECT count(*) FROM nodes"), static_cast<long long>(nodes.size()));
   EXPECT_EQ(count("SELECT count(*) FROM images"), static_cast<long long>(images.size()));
+}
+
+// The seed is one transaction: one that fails at its last node (whose GPU model is gone)
+// leaves no site, node, image, price or audit row of the ones made before it.
+TEST_F(DemoFleetTest, ASeedThatFailsPartWayLeavesNothing) {
+  exec("DELETE FROM gpu_models WHERE name = 'RTX4090-24GB'");
+  long long audits = count("SELECT count(*) FROM audit_log");
+  EXPECT_THROW(seed_demo_fleet(pool_, stores(), admin_), Error);
+  for (const char* table : {"sites", "nodes", "gpus", "node_events", "images", "prices"}) {
+    EXPECT_EQ(count(std::string("SELECT count(*) FROM ") + table), 0) << table;
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log"), audits);
 }
 
 }  // namespace

@@ -21,14 +21,14 @@ class NodeStoreTest : public InventoryTest {
  protected:
   std::string create(const std::string& hostname, const std::string& model = "H100-SXM5-80GB",
                      int gpus = 8, std::optional<std::string> interconnect = std::nullopt) {
-    return nodes_.create(node(hostname, model, gpus, std::move(interconnect)), admin_, ctx_)
-        .node.node.id;
+    auto n = node(hostname, model, gpus, std::move(interconnect));
+    return transact([&](Tx& tx) { return nodes_.create(tx, n, admin_); }).node.node.id;
   }
 
   // A node brought into `state` the way the product gets there.
   std::string node_in(NodeState state, const std::string& hostname) {
     std::string id = create(hostname, "L4-24GB", 2);
-    auto step = [&](NodeAction a) { nodes_.transition(id, a, "setup", admin_, ctx_); };
+    auto step = [&](NodeAction a) { transition(id, a, "setup", admin_); };
     switch (state) {
       case NodeState::kEnrolling:
         break;
@@ -50,8 +50,22 @@ class NodeStoreTest : public InventoryTest {
         step(NodeAction::kRetire);
         break;
     }
-    EXPECT_EQ(nodes_.get(id)->node.state, to_string(state));
+    EXPECT_EQ(get(id)->node.state, to_string(state));
     return id;
+  }
+
+  std::optional<NodeDetail> get(const std::string& id) {
+    return read([&](Tx& tx) { return nodes_.get(tx, id); });
+  }
+
+  std::optional<NodeDetail> transition(const std::string& id, NodeAction action,
+                                       const std::string& reason,
+                                       const std::optional<Actor>& actor) {
+    return transact([&](Tx& tx) { return nodes_.transition(tx, id, action, reason, actor); });
+  }
+
+  std::optional<std::string> consume(const std::string& token) {
+    return transact([&](Tx& tx) { return nodes_.consume_enrollment_token(tx, token); });
   }
 
   long long events(const std::string& id) {
@@ -63,7 +77,8 @@ class NodeStoreTest : public InventoryTest {
 };
 
 TEST_F(NodeStoreTest, CreateWritesGpusMatrixEventAuditAndAHashedToken) {
-  auto created = nodes_.create(node("HGX-01", "H100-SXM5-80GB", 8), admin_, ctx_);
+  auto created = transact(
+      [&](Tx& tx) { return nodes_.create(tx, node("HGX-01", "H100-SXM5-80GB", 8), admin_); });
   const auto& d = created.node;
   EXPECT_EQ(d.node.state, "enrolling");
   EXPECT_EQ(d.node.health, "unknown");
@@ -90,7 +105,7 @@ TEST_F(NodeStoreTest, CreateWritesGpusMatrixEventAuditAndAHashedToken) {
 }
 
 TEST_F(NodeStoreTest, DeclaredMatricesFollowTheModelAndInterconnect) {
-  auto matrix = [&](const std::string& id) { return nodes_.get(id)->topology; };
+  auto matrix = [&](const std::string& id) { return get(id)->topology; };
   auto a100 = matrix(create("a100", "A100-SXM4-80GB", 8));
   EXPECT_EQ(a100.links[2][5], "NV12");
   auto pairs = matrix(create("a100p", "A100-PCIe-80GB", 4, "nvlink-pairs"));
@@ -104,7 +119,7 @@ TEST_F(NodeStoreTest, DeclaredMatricesFollowTheModelAndInterconnect) {
   }
   auto field_of = [&](NewNode n) {
     try {
-      nodes_.create(n, admin_, ctx_);
+      transact([&](Tx& tx) { return nodes_.create(tx, n, admin_); });
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
       return e.details().value("field", "");
@@ -135,28 +150,32 @@ TEST_F(NodeStoreTest, HostnamesAreUniqueIgnoringCase) {
   NodeChange change;
   change.hostname = "Gpu-01";
   try {
-    nodes_.update(other, change, admin_, ctx_);
+    transact([&](Tx& tx) { return nodes_.update(tx, other, change, admin_); });
     FAIL() << "renamed onto another node";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConflict);
   }
-  EXPECT_EQ(nodes_.get(other)->node.hostname, "gpu-02");
+  EXPECT_EQ(get(other)->node.hostname, "gpu-02");
 }
 
 TEST_F(NodeStoreTest, EnrollmentTokensAreSingleUseAndExpire) {
-  auto first = nodes_.create(node("n1", "L4-24GB", 1), admin_, ctx_);
-  auto second = nodes_.create(node("n2", "L4-24GB", 1), admin_, ctx_);
-  EXPECT_EQ(nodes_.consume_enrollment_token(first.enrollment_token), first.node.node.id);
-  EXPECT_FALSE(nodes_.consume_enrollment_token(first.enrollment_token));
-  EXPECT_FALSE(nodes_.consume_enrollment_token("gpe_" + std::string(64, '0')));
+  auto first =
+      transact([&](Tx& tx) { return nodes_.create(tx, node("n1", "L4-24GB", 1), admin_); });
+  auto second =
+      transact([&](Tx& tx) { return nodes_.create(tx, node("n2", "L4-24GB", 1), admin_); });
+  EXPECT_EQ(first.enrollment_expires_at - first.node.node.created_at, std::chrono::hours(24));
+  EXPECT_EQ(consume(first.enrollment_token), first.node.node.id);
+  EXPECT_FALSE(consume(first.enrollment_token));
+  EXPECT_FALSE(consume("gpe_" + std::string(64, '0')));
   clock_.advance(std::chrono::hours(24) + std::chrono::seconds(1));
-  EXPECT_FALSE(nodes_.consume_enrollment_token(second.enrollment_token));
+  EXPECT_FALSE(consume(second.enrollment_token));
 }
 
 // Two agents present one token at once: exactly one enrols.
 TEST_F(NodeStoreTest, ATokenPresentedConcurrentlyEnrolsOnce) {
   for (int round = 0; round < 5; ++round) {
-    auto created = nodes_.create(node("race-" + std::to_string(round), "L4-24GB", 1), admin_, ctx_);
+    auto n = node("race-" + std::to_string(round), "L4-24GB", 1);
+    auto created = transact([&](Tx& tx) { return nodes_.create(tx, n, admin_); });
     std::atomic<int> won{0};
     std::vector<std::thread> threads;
     constexpr int kAgents = 6;
@@ -164,7 +183,7 @@ TEST_F(NodeStoreTest, ATokenPresentedConcurrentlyEnrolsOnce) {
     for (int i = 0; i < kAgents; ++i) {
       threads.emplace_back([&] {
         go.arrive_and_wait();
-        if (nodes_.consume_enrollment_token(created.enrollment_token)) ++won;
+        if (consume(created.enrollment_token)) ++won;
       });
     }
     for (auto& t : threads) t.join();
@@ -181,7 +200,7 @@ TEST_F(NodeStoreTest, EveryActionFromEveryStateFollowsTheMachine) {
       long long events_before = events(id), audits_before = audits(id);
       auto expected = next_state(from, action);
       try {
-        auto after = nodes_.transition(id, action, "because", admin_, ctx_);
+        auto after = transition(id, action, "because", admin_);
         ASSERT_TRUE(expected) << "allowed";
         ASSERT_TRUE(after);
         EXPECT_EQ(after->node.state, to_string(*expected));
@@ -195,20 +214,19 @@ TEST_F(NodeStoreTest, EveryActionFromEveryStateFollowsTheMachine) {
         EXPECT_EQ(e.code(), ErrorCode::kInvalidState);
         EXPECT_EQ(e.details().value("state", ""), to_string(from));
         EXPECT_EQ(e.details().value("action", ""), to_string(action));
-        EXPECT_EQ(nodes_.get(id)->node.state, to_string(from));
+        EXPECT_EQ(get(id)->node.state, to_string(from));
         EXPECT_EQ(events(id), events_before);
         EXPECT_EQ(audits(id), audits_before);
       }
     }
   }
-  EXPECT_FALSE(
-      nodes_.transition("nod_0000000000000000000000", NodeAction::kDrain, "x", admin_, ctx_));
+  EXPECT_FALSE(transition("nod_0000000000000000000000", NodeAction::kDrain, "x", admin_));
 }
 
 TEST_F(NodeStoreTest, SystemEventsWriteEventsButNoAuditRows) {
   std::string id = create("sys-01", "L4-24GB", 1);
-  nodes_.transition(id, NodeAction::kEnrolled, "agent enrolled", std::nullopt, ctx_);
-  auto d = nodes_.get(id);
+  transition(id, NodeAction::kEnrolled, "agent enrolled", std::nullopt);
+  auto d = get(id);
   EXPECT_EQ(d->node.state, "available");
   EXPECT_FALSE(d->events.front().actor_user_id);
   EXPECT_EQ(audits(id), 1);  // the creation only
@@ -225,7 +243,7 @@ TEST_F(NodeStoreTest, ConcurrentTransitionsOfOneNodeSerialise) {
     threads.emplace_back([&] {
       go.arrive_and_wait();
       try {
-        nodes_.transition(id, NodeAction::kDrain, "race", admin_, ctx_);
+        transition(id, NodeAction::kDrain, "race", admin_);
         ++ok;
       } catch (const Error& e) {
         if (e.code() == ErrorCode::kInvalidState) ++refused;
@@ -241,19 +259,19 @@ TEST_F(NodeStoreTest, ConcurrentTransitionsOfOneNodeSerialise) {
 TEST_F(NodeStoreTest, SetTopologyReplacesTheMatrixOrRefusesAnotherGpuCount) {
   std::string id = create("topo-01", "L40S-48GB", 4);
   auto m = topology::declared_matrix(topology::Interconnect::kNvswitch, 4, "NV6");
-  auto d = nodes_.set_topology(id, m, "admin", admin_, ctx_);
+  auto d = transact([&](Tx& tx) { return nodes_.set_topology(tx, id, m, "admin", admin_); });
   ASSERT_TRUE(d);
   EXPECT_EQ(d->topology, m);
   EXPECT_EQ(d->node.topology_source, "admin");
   auto eight = topology::declared_matrix(topology::Interconnect::kPcie, 8, "");
   try {
-    nodes_.set_topology(id, eight, "admin", admin_, ctx_);
+    transact([&](Tx& tx) { return nodes_.set_topology(tx, id, eight, "admin", admin_); });
     FAIL() << "accepted 8 GPUs on a 4-GPU node";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
     EXPECT_EQ(e.details().value("field", ""), "topology");
   }
-  EXPECT_EQ(nodes_.get(id)->topology, m);
+  EXPECT_EQ(get(id)->topology, m);
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'node.topology_set'"), 1);
 }
 
@@ -261,44 +279,47 @@ TEST_F(NodeStoreTest, ListFiltersAndPagesVisitEveryNodeOnce) {
   std::set<std::string> l4;
   for (int i = 0; i < 5; ++i) l4.insert(create("l4-" + std::to_string(i), "L4-24GB", 1));
   std::string h100 = create("h100-0");
-  nodes_.transition(h100, NodeAction::kRetire, "gone", admin_, ctx_);
+  transition(h100, NodeAction::kRetire, "gone", admin_);
   std::set<std::string> seen;
   std::optional<std::string> cursor;
   NodeFilter filter{.gpu_model = "L4-24GB"};
   do {
-    auto page = nodes_.list(filter, 2, cursor);
+    auto page = read([&](Tx& tx) { return nodes_.list(tx, filter, 2, cursor); });
     for (const auto& n : page.items) EXPECT_TRUE(seen.insert(n.id).second) << "repeated";
     cursor = page.next_cursor;
   } while (cursor);
   EXPECT_EQ(seen, l4);
-  auto retired = nodes_.list({.state = "retired"}, 50, std::nullopt);
+  auto list = [&](const NodeFilter& f) {
+    return read([&](Tx& tx) { return nodes_.list(tx, f, 50, std::nullopt); });
+  };
+  auto retired = list({.state = "retired"});
   ASSERT_EQ(retired.items.size(), 1u);
   EXPECT_EQ(retired.items[0].id, h100);
-  EXPECT_EQ(nodes_.list({.site_id = site_}, 50, std::nullopt).items.size(), 6u);
-  EXPECT_TRUE(
-      nodes_.list({.site_id = "sit_0000000000000000000000"}, 50, std::nullopt).items.empty());
+  EXPECT_EQ(list({.site_id = site_}).items.size(), 6u);
+  EXPECT_TRUE(list({.site_id = "sit_0000000000000000000000"}).items.empty());
 }
 
 TEST_F(NodeStoreTest, UpdateChangesOnlyWhatItNamesAndCanClear) {
   auto n = node("upd-01", "L4-24GB", 1);
   n.cpu_cores = 16;
   n.ram_gb = 256;
-  std::string id = nodes_.create(n, admin_, ctx_).node.node.id;
+  std::string id = transact([&](Tx& tx) { return nodes_.create(tx, n, admin_); }).node.node.id;
   NodeChange change;
   change.cpu_cores = {true, std::nullopt};
   change.labels = nlohmann::json{{"rack", "b7"}};
-  auto d = nodes_.update(id, change, admin_, ctx_);
+  auto d = transact([&](Tx& tx) { return nodes_.update(tx, id, change, admin_); });
   EXPECT_FALSE(d->node.cpu_cores);
   EXPECT_EQ(d->node.ram_gb, 256);
   EXPECT_EQ(d->node.labels, (nlohmann::json{{"rack", "b7"}}));
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'node.updated'"), 1);
-  EXPECT_FALSE(nodes_.update("nod_0000000000000000000000", change, admin_, ctx_));
+  EXPECT_FALSE(transact(
+      [&](Tx& tx) { return nodes_.update(tx, "nod_0000000000000000000000", change, admin_); }));
 }
 
 TEST_F(NodeStoreTest, HealthIsSetForTheNodeAndItsGpus) {
   std::string id = create("health-01", "L4-24GB", 2);
-  nodes_.set_health(id, "ok");
-  auto d = nodes_.get(id);
+  transact([&](Tx& tx) { nodes_.set_health(tx, id, "ok"); });
+  auto d = get(id);
   EXPECT_EQ(d->node.health, "ok");
   for (const auto& g : d->gpus) EXPECT_EQ(g.health, "ok");
 }

@@ -20,43 +20,52 @@ class PriceStoreTest : public InventoryTest {
                           const char* currency = "RUB") {
     return {model, count, Money(minor, currency)};
   }
+
+  std::vector<PriceRecord> replace(const std::vector<PriceEntry>& entries) {
+    return transact([&](Tx& tx) { return prices_.replace(tx, entries, admin_); });
+  }
+
+  std::vector<PriceRecord> current() {
+    return read([&](Tx& tx) { return prices_.current(tx); });
+  }
+
+  std::optional<PriceRecord> price_at(const std::string& model, int count, Timestamp at) {
+    return read([&](Tx& tx) { return prices_.price_at(tx, model, count, at); });
+  }
 };
 
 TEST_F(PriceStoreTest, ReplaceKeepsUnchangedRowsAndChangesApplyToNewRentalsOnly) {
-  auto first = prices_.replace({entry("H100-SXM5-80GB", 8, 5'200'000), entry("L4-24GB", 1, 100'000),
-                                entry("L4-24GB", 2, 200'000)},
-                               admin_, ctx_);
+  auto first = replace({entry("H100-SXM5-80GB", 8, 5'200'000), entry("L4-24GB", 1, 100'000),
+                        entry("L4-24GB", 2, 200'000)});
   ASSERT_EQ(first.size(), 3u);
   auto booked_at = clock_.now();
   long long h100_row = first[0].id;
   clock_.advance(std::chrono::hours(1));
 
-  auto second = prices_.replace(
-      {entry("H100-SXM5-80GB", 8, 5'200'000), entry("L4-24GB", 1, 120'000)}, admin_, ctx_);
+  auto second = replace({entry("H100-SXM5-80GB", 8, 5'200'000), entry("L4-24GB", 1, 120'000)});
   ASSERT_EQ(second.size(), 2u);
   EXPECT_EQ(second[0].id, h100_row);  // unchanged: the same row
   EXPECT_EQ(second[1].amount_minor, 120'000);
 
   // A rental priced before the change keeps its price; one priced now gets the new one.
-  auto then = prices_.price_at("L4-24GB", 1, booked_at);
+  auto then = price_at("L4-24GB", 1, booked_at);
   ASSERT_TRUE(then);
   EXPECT_EQ(then->amount_minor, 100'000);
-  EXPECT_EQ(prices_.price_at("L4-24GB", 1, clock_.now())->amount_minor, 120'000);
-  EXPECT_TRUE(prices_.price_at("L4-24GB", 2, booked_at));
-  EXPECT_FALSE(prices_.price_at("L4-24GB", 2, clock_.now()));  // dropped
+  EXPECT_EQ(price_at("L4-24GB", 1, clock_.now())->amount_minor, 120'000);
+  EXPECT_TRUE(price_at("L4-24GB", 2, booked_at));
+  EXPECT_FALSE(price_at("L4-24GB", 2, clock_.now()));  // dropped
   EXPECT_EQ(count("SELECT count(*) FROM prices"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM prices WHERE valid_until IS NOT NULL"), 2);
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'prices.set'"), 2);
 
   // The same list again changes nothing and writes no audit row.
-  prices_.replace({entry("H100-SXM5-80GB", 8, 5'200'000), entry("L4-24GB", 1, 120'000)}, admin_,
-                  ctx_);
+  replace({entry("H100-SXM5-80GB", 8, 5'200'000), entry("L4-24GB", 1, 120'000)});
   EXPECT_EQ(count("SELECT count(*) FROM prices"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'prices.set'"), 2);
 }
 
 TEST_F(PriceStoreTest, BadEntriesNameTheEntryAndWriteNothing) {
-  prices_.replace({entry("L4-24GB", 1, 100'000)}, admin_, ctx_);
+  replace({entry("L4-24GB", 1, 100'000)});
   struct Case {
     std::vector<PriceEntry> entries;
     const char* field;
@@ -73,23 +82,23 @@ TEST_F(PriceStoreTest, BadEntriesNameTheEntryAndWriteNothing) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.field);
     try {
-      prices_.replace(c.entries, admin_, ctx_);
+      replace(c.entries);
       ADD_FAILURE() << "accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
       EXPECT_EQ(e.details().value("field", ""), c.field);
     }
   }
-  auto now = prices_.current();
+  auto now = current();
   ASSERT_EQ(now.size(), 1u);
   EXPECT_EQ(now[0].amount_minor, 100'000);
   EXPECT_EQ(count("SELECT count(*) FROM prices"), 1);
 }
 
 TEST_F(PriceStoreTest, AnEmptyListRemovesEveryPrice) {
-  prices_.replace({entry("L4-24GB", 1, 100'000)}, admin_, ctx_);
-  EXPECT_TRUE(prices_.replace({}, admin_, ctx_).empty());
-  EXPECT_TRUE(prices_.current().empty());
+  replace({entry("L4-24GB", 1, 100'000)});
+  EXPECT_TRUE(replace({}).empty());
+  EXPECT_TRUE(current().empty());
 }
 
 // Two admins replace the list at once, many times: each replacement sees the list the other
@@ -99,14 +108,13 @@ TEST_F(PriceStoreTest, ConcurrentReplacementsSerialise) {
   auto run = [&](long long amount) {
     go.arrive_and_wait();
     for (int i = 0; i < 10; ++i) {
-      prices_.replace({entry("L4-24GB", 1, amount + i), entry("L4-24GB", 2, amount + i)}, admin_,
-                      ctx_);
+      replace({entry("L4-24GB", 1, amount + i), entry("L4-24GB", 2, amount + i)});
     }
   };
   std::thread a(run, 1000), b(run, 2000);
   a.join();
   b.join();
-  auto now = prices_.current();
+  auto now = current();
   ASSERT_EQ(now.size(), 2u);
   EXPECT_EQ(now[0].amount_minor, now[1].amount_minor);
   EXPECT_EQ(count("SELECT count(*) FROM prices WHERE valid_until IS NULL"), 2);

@@ -18,8 +18,7 @@
 #include <map>
 #include <string>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::admin_command_e2e {
 
 using namespace std::chrono_literals;
 
@@ -128,5 +127,4 @@ TEST(AdminCommandE2E, CreatesAdminsAloneAndBesideAServerOnTheEmbeddedCluster) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::admin_command_e2e

@@ -17,8 +17,7 @@
 #include <latch>
 #include <thread>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::catalog_cache_e2e {
 
 using Headers = std::map<std::string, std::string>;
 using nlohmann::json;
@@ -151,6 +150,51 @@ TEST_F(CatalogCacheE2E, AReplicaWhoseListenerReconnectsDropsItsSnapshot) {
   EXPECT_TRUE(eventually([&] { return image_names(*b_).count("while-away") == 1; }));
 }
 
+// A read served from memory is answered on the network thread; one that must read the
+// database (a snapshot to rebuild, a credential not yet in memory) is handed to a worker
+// and answers the same. Both paths, with a session and with an API token.
+TEST_F(CatalogCacheE2E, CachedReadsAnswerInlineAndTheRestOnAWorker) {
+  auto token = post(*a_, "/v1/api-tokens", {{"name", "ci"}, {"scopes", {"rentals:read"}}}, admin_);
+  ASSERT_EQ(token.status, 201) << token.body;
+  Headers bearer = {{"Authorization", "Bearer " + token.json()["token"].get<std::string>()}};
+  auto inline_answered = [&] { return metric(*a_, "gpurent_http_inline_answered_total"); };
+  auto diverted = [&] { return metric(*a_, "gpurent_http_inline_diverted_total"); };
+  for (const Headers* who : {&admin_, &bearer}) {
+    // Cold: the snapshot is dropped, so the first read must build it on a worker.
+    long long invalidations = metric(*a_, "gpurent_catalog_cache_invalidations_total");
+    sql("NOTIFY gpurent_catalog");
+    ASSERT_TRUE(eventually(
+        [&] { return metric(*a_, "gpurent_catalog_cache_invalidations_total") > invalidations; }));
+    long long answered = inline_answered(), handed = diverted();
+    auto cold = http_request(a_->port(), "GET", "/v1/gpu-models", "", *who);
+    ASSERT_EQ(cold.status, 200) << cold.body;
+    EXPECT_EQ(diverted(), handed + 1) << "the snapshot was built on a worker";
+    EXPECT_EQ(inline_answered(), answered);
+    // Warm: the same answer, from memory, on the network thread.
+    answered = inline_answered();
+    handed = diverted();
+    for (int i = 0; i < 5; ++i) {
+      auto warm = http_request(a_->port(), "GET", "/v1/gpu-models", "", *who);
+      ASSERT_EQ(warm.status, 200) << warm.body;
+      EXPECT_EQ(warm.json(), cold.json());
+    }
+    EXPECT_EQ(inline_answered(), answered + 5);
+    EXPECT_EQ(diverted(), handed);
+  }
+  // A well-formed secret never seen is looked up in the database, on a worker, and refused
+  // there; a malformed one is refused on the network thread without a lookup.
+  long long handed = diverted(), answered = inline_answered();
+  auto unknown = http_request(a_->port(), "GET", "/v1/gpu-models", "",
+                              {{"Authorization", "Bearer gpr_" + std::string(64, 'a')}});
+  EXPECT_EQ(unknown.status, 401) << unknown.body;
+  EXPECT_EQ(diverted(), handed + 1);
+  auto malformed = http_request(a_->port(), "GET", "/v1/gpu-models", "",
+                                {{"Authorization", "Bearer gpr_short"}});
+  EXPECT_EQ(malformed.status, 401) << malformed.body;
+  EXPECT_EQ(diverted(), handed + 1);
+  EXPECT_EQ(inline_answered(), answered + 1);
+}
+
 TEST_F(CatalogCacheE2E, ConcurrentReadersDuringChangesNeverSeeAnError) {
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0}, reads{0};
@@ -186,5 +230,4 @@ TEST_F(CatalogCacheE2E, ConcurrentReadersDuringChangesNeverSeeAnError) {
       eventually([&] { return image_names(*a_).size() == 10 && image_names(*b_).size() == 10; }));
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::catalog_cache_e2e

@@ -22,8 +22,7 @@
 #include <sstream>
 #include <thread>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::connection_limit_e2e {
 
 using namespace std::chrono_literals;
 
@@ -279,5 +278,4 @@ TEST(ConnectionLimitE2E, RunningOutOfDescriptorsPausesAcceptingButNeverEndsIt) {
   EXPECT_NE(server.logs().find("accepting connections again"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::connection_limit_e2e

@@ -8,8 +8,7 @@
 
 #include <csignal>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::harness_e2e {
 
 using namespace std::chrono_literals;
 
@@ -72,5 +71,4 @@ TEST(HarnessE2E, AServerThatExitsCleanlyPasses) {
   EXPECT_EQ(server.wait_exit(0ms), 0);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::harness_e2e

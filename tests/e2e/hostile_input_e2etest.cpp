@@ -22,8 +22,7 @@
 #include <limits>
 #include <optional>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::hostile_input_e2e {
 
 using Headers = std::map<std::string, std::string>;
 using Json = nlohmann::json;
@@ -962,10 +961,12 @@ TEST_F(HostileInputListsE2E, AuditListQueryParameters) {
   auto cases = common_list_cases();
   cases.insert(cases.end(), {
                                 {"cursor=0", "cursor"},
-                                {"cursor=9223372036854775808", "cursor"},
-                                {"cursor=1%00", "cursor"},
-                                {"cursor=1", ""},
-                                {"cursor=9223372036854775807", ""},
+                                {"cursor=1", "cursor"},  // "<micros>.<row id>" only
+                                {"cursor=1.0", "cursor"},
+                                {"cursor=1.9223372036854775808", "cursor"},
+                                {"cursor=1.1%00", "cursor"},
+                                {"cursor=1.1", ""},
+                                {"cursor=1.9223372036854775807", ""},
                                 {"limit=5&limit=6", "limit"},
                                 {"LIMIT=5", "LIMIT"},
                                 {"%27%3B--=1", "';--"},
@@ -1045,5 +1046,4 @@ TEST_F(HostileInputListsE2E, CatalogListQueryParameters) {
   }
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::hostile_input_e2e

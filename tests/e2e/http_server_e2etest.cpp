@@ -12,8 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::http_server_e2e {
 
 using namespace std::chrono_literals;
 
@@ -302,5 +301,4 @@ TEST_F(HttpServerE2E, ManyClientsAtOnce) {
   EXPECT_EQ(ok.load(), kClients * 25);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::http_server_e2e

@@ -14,8 +14,7 @@
 #include <future>
 #include <latch>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::idempotency_e2e {
 
 using Headers = std::map<std::string, std::string>;
 
@@ -314,5 +313,4 @@ TEST_F(IdempotencyE2E, LoginIgnoresTheHeaderAndNeverReplaysACookie) {
   EXPECT_EQ(count("SELECT count(*) FROM idempotency_keys"), 0);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::idempotency_e2e

@@ -16,8 +16,7 @@
 #include <future>
 #include <sstream>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::idempotency_wait_e2e {
 
 using namespace std::chrono_literals;
 using Headers = std::map<std::string, std::string>;
@@ -139,5 +138,4 @@ TEST_F(IdempotencyWaitE2E, ARetryStillWaitingAtShutdownIsAnswered503) {
   EXPECT_EQ(server_->wait_exit(30s), 0) << server_->logs();
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::idempotency_wait_e2e

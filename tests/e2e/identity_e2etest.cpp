@@ -15,8 +15,7 @@
 #include <sstream>
 #include <vector>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::identity_e2e {
 
 const std::map<std::string, std::string> kJson = {{"Content-Type", "application/json"}};
 
@@ -290,5 +289,4 @@ TEST(AdminCommand, CreatesAPlatformAdminWhoCanLogIn) {
   EXPECT_NE(pclose(again), 0);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::identity_e2e

@@ -16,8 +16,7 @@
 #include <sstream>
 #include <thread>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::inventory_e2e {
 
 using nlohmann::json;
 
@@ -1158,5 +1157,4 @@ TEST_F(InventoryE2E, TopologyMediaTypeIsCaseInsensitiveLikeJson) {
   }
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::inventory_e2e

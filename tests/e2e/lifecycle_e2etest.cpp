@@ -20,8 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::lifecycle_e2e {
 
 using namespace std::chrono_literals;
 
@@ -292,5 +291,4 @@ TEST(Lifecycle, ReplicasStartTogetherOnOneDatabase) {
   EXPECT_EQ(applied_now, 1) << "exactly one replica applies the migrations";
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::lifecycle_e2e

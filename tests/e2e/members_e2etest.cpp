@@ -8,8 +8,7 @@
 
 #include <pqxx/pqxx>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::members_e2e {
 
 using Headers = std::map<std::string, std::string>;
 
@@ -320,5 +319,4 @@ TEST_F(MembersE2E, ApiTokensNeedMembersWrite) {
   EXPECT_EQ(list(owner).json()["items"].size(), 2u);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::members_e2e

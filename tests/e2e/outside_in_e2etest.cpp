@@ -25,8 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::outside_in_e2e {
 
 using Json = nlohmann::json;
 
@@ -952,5 +951,4 @@ TEST_F(OutsideInE2E, EveryOperationRefusesUnusableTextWith400NamingIt) {
   EXPECT_EQ(failures, 0);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::outside_in_e2e

@@ -10,8 +10,7 @@
 #include <chrono>
 #include <cmath>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::rate_limit_e2e {
 
 using Headers = std::map<std::string, std::string>;
 const Headers kJson = {{"Content-Type", "application/json"}};
@@ -182,5 +181,4 @@ TEST_F(RateLimitE2E, FailedLoginsLockTheAccountEvenForTheRightPassword) {
   EXPECT_EQ(login("bystander@example.com", "a good passphrase").status, 200);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::rate_limit_e2e

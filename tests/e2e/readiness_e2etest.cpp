@@ -9,8 +9,7 @@
 
 #include <filesystem>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::readiness_e2e {
 
 using namespace std::chrono_literals;
 
@@ -58,5 +57,4 @@ TEST(Readiness, NotReadyWhileTheSchemaIsBehind) {
   EXPECT_GE(r.json()["error"]["details"]["expected_schema_version"].get<int>(), 1);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::readiness_e2e

@@ -14,8 +14,7 @@
 #include <set>
 #include <sstream>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::ssh_keys_e2e {
 
 using namespace std::chrono_literals;
 const std::map<std::string, std::string> kJson = {{"Content-Type", "application/json"}};
@@ -488,5 +487,4 @@ TEST_F(SshKeysE2E, HostileInputIs400NamingTheFieldAndNever5xx) {
   EXPECT_EQ(key_rows(), 3);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::ssh_keys_e2e

@@ -16,8 +16,7 @@
 #include <optional>
 #include <set>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::tenancy_matrix_e2e {
 
 using Headers = std::map<std::string, std::string>;
 using Json = nlohmann::json;
@@ -721,5 +720,4 @@ TEST_F(TenancyMatrixE2E, AnApiTokenCannotSwitchOrgs) {
   }
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::tenancy_matrix_e2e

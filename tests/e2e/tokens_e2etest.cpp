@@ -13,8 +13,7 @@
 #include <sstream>
 #include <vector>
 
-namespace gpurent::testing {
-namespace {
+namespace gpurent::testing::tokens_e2e {
 
 using Headers = std::map<std::string, std::string>;
 
@@ -227,5 +226,4 @@ TEST_F(TokensE2E, TokensNeverReachTheLogs) {
   EXPECT_EQ(logs.find(unknown.substr(4)), std::string::npos);
 }
 
-}  // namespace
-}  // namespace gpurent::testing
+}  // namespace gpurent::testing::tokens_e2e
