@@ -65,10 +65,14 @@ StaticFiles::StaticFiles(const std::string& root) {
     std::ifstream in(entry.path(), std::ios::binary);
     auto content = std::make_shared<std::string>(std::istreambuf_iterator<char>(in),
                                                  std::istreambuf_iterator<char>());
-    std::string url = "/" + fs::relative(entry.path(), root).generic_string();
+    // Appended rather than `"/" + string`: GCC 12 at -O3 warns falsely (stringop-overflow)
+    // on operator+(const char*, string&&).
+    std::string url = "/";
+    url += fs::relative(entry.path(), root).generic_string();
     File f;
     f.content_type = content_type_for(name);
-    f.etag = "\"" + crypto::sha256_hex(*content).substr(0, 20) + "\"";
+    f.etag = "\"";
+    f.etag.append(crypto::sha256_hex(*content), 0, 20).append("\"");
     // HTML names the other files, so it must be revalidated; the rest may be cached briefly.
     f.cache_control = ends_with(name, ".html") ? "no-cache" : "public, max-age=300";
     f.content = std::move(content);

@@ -16,9 +16,10 @@
 # UNITY compiles the sources in batches of that many files, each batch one translation
 # unit: test files repeat the same heavy instantiations (GoogleTest's assertions,
 # nlohmann::json, std::regex), which a batch compiles once. The end-to-end files took
-# ~160 s of CPU one by one and ~45 s in two batches. Each file then keeps its helpers in a
-# namespace of its own (gpurent::testing::<file>_e2e), not an anonymous one, so names do
-# not collide inside a batch.
+# ~160 s of CPU one by one and ~45 s in two batches. Each test file therefore keeps its
+# helpers in a namespace named after the file (`namespace db_pool_pgtest {`,
+# `gpurent::testing::<file>_e2e`), never an anonymous one, so names cannot collide inside
+# a batch.
 function(gpurent_add_tests target)
   cmake_parse_arguments(T "" "KIND;SHARDS;UNITY" "SOURCES;LIBS" ${ARGN})
   if(NOT T_SHARDS)

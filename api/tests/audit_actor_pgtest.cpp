@@ -19,7 +19,7 @@
 #include <string>
 
 namespace gpurent::http {
-namespace {
+namespace audit_actor_pgtest {
 
 class AuditActorTest : public ::testing::Test {
  protected:
@@ -109,5 +109,5 @@ TEST_F(AuditActorTest, ATokensChangesNameTheTokenAndASessionsOnlyTheUser) {
   EXPECT_EQ(actor_of_row("token.revoke", by_session), std::make_pair(user, std::string("-")));
 }
 
-}  // namespace
+}  // namespace audit_actor_pgtest
 }  // namespace gpurent::http

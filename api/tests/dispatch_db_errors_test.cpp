@@ -16,7 +16,7 @@
 #include <vector>
 
 namespace gpurent::http {
-namespace {
+namespace dispatch_db_errors_test {
 
 // invoke() on a route whose handler throws what `thrower` throws.
 Response answer_when_handler_throws(const std::function<void()>& thrower) {
@@ -128,5 +128,5 @@ TEST(DispatchDbErrors, OtherDatabaseErrorsStayInternal) {
   EXPECT_EQ(r.body.find("division"), std::string::npos) << r.body;
 }
 
-}  // namespace
+}  // namespace dispatch_db_errors_test
 }  // namespace gpurent::http

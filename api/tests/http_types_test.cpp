@@ -9,7 +9,7 @@
 #include <map>
 
 namespace gpurent::http {
-namespace {
+namespace http_types_test {
 
 Request with_query(std::string_view query) {
   Request r;
@@ -175,5 +175,5 @@ TEST(ReasonPhrase, StandardPhrases) {
   EXPECT_EQ(reason_phrase(0), "Unknown");
 }
 
-}  // namespace
+}  // namespace http_types_test
 }  // namespace gpurent::http

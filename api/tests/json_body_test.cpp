@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace gpurent::http {
-namespace {
+namespace json_body_test {
 
 using nlohmann::json;
 using testing::HasSubstr;
@@ -359,5 +359,5 @@ TEST(JsonObjectReader, FinishOnEmptyObject) {
   EXPECT_NO_THROW(r.finish());
 }
 
-}  // namespace
+}  // namespace json_body_test
 }  // namespace gpurent::http

@@ -10,7 +10,7 @@
 #include <thread>
 
 namespace gpurent::http {
-namespace {
+namespace metrics_test {
 
 using namespace std::chrono_literals;
 using testing::HasSubstr;
@@ -192,5 +192,5 @@ TEST_F(MetricsTest, EveryLineIsWellFormed) {
   }
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace gpurent::http

@@ -7,7 +7,7 @@
 #include <set>
 
 namespace gpurent::http {
-namespace {
+namespace openapi_test {
 
 using nlohmann::json;
 
@@ -171,5 +171,5 @@ TEST(OpenApiSecurity, EveryOperationPrintsTheAccessItsRouteDeclares) {
   EXPECT_TRUE(doc["components"]["securitySchemes"].contains("session"));
 }
 
-}  // namespace
+}  // namespace openapi_test
 }  // namespace gpurent::http

@@ -9,7 +9,7 @@
 #include <functional>
 
 namespace gpurent::http {
-namespace {
+namespace query_params_test {
 
 using std::chrono::microseconds;
 using std::chrono::seconds;
@@ -153,5 +153,5 @@ TEST(AuditQueryParams, RefusalsNameTheParameter) {
   EXPECT_EQ(field_of(read("cursor=", cursor)), "cursor");
 }
 
-}  // namespace
+}  // namespace query_params_test
 }  // namespace gpurent::http

@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace gpurent::http {
-namespace {
+namespace rate_limiter_test {
 
 using namespace std::chrono_literals;
 
@@ -213,5 +213,5 @@ TEST(Admit, FakeCredentialsStillCostTheAddress) {
   EXPECT_TRUE(admit(c.request, limiters));
 }
 
-}  // namespace
+}  // namespace rate_limiter_test
 }  // namespace gpurent::http

@@ -17,7 +17,7 @@
 #include <vector>
 
 namespace gpurent::http {
-namespace {
+namespace request_input_test {
 
 struct EncodedCase {
   std::string raw;
@@ -273,5 +273,5 @@ TEST(InvokeChecksInput, ErrorsWithBadBytesStillPrint) {
   EXPECT_NO_THROW(nlohmann::json::parse(resp.body));
 }
 
-}  // namespace
+}  // namespace request_input_test
 }  // namespace gpurent::http

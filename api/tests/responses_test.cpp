@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 namespace gpurent::http {
-namespace {
+namespace responses_test {
 
 using nlohmann::json;
 
@@ -91,5 +91,5 @@ TEST(JsonResponse, StatusAndBody) {
   EXPECT_FALSE(r.close);
 }
 
-}  // namespace
+}  // namespace responses_test
 }  // namespace gpurent::http

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 namespace gpurent::http {
-namespace {
+namespace router_test {
 
 using Kind = RouteMatch::Kind;
 
@@ -213,5 +213,5 @@ TEST(Router, EmptyRouterFindsNothing) {
   EXPECT_EQ(router.match(Method::kGet, "/").kind, Kind::kNotFound);
 }
 
-}  // namespace
+}  // namespace router_test
 }  // namespace gpurent::http

@@ -10,7 +10,7 @@
 #include <fstream>
 
 namespace gpurent::http {
-namespace {
+namespace static_files_test {
 
 namespace fs = std::filesystem;
 using testing::HasSubstr;
@@ -274,5 +274,5 @@ TEST(StaticFiles, RootThatIsAFileServesNothing) {
   EXPECT_EQ(files.size(), 0u);
 }
 
-}  // namespace
+}  // namespace static_files_test
 }  // namespace gpurent::http

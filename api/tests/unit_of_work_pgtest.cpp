@@ -19,7 +19,7 @@
 #include <string>
 
 namespace gpurent {
-namespace {
+namespace unit_of_work_pgtest {
 
 class UnitOfWorkTest : public ::testing::Test {
  protected:
@@ -102,5 +102,5 @@ TEST_F(UnitOfWorkTest, ADatabaseRefusalInTheSecondStepRollsBackTheFirst) {
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'token.create'"), 0);
 }
 
-}  // namespace
+}  // namespace unit_of_work_pgtest
 }  // namespace gpurent

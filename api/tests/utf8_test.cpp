@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace gpurent::http {
-namespace {
+namespace utf8_test {
 
 using Case = std::pair<std::string, std::string>;  // label, bytes
 
@@ -150,5 +150,5 @@ TEST(PrintableName, Table) {
   }
 }
 
-}  // namespace
+}  // namespace utf8_test
 }  // namespace gpurent::http

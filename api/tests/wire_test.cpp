@@ -7,7 +7,7 @@
 #include <regex>
 
 namespace gpurent::http {
-namespace {
+namespace wire_test {
 
 using testing::ElementsAre;
 using testing::HasSubstr;
@@ -210,5 +210,5 @@ TEST(SerializeResponse, PipelinedResponsesConcatenate) {
   EXPECT_THAT(b.values("X-Request-Id"), ElementsAre("req_2"));
 }
 
-}  // namespace
+}  // namespace wire_test
 }  // namespace gpurent::http

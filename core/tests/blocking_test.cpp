@@ -7,7 +7,7 @@
 #include <thread>
 
 namespace gpurent {
-namespace {
+namespace blocking_test {
 
 TEST(Blocking, AScopeForbidsBlockingOnItsThreadUntilItEnds) {
   EXPECT_FALSE(blocking_forbidden());
@@ -53,5 +53,5 @@ TEST(Blocking, ASnapshotIsServedButNotBuiltWhereBlockingIsForbidden) {
   EXPECT_EQ(cache.misses(), 2u);
 }
 
-}  // namespace
+}  // namespace blocking_test
 }  // namespace gpurent

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 namespace gpurent {
-namespace {
+namespace clock_test {
 
 using namespace std::chrono_literals;
 
@@ -90,5 +90,5 @@ TEST(FormatRfc3339, FarFutureDoesNotOverflow) {
   EXPECT_EQ(format_rfc3339(Timestamp(999'999'999'999'999'999us)), "33658-09-27T01:46:39Z");
 }
 
-}  // namespace
+}  // namespace clock_test
 }  // namespace gpurent

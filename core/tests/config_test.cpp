@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace gpurent {
-namespace {
+namespace config_test {
 
 using std::chrono::hours;
 using std::chrono::milliseconds;
@@ -595,5 +595,5 @@ TEST(LoadConfig, EnvironmentValueMayContainEquals) {
   EXPECT_EQ(c.database_url, "postgresql://db/x?sslmode=require");
 }
 
-}  // namespace
+}  // namespace config_test
 }  // namespace gpurent

@@ -6,7 +6,7 @@
 #include <set>
 
 namespace gpurent::crypto {
-namespace {
+namespace crypto_test {
 
 TEST(RandomBytes, ReturnsTheRequestedLength) {
   EXPECT_TRUE(random_bytes(0).empty());
@@ -110,5 +110,5 @@ TEST(Sha256Raw, IsTheBinaryFormOfTheHex) {
             sha256_hex("abc"));
 }
 
-}  // namespace
+}  // namespace crypto_test
 }  // namespace gpurent::crypto

@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace gpurent {
-namespace {
+namespace db_errors_pgtest {
 
 using testing::TestDatabase;
 using namespace std::chrono_literals;
@@ -343,5 +343,5 @@ TEST(DbErrors, DeadlocksAreClassified) {
   EXPECT_EQ(a ? *a : *b, DbFailure::kDeadlock);
 }
 
-}  // namespace
+}  // namespace db_errors_pgtest
 }  // namespace gpurent

@@ -10,7 +10,7 @@
 #include <set>
 
 namespace gpurent {
-namespace {
+namespace db_errors_test {
 
 TEST(DbErrorsText, ClassifiesEachListedSqlstate) {
   const std::map<std::string, DbFailure> cases = {
@@ -103,5 +103,5 @@ TEST(DbErrorsText, ConstraintViolationFromKeepsRowValuesOutOfItsMessage) {
   EXPECT_EQ(again->constraint(), "users_email_key");
 }
 
-}  // namespace
+}  // namespace db_errors_test
 }  // namespace gpurent

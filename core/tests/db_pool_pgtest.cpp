@@ -12,7 +12,7 @@
 #include <thread>
 
 namespace gpurent {
-namespace {
+namespace db_pool_pgtest {
 
 using testing::TestDatabase;
 using namespace std::chrono_literals;
@@ -223,5 +223,5 @@ TEST(PgPool, UnreachableDatabaseIsUnavailableNotACrash) {
   EXPECT_EQ(pool.stats().connect_failures_total, 1u);
 }
 
-}  // namespace
+}  // namespace db_pool_pgtest
 }  // namespace gpurent

@@ -11,7 +11,7 @@
 #include <optional>
 
 namespace gpurent {
-namespace {
+namespace embedded_postgres_pgtest {
 
 class EmbeddedPostgresTest : public ::testing::Test {
  protected:
@@ -148,5 +148,5 @@ TEST_F(EmbeddedPostgresTest, RunningServerUrlIgnoresAServerNobodyHolds) {
   next.stop();
 }
 
-}  // namespace
+}  // namespace embedded_postgres_pgtest
 }  // namespace gpurent

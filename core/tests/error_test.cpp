@@ -6,7 +6,7 @@
 #include <set>
 
 namespace gpurent {
-namespace {
+namespace error_test {
 
 constexpr ErrorCode kAllCodes[] = {
     ErrorCode::kInvalidRequest,
@@ -114,5 +114,5 @@ TEST(ConfigError, IsARuntimeError) {
   }
 }
 
-}  // namespace
+}  // namespace error_test
 }  // namespace gpurent

@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 namespace gpurent {
-namespace {
+namespace id_test {
 
 constexpr std::string_view kBase62 =
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -131,5 +131,5 @@ TEST(IsAcceptableRequestId, RejectsLongOrUnsafeIds) {
   EXPECT_FALSE(is_acceptable_request_id("\xD0\xB6"));  // non-ASCII
 }
 
-}  // namespace
+}  // namespace id_test
 }  // namespace gpurent

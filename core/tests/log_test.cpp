@@ -11,7 +11,7 @@
 #include <thread>
 
 namespace gpurent::log {
-namespace {
+namespace log_test {
 
 using testing::HasSubstr;
 using testing::Not;
@@ -172,5 +172,5 @@ TEST(AppendJsonEscaped, KeepsValidUtf8AndReplacesInvalidBytes) {
   }
 }
 
-}  // namespace
+}  // namespace log_test
 }  // namespace gpurent::log

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace gpurent {
-namespace {
+namespace migrations_files_test {
 
 using testing::HasSubstr;
 
@@ -81,5 +81,5 @@ TEST(MigrationError, IsARuntimeErrorNamingTheFile) {
   }
 }
 
-}  // namespace
+}  // namespace migrations_files_test
 }  // namespace gpurent

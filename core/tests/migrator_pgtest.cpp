@@ -14,7 +14,7 @@
 #include <thread>
 
 namespace gpurent {
-namespace {
+namespace migrator_pgtest {
 
 using ::testing::HasSubstr;
 using testing::TestDatabase;
@@ -163,5 +163,5 @@ TEST(Migrator, ProjectMigrationsApplyToAnEmptyDatabase) {
   EXPECT_EQ(query_int(db.url(), "SELECT max(version) FROM schema_migrations"), all.back().version);
 }
 
-}  // namespace
+}  // namespace migrator_pgtest
 }  // namespace gpurent

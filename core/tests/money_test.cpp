@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 namespace gpurent {
-namespace {
+namespace money_test {
 
 using nlohmann::json;
 
@@ -173,5 +173,5 @@ TEST(Money, FromJsonNamesTheCallersField) {
       "limits.spend_limit.amount_minor");
 }
 
-}  // namespace
+}  // namespace money_test
 }  // namespace gpurent

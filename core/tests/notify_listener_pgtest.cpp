@@ -14,7 +14,7 @@
 #include <thread>
 
 namespace gpurent {
-namespace {
+namespace notify_listener_pgtest {
 
 using testing::TestDatabase;
 using namespace std::chrono_literals;
@@ -264,5 +264,5 @@ TEST(NotifyListener, SubscribeRejectsChannelNamesThatAreNotPlainIdentifiers) {
   EXPECT_NO_THROW(listener.subscribe("_cache_v2", [](const std::string&) {}));
 }
 
-}  // namespace
+}  // namespace notify_listener_pgtest
 }  // namespace gpurent

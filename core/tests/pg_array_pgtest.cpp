@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace gpurent {
-namespace {
+namespace pg_array_pgtest {
 
 std::vector<std::string> round_trip(const std::vector<std::string>& values) {
   testing::TestDatabase db;
@@ -46,5 +46,5 @@ TEST(PgArrayLiteral, NumbersAreAcceptedAsIntegers) {
   EXPECT_EQ(pg_array_literal(numbers), "{\"0\",\"-7\",\"2147483647\"}");
 }
 
-}  // namespace
+}  // namespace pg_array_pgtest
 }  // namespace gpurent

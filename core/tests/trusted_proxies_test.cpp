@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace gpurent {
-namespace {
+namespace trusted_proxies_test {
 
 TEST(TrustedProxies, ParsesAddressesAndBlocks) {
   auto t = TrustedProxies::parse(" 10.0.0.0/8, 127.0.0.1,::1 , fd00::/8,");
@@ -68,5 +68,5 @@ TEST(TrustedProxies, AMalformedEntryStopsTheWalk) {
   EXPECT_EQ(t.client_address("10.0.0.1", std::string(5000, '9')), "10.0.0.1");
 }
 
-}  // namespace
+}  // namespace trusted_proxies_test
 }  // namespace gpurent

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 namespace gpurent {
-namespace {
+namespace worker_pool_test {
 
 using namespace std::chrono_literals;
 
@@ -196,5 +196,5 @@ TEST(WorkerPool, BusyCountsRunningTasks) {
   EXPECT_EQ(pool.busy(), 0u);
 }
 
-}  // namespace
+}  // namespace worker_pool_test
 }  // namespace gpurent

@@ -16,7 +16,7 @@
 #include <set>
 
 namespace gpurent::identity {
-namespace {
+namespace audit_store_pgtest {
 
 using namespace std::chrono_literals;
 
@@ -257,5 +257,5 @@ TEST_F(AuditStoreTest, RowsThatStoresWriteAreListed) {
   EXPECT_TRUE(page.items[0].details.is_object());
 }
 
-}  // namespace
+}  // namespace audit_store_pgtest
 }  // namespace gpurent::identity

@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace gpurent::identity {
-namespace {
+namespace idempotency_store_pgtest {
 
 using testing::TestDatabase;
 using Kind = IdempotencyClaim::Kind;
@@ -174,5 +174,5 @@ TEST_F(IdempotencyStoreTest, DeletingTheUserDeletesTheirKeys) {
   EXPECT_EQ(rows(), 0);
 }
 
-}  // namespace
+}  // namespace idempotency_store_pgtest
 }  // namespace gpurent::identity

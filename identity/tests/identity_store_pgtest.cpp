@@ -13,7 +13,7 @@
 #include <thread>
 
 namespace gpurent::identity {
-namespace {
+namespace identity_store_pgtest {
 
 using testing::TestDatabase;
 using namespace std::chrono_literals;
@@ -196,5 +196,5 @@ TEST_F(IdentityStoreTest, ConcurrentSignupsWithOneEmailCreateOneAccount) {
   EXPECT_EQ(count("SELECT count(*) FROM orgs"), 1);
 }
 
-}  // namespace
+}  // namespace identity_store_pgtest
 }  // namespace gpurent::identity

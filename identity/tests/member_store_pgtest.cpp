@@ -16,7 +16,7 @@
 #include <thread>
 
 namespace gpurent::identity {
-namespace {
+namespace member_store_pgtest {
 
 using namespace std::chrono_literals;
 
@@ -269,5 +269,5 @@ TEST_F(MemberStoreTest, EmailsWithSqlMetacharactersAreOnlyData) {
   EXPECT_EQ(list(org1_).items.size(), 1u);
 }
 
-}  // namespace
+}  // namespace member_store_pgtest
 }  // namespace gpurent::identity

@@ -16,7 +16,7 @@
 #include <set>
 
 namespace gpurent::identity {
-namespace {
+namespace org_admin_store_pgtest {
 
 class OrgAdminStoreTest : public TwoOrgsTest {
  protected:
@@ -232,5 +232,5 @@ TEST_F(OrgAdminStoreTest, OutOfRangeLimitsAreInvalidRequestAndWriteNothing) {
   EXPECT_TRUE(guardrails_in_db(org1_)[0].is_null());
 }
 
-}  // namespace
+}  // namespace org_admin_store_pgtest
 }  // namespace gpurent::identity

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace gpurent::identity {
-namespace {
+namespace password_test {
 
 // Cheap parameters keep the tests fast; production defaults are tested once.
 const ScryptParams kFast{.log2_n = 10, .r = 8, .p = 1};
@@ -49,5 +49,5 @@ TEST(Password, PolicyRefusesShortAndHugePasswords) {
   EXPECT_EQ(password_policy_violation("ten chars!"), "");
 }
 
-}  // namespace
+}  // namespace password_test
 }  // namespace gpurent::identity

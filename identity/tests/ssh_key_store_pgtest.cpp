@@ -18,7 +18,7 @@
 #include <thread>
 
 namespace gpurent::identity {
-namespace {
+namespace ssh_key_store_pgtest {
 
 using namespace std::chrono_literals;
 
@@ -261,5 +261,5 @@ TEST_F(SshKeyStoreTest, NamesWithSqlMetacharactersAreStoredVerbatim) {
   EXPECT_EQ(get(org1_, made.id)->name, name);
 }
 
-}  // namespace
+}  // namespace ssh_key_store_pgtest
 }  // namespace gpurent::identity

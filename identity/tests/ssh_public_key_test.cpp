@@ -21,7 +21,7 @@
 #include <sstream>
 
 namespace gpurent::identity {
-namespace {
+namespace ssh_public_key_test {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -779,5 +779,5 @@ TEST(SshPublicKey, SurvivesRandomlyDamagedInput) {
   }
 }
 
-}  // namespace
+}  // namespace ssh_public_key_test
 }  // namespace gpurent::identity

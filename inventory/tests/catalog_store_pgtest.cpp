@@ -16,7 +16,7 @@
 #include <atomic>
 
 namespace gpurent::inventory {
-namespace {
+namespace catalog_store_pgtest {
 
 class CatalogStoreTest : public InventoryTest {
  protected:
@@ -211,5 +211,5 @@ TEST_F(CatalogStoreTest, EveryCatalogChangeIsAnnouncedOnTheCatalogChannel) {
   listener.stop();
 }
 
-}  // namespace
+}  // namespace catalog_store_pgtest
 }  // namespace gpurent::inventory

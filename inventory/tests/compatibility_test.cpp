@@ -24,7 +24,7 @@ void PrintTo(ComputeCapability cc, std::ostream* os) {
   *os << cc.str();
 }
 
-namespace {
+namespace compatibility_test {
 
 // A version the test spells out; fails the test rather than crash on a typo.
 Version v(std::string_view text) {
@@ -374,5 +374,5 @@ TEST(Precision, Bf16AndFp8ByComputeCapability) {
   }
 }
 
-}  // namespace
+}  // namespace compatibility_test
 }  // namespace gpurent::inventory

@@ -12,7 +12,7 @@
 #include <map>
 
 namespace gpurent::inventory {
-namespace {
+namespace demo_fleet_pgtest {
 
 class DemoFleetTest : public InventoryTest {
  protected:
@@ -78,5 +78,5 @@ TEST_F(DemoFleetTest, ASeedThatFailsPartWayLeavesNothing) {
   EXPECT_EQ(count("SELECT count(*) FROM audit_log"), audits);
 }
 
-}  // namespace
+}  // namespace demo_fleet_pgtest
 }  // namespace gpurent::inventory

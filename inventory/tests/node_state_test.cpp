@@ -20,7 +20,7 @@ void PrintTo(NodeAction action, std::ostream* os) {
   *os << to_string(action);
 }
 
-namespace {
+namespace node_state_test {
 
 using S = NodeState;
 using A = NodeAction;
@@ -162,5 +162,5 @@ TEST(NodeActionNames, ParseRejectsUnknownAndCaseVariants) {
   }
 }
 
-}  // namespace
+}  // namespace node_state_test
 }  // namespace gpurent::inventory

@@ -15,7 +15,7 @@
 #include <thread>
 
 namespace gpurent::inventory {
-namespace {
+namespace node_store_pgtest {
 
 class NodeStoreTest : public InventoryTest {
  protected:
@@ -324,5 +324,5 @@ TEST_F(NodeStoreTest, HealthIsSetForTheNodeAndItsGpus) {
   for (const auto& g : d->gpus) EXPECT_EQ(g.health, "ok");
 }
 
-}  // namespace
+}  // namespace node_store_pgtest
 }  // namespace gpurent::inventory

@@ -12,7 +12,7 @@
 #include <thread>
 
 namespace gpurent::inventory {
-namespace {
+namespace price_store_pgtest {
 
 class PriceStoreTest : public InventoryTest {
  protected:
@@ -120,5 +120,5 @@ TEST_F(PriceStoreTest, ConcurrentReplacementsSerialise) {
   EXPECT_EQ(count("SELECT count(*) FROM prices WHERE valid_until IS NULL"), 2);
 }
 
-}  // namespace
+}  // namespace price_store_pgtest
 }  // namespace gpurent::inventory

@@ -9,7 +9,7 @@
 #include <set>
 
 namespace gpurent::inventory {
-namespace {
+namespace site_store_pgtest {
 
 using SiteStoreTest = InventoryTest;
 
@@ -61,5 +61,5 @@ TEST_F(SiteStoreTest, PagesVisitEverySiteOnce) {
   EXPECT_THROW(read([&](Tx& tx) { return sites_.list(tx, 2, std::string("nonsense")); }), Error);
 }
 
-}  // namespace
+}  // namespace site_store_pgtest
 }  // namespace gpurent::inventory
