@@ -11,6 +11,7 @@
 #include "api/idempotency.h"
 #include "api/modules/identity_module.h"
 #include "api/modules/inventory_module.h"
+#include "api/modules/scheduler_module.h"
 #include "api/openapi.h"
 #include "api/pipeline.h"
 #include "api/rate_limiter.h"
@@ -60,6 +61,7 @@ int run_server(const Config& config) {
   ModuleContext context{.config = config, .pool = pool, .clock = clock, .listener = listener};
   IdentityModule identity(context);
   InventoryModule inventory(context);
+  SchedulerModule scheduler(context);
   AnnouncementBarrier barrier(listener, pool);
 
   http::Router router;
@@ -67,6 +69,7 @@ int run_server(const Config& config) {
   http::add_ops_routes(router, ops);
   identity.add_routes(router);
   inventory.add_routes(router);
+  scheduler.add_routes(router);
   http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
   if (config.test_mode) {
     log::warn("test mode: test clock and test-only routes are enabled");

@@ -24,9 +24,10 @@ void compose_pipeline(Router& router, const PipelineParts& parts) {
       }
       credentials.invalidate();
       // Before answering, the change's announcement comes back to this replica's listener.
-      // Every replica's listener was sent it at the same commit, so the caller's next
-      // request sees the change on whichever replica it lands. Bounded, and only for the
-      // few routes that change credentials.
+      // PostgreSQL sent it to every replica's listener at the same commit, so by the time
+      // the caller has the answer the others have it too, or will within the moment it
+      // takes their listener process to be scheduled (milliseconds on a loaded machine).
+      // Bounded, and only for the few routes that change credentials.
       if (response.status < 300) {
         try {
           if (!barrier.pass(std::chrono::seconds(1))) {

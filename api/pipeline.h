@@ -4,7 +4,8 @@
 //   memory) → Idempotency-Key guard (POST routes) → the handler, with the Principal
 //   → for routes that change credentials: drop this replica's cache, and before answering
 //     wait (bounded) until the change's announcement came back through the listener, so
-//     the caller's next request sees it on whichever replica it lands.
+//     the caller's next request sees it on whichever replica it lands (other replicas'
+//     listeners get the same announcement at the same commit, give or take scheduling).
 #pragma once
 
 #include "api/auth.h"

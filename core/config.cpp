@@ -249,6 +249,11 @@ const std::vector<Field>& fields() {
       {{"enrollment_token_ttl", "GPURENT_ENROLLMENT_TOKEN_TTL",
         "how long a new node's single-use agent enrolment token is valid (whole seconds)", "24h"},
        [](Config& c, const std::string& v) { c.enrollment_token_ttl = parse_whole_seconds(v); }},
+      {{"rental_cleaning_window", "GPURENT_RENTAL_CLEANING_WINDOW",
+        "kept free on a rental's GPUs after it ends, for the wipe before the next (whole "
+        "seconds)",
+        "30m"},
+       [](Config& c, const std::string& v) { c.rental_cleaning_window = parse_whole_seconds(v); }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

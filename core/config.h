@@ -50,6 +50,8 @@ struct Config {
   std::string trusted_proxies;
   std::string currency = "RUB";  // an ISO 4217 code of a currency in circulation
   std::chrono::seconds enrollment_token_ttl{24 * 3600};
+  // Kept free on a rental's GPUs after it ends, for the wipe and reimage before the next.
+  std::chrono::seconds rental_cleaning_window{30 * 60};
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

@@ -18,6 +18,7 @@ inline constexpr std::string_view kToken = "tok";
 inline constexpr std::string_view kInvoice = "inv";
 inline constexpr std::string_view kSite = "sit";
 inline constexpr std::string_view kRequest = "req";
+inline constexpr std::string_view kTask = "tsk";  // agent tasks
 }  // namespace id_prefix
 
 // A new id: prefix, '_', then 22 base62 characters (128 random bits).

@@ -1,6 +1,5 @@
+// Image compatibility over catalog records, from the pure rules in compatibility.h.
 #include "inventory/image_compat.h"
-
-#include "inventory/compatibility.h"
 
 namespace gpurent::inventory {
 
@@ -17,6 +16,17 @@ std::vector<std::string> compatible_gpu_models(const ImageRecord& image,
     if (image_runs_on(*driver, *cuda, GpuFacts{m.name, *arch, *cc})) out.push_back(m.name);
   }
   return out;
+}
+
+Verdict image_runs_on(const ImageRecord& image, const GpuModelRecord& model) {
+  auto driver = parse_version(image.driver_version);
+  auto cuda = parse_version(image.cuda_version);
+  auto arch = parse_architecture(model.architecture);
+  auto cc = parse_compute_capability(model.compute_capability);
+  if (!driver || !cuda || !arch || !cc) {
+    return {false, "The image's or the GPU model's versions are not ones the rules know."};
+  }
+  return image_runs_on(*driver, *cuda, GpuFacts{model.name, *arch, *cc});
 }
 
 }  // namespace gpurent::inventory

@@ -1,6 +1,7 @@
 // Which GPU models an image runs on, from the pure compatibility rules.
 #pragma once
 
+#include "inventory/compatibility.h"
 #include "inventory/records.h"
 
 #include <string>
@@ -13,5 +14,9 @@ namespace gpurent::inventory {
 // supports its architecture), in the order of `models`.
 std::vector<std::string> compatible_gpu_models(const ImageRecord& image,
                                                const std::vector<GpuModelRecord>& models);
+
+// Whether `image` runs on `model`, with the first rule that fails as the reason (the 422
+// incompatible_image a booking answers).
+Verdict image_runs_on(const ImageRecord& image, const GpuModelRecord& model);
 
 }  // namespace gpurent::inventory

@@ -91,6 +91,7 @@ const std::map<std::string, std::string>& other_values() {
       {"rate_limit_burst_per_ip", "201"},
       {"currency", "USD"},
       {"enrollment_token_ttl", "1h"},
+      {"rental_cleaning_window", "2h"},
       {"log_format", "json"},
       {"log_level", "debug"},
       {"demo", "true"},
@@ -127,6 +128,7 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.session_absolute, hours(168));
   EXPECT_EQ(c.currency, "RUB");
   EXPECT_EQ(c.enrollment_token_ttl, hours(24));
+  EXPECT_EQ(c.rental_cleaning_window, minutes(30));
   EXPECT_EQ(c.log_format, LogFormat::kAuto);
   EXPECT_EQ(c.log_level, "info");
   EXPECT_FALSE(c.demo);
@@ -321,9 +323,10 @@ TEST(LoadConfig, ZeroTimeoutIsRejectedNamingKeyAndSource) {
 // Kept in whole seconds: less than a second would truncate to zero (every session over at
 // once), and a fraction would be dropped silently.
 TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
-  for (std::string key : {"http_read_timeout", "http_write_timeout", "http_idle_timeout",
-                          "shutdown_deadline", "db_pool_wait", "db_statement_timeout",
-                          "session_idle", "session_absolute", "enrollment_token_ttl"}) {
+  for (std::string key :
+       {"http_read_timeout", "http_write_timeout", "http_idle_timeout", "shutdown_deadline",
+        "db_pool_wait", "db_statement_timeout", "session_idle", "session_absolute",
+        "enrollment_token_ttl", "rental_cleaning_window"}) {
     SCOPED_TRACE(key);
     for (std::string too_long : {"87601h", "999999999h", "315360001s"}) {
       std::string error = config_error({"--" + key + "=" + too_long});

@@ -51,6 +51,22 @@ class CredentialCacheE2E : public ApiTest {
     ASSERT_TRUE(wait_for([&] { return metric(*server_, counter) > a && metric(*b_, counter) > b; },
                          kWaitLimit, std::chrono::milliseconds(5)));
   }
+  // A change made through replica A's API. A answers only once its own listener has the
+  // change's announcement, which PostgreSQL sent every listener at commit; B's listener
+  // process may be scheduled a moment later on a loaded machine, so before looking at B the
+  // test waits (milliseconds) until B has it too. What B then answers is its next request.
+  HttpResult change_on_a(const std::string& method, const std::string& path, const Headers& h,
+                         const std::string& body = "") {
+    const char* counter = "gpurent_credential_cache_invalidations_total";
+    long long b = metric(*b_, counter);
+    auto r = on(*server_, method, path, h, body);
+    if (r.status < 300) {
+      EXPECT_TRUE(wait_for([&] { return metric(*b_, counter) > b; }, kWaitLimit,
+                           std::chrono::milliseconds(2)))
+          << "replica B never received the announcement of " << method << " " << path;
+    }
+    return r;
+  }
   long long sql_int(const std::string& query) {
     pqxx::connection c(db_.url());
     pqxx::nontransaction tx(c);
@@ -113,7 +129,7 @@ TEST_F(CredentialCacheE2E, RevokingOnOneReplicaIs401OnTheOtherAtOnce) {
   Login owner = account("owner@example.com", "Org");
   auto [id, token] = this->token(session(owner), {"rentals:read"});
   warm(*b_, bearer(token));
-  auto revoked = on(*server_, "DELETE", "/v1/api-tokens/" + id, session(owner));
+  auto revoked = change_on_a("DELETE", "/v1/api-tokens/" + id, session(owner));
   ASSERT_EQ(revoked.status, 204) << revoked.body;
   EXPECT_EQ(on(*b_, "GET", "/v1/me", bearer(token)).status, 401);
 }
@@ -121,7 +137,7 @@ TEST_F(CredentialCacheE2E, RevokingOnOneReplicaIs401OnTheOtherAtOnce) {
 TEST_F(CredentialCacheE2E, LoggingOutOnOneReplicaEndsTheSessionOnTheOther) {
   Login owner = account("owner@example.com", "Org");
   warm(*b_, session(owner));
-  auto out = on(*server_, "POST", "/v1/auth/logout", session(owner));
+  auto out = change_on_a("POST", "/v1/auth/logout", session(owner));
   ASSERT_EQ(out.status, 204) << out.body;
   EXPECT_EQ(on(*b_, "GET", "/v1/me", session(owner)).status, 401);
 }
@@ -136,8 +152,8 @@ TEST_F(CredentialCacheE2E, ARoleChangeOrRemovalTakesEffectOnTheOtherReplica) {
   EXPECT_EQ(me.json()["role"], "member");
 
   // Demoted to viewer on A: B's next answer has the viewer's role and scopes.
-  auto demoted = on(*server_, "PATCH", "/v1/members/" + member.user_id, session(owner),
-                    json{{"role", "viewer"}}.dump());
+  auto demoted = change_on_a("PATCH", "/v1/members/" + member.user_id, session(owner),
+                             json{{"role", "viewer"}}.dump());
   ASSERT_EQ(demoted.status, 200) << demoted.body;
   me = on(*b_, "GET", "/v1/me", session(member));
   EXPECT_EQ(me.json()["role"], "viewer") << me.body;
@@ -148,7 +164,7 @@ TEST_F(CredentialCacheE2E, ARoleChangeOrRemovalTakesEffectOnTheOtherReplica) {
 
   // Removed on A: B's next request acts for no org, and the token dies with the membership.
   warm(*b_, session(member));
-  auto removed = on(*server_, "DELETE", "/v1/members/" + member.user_id, session(owner));
+  auto removed = change_on_a("DELETE", "/v1/members/" + member.user_id, session(owner));
   ASSERT_EQ(removed.status, 204) << removed.body;
   EXPECT_EQ(on(*b_, "GET", "/v1/ssh-keys", session(member)).status, 403);
   EXPECT_EQ(on(*b_, "GET", "/v1/me", bearer(token)).status, 401);
@@ -161,7 +177,7 @@ TEST_F(CredentialCacheE2E, SwitchingOrgsOnOneReplicaShowsOnTheOther) {
   warm(*b_, session(member));
   EXPECT_EQ(on(*b_, "GET", "/v1/me", session(member)).json()["current_org_id"], owner.org_id);
   auto sw =
-      on(*server_, "POST", "/v1/session/org", session(member), json{{"org_id", own_org}}.dump());
+      change_on_a("POST", "/v1/session/org", session(member), json{{"org_id", own_org}}.dump());
   ASSERT_EQ(sw.status, 200) << sw.body;
   EXPECT_EQ(on(*b_, "GET", "/v1/me", session(member)).json()["current_org_id"], own_org);
 }

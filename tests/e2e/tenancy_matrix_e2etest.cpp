@@ -1,5 +1,6 @@
 // One table of every tenant-owned route, checked across tenants, roles, token scopes, revoked
 // and expired tokens, and session credentials: a new route is one more row in endpoint_cases().
+#include "core/clock.h"
 #include "core/id.h"
 #include "core/subprocess.h"
 #include "tests/support/http_client.h"
@@ -209,6 +210,59 @@ class TenancyMatrixE2E : public ::testing::Test {
     return token_of(owner, {"rentals:read"}).token_id;
   }
 
+  // Two 8-GPU nodes, an image and a price, written once as an operator and the nodes' agents
+  // would have (the admin routes are tested elsewhere).
+  const std::string& fleet_image() {
+    if (!image_id_.empty()) return image_id_;
+    auto t = tx();
+    std::string site = new_id(id_prefix::kSite);
+    t.exec_params(
+        "INSERT INTO sites (id, name, region, timezone, created_at)"
+        " VALUES ($1, 'Matrix DC', 'test', 'UTC', now())",
+        site);
+    for (int n = 0; n < 2; ++n) {
+      std::string node = new_id(id_prefix::kNode);
+      t.exec_params(
+          "INSERT INTO nodes (id, site_id, hostname, gpu_model, gpu_count, interconnect,"
+          " state, state_changed_at, health, topology_source, created_at)"
+          " VALUES ($1, $2, $3, 'H100-SXM5-80GB', 8, 'nvswitch', 'available', now(),"
+          " 'ok', 'declared', now())",
+          node, site, "matrix-" + std::to_string(n));
+      t.exec_params(
+          "INSERT INTO gpus (node_id, idx, health) SELECT $1, i, 'ok'"
+          " FROM generate_series(0, 7) i",
+          node);
+    }
+    image_id_ = new_id(id_prefix::kImage);
+    t.exec_params(
+        "INSERT INTO images (id, name, os, driver_version, cuda_version, status,"
+        " created_at) VALUES ($1, 'matrix', 'Ubuntu 22.04', '550.54.15', '12.4',"
+        " 'active', now())",
+        image_id_);
+    t.exec(
+        "INSERT INTO prices (gpu_model, gpu_count, amount_minor, currency, valid_from)"
+        " VALUES ('H100-SXM5-80GB', 1, 100000, 'RUB', now() - interval '1 day')");
+    return image_id_;
+  }
+  // A one-GPU booking a day long; each starts two days after the one before, from two days
+  // ahead (a cell may have moved the server's test clock a day on), 13 slots a GPU within
+  // the booking horizon, so the fleet never runs out however many cells book.
+  Json rental_body() {
+    auto start =
+        std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()) +
+        std::chrono::hours(48 * (1 + rentals_++ % 13));
+    return Json{{"gpu_model", "H100-SXM5-80GB"},
+                {"gpu_count", 1},
+                {"start", format_rfc3339(start)},
+                {"days", 1},
+                {"image_id", fleet_image()}};
+  }
+  std::string new_rental_id(const Actor& owner) {
+    auto r = send("POST", "/v1/rentals", rental_body(), owner.credentials());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.json().value("id", "");
+  }
+
   // Everything an org owns, read from the database, with the columns a request could change
   // (not last_used_at or last_seen_at, which reads stamp).
   std::string org_rows(const std::string& org_id) {
@@ -287,6 +341,8 @@ class TenancyMatrixE2E : public ::testing::Test {
   std::unique_ptr<pqxx::connection> conn_;
   std::string key_dir_;
   int counter_ = 0;
+  std::string image_id_;
+  int rentals_ = 0;
 };
 
 // The table. Roles come from the handlers (api/handlers/*.cpp) and scopes_for_role
@@ -388,6 +444,43 @@ const std::vector<EndpointCase>& endpoint_cases() {
          return Prepared{Json{{"org_id", o.org_id}}, ""};
        },
        std::nullopt, kEveryRole, 200, true, /*sessions_only=*/true},
+      // Rentals: reading needs rentals:read (every role has it), booking and ending need
+      // rentals:write (owner, admin, member).
+      {"GET", "/v1/rentals", [](T&, const Actor&) { return Prepared{}; }, "rentals:read",
+       kEveryRole, 200, false},
+      {"POST",
+       "/v1/rentals",
+       [](T& t, const Actor&) {
+         return Prepared{t.rental_body(), ""};
+       },
+       "rentals:write",
+       {"owner", "admin", "member"},
+       201,
+       false},
+      {"POST", "/v1/quotes",
+       [](T& t, const Actor&) {
+         return Prepared{t.rental_body(), ""};
+       },
+       "rentals:read", kEveryRole, 200, false},
+      {"GET", "/v1/rentals/{id}",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_rental_id(o)};
+       },
+       "rentals:read", kEveryRole, 200, true},
+      {"GET", "/v1/rentals/{id}/events",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_rental_id(o)};
+       },
+       "rentals:read", kEveryRole, 200, true},
+      {"POST",
+       "/v1/rentals/{id}/terminate",
+       [](T& t, const Actor& o) {
+         return Prepared{Json::object(), t.new_rental_id(o)};
+       },
+       "rentals:write",
+       {"owner", "admin", "member"},
+       200,
+       true},
   };
   return cases;
 }

@@ -1,0 +1,304 @@
+// Rental routes. Each is one use case in one transaction: booking reads the org's
+// guardrails and checks the SSH keys in the same transaction that allocates the GPUs, so a
+// key deleted or a limit lowered meanwhile cannot slip through.
+#include "api/handlers/rental_handlers.h"
+
+#include "api/handlers/json_values.h"
+#include "api/handlers/query_params.h"
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/id.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace gpurent::http {
+namespace {
+
+using scheduler::RentalRecord;
+using scheduler::RentalState;
+
+nlohmann::json period_json(const scheduler::Period& p) {
+  return {{"start", time_json(p.start)}, {"end", time_json(p.end)}};
+}
+
+nlohmann::json rental_json(const RentalRecord& r) {
+  return {{"id", r.id},
+          {"name", r.name},
+          {"state", scheduler::to_string(r.state)},
+          {"gpu_model", r.gpu_model},
+          {"gpu_count", r.gpu_count},
+          {"interconnect", scheduler::to_string(r.link_need)},
+          {"node_id", optional_json(r.node_id)},
+          {"gpu_indices", r.gpu_indices},
+          {"period", period_json(r.period)},
+          {"days", r.days},
+          {"image", {{"id", r.image_id}}},
+          {"ssh_key_ids", r.ssh_key_ids},
+          // Filled once SSH access is set up on the node (the SSH capability).
+          {"ssh", nullptr},
+          {"price", {{"per_day", r.price_per_day.to_json()}, {"total", r.total_price().to_json()}}},
+          {"pending_expires_at", optional_json(r.pending_expires_at)},
+          {"created_at", time_json(r.created_at)},
+          {"created_by", r.created_by},
+          {"state_changed_at", time_json(r.state_changed_at)}};
+}
+
+// The rental id from the path; a malformed one is a rental that does not exist.
+std::string rental_id(const Request& req) {
+  std::string id(req.path_param("id"));
+  if (!is_valid_id(id_prefix::kRental, id)) throw Error(ErrorCode::kNotFound, "No such rental.");
+  return id;
+}
+
+scheduler::Start read_start(JsonObjectReader& in) {
+  auto text = in.optional_string("start", 64);
+  if (!text || *text == "now") return scheduler::StartNow{};
+  if (text->size() == 10) return scheduler::StartDate{*text};
+  auto at = parse_rfc3339(*text);
+  if (!at) throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
+  return *at;
+}
+
+// POST /v1/rentals and POST /v1/quotes take the same body.
+scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  scheduler::BookingRequest r;
+  r.org_id = *p.org_id;
+  r.actor = actor_of(req, p);
+  r.gpu_model = in.required_string("gpu_model", 100);
+  r.gpu_count = static_cast<int>(in.required_int("gpu_count", 1, 64));
+  auto interconnect = in.optional_string("interconnect", 16);
+  if (interconnect) {
+    auto need = scheduler::parse_link_need(*interconnect);
+    if (!need) throw Error::invalid_field("interconnect", "must be nvlink or any");
+    r.link_need = *need;
+  }
+  r.start = read_start(in);
+  r.days = static_cast<int>(in.required_int("days", 1, 365));
+  r.image_id = in.required_string("image_id", 64);
+  if (const auto* keys = in.optional_value("ssh_key_ids")) {
+    if (!keys->is_array() || keys->size() > 20) {
+      throw Error::invalid_field("ssh_key_ids", "must be a list of at most 20 SSH key ids");
+    }
+    for (const auto& k : *keys) {
+      if (!k.is_string() || !is_valid_id(id_prefix::kSshKey, k.get<std::string>())) {
+        throw Error::invalid_field("ssh_key_ids", "must hold SSH key ids (key_…)");
+      }
+      auto id = k.get<std::string>();
+      if (std::find(r.ssh_key_ids.begin(), r.ssh_key_ids.end(), id) == r.ssh_key_ids.end()) {
+        r.ssh_key_ids.push_back(std::move(id));
+      }
+    }
+  }
+  if (auto name = in.optional_string("name", 100)) r.name = printable_text("name", *name, 100);
+  r.wait_for_capacity = in.optional_bool("wait_for_capacity").value_or(false);
+  in.finish();
+  r.token_limits = {p.guardrails.max_concurrent_gpus, p.guardrails.max_days};
+  return r;
+}
+
+// What the booking needs from identity, read in the booking's own transaction: the org's
+// limits, and that every SSH key is the org's (another org's key is as unknown as none).
+void complete_from_identity(Tx& tx, const RentalRoutesState& state, scheduler::BookingRequest& r) {
+  if (auto org = state.orgs->get(tx, r.org_id)) {
+    r.org_limits = {org->guardrails.max_concurrent_gpus, org->guardrails.max_days};
+  }
+  for (const auto& id : r.ssh_key_ids) {
+    if (!state.ssh_keys->get(tx, r.org_id, id)) {
+      throw Error(
+          ErrorCode::kInvalidRequest, "No such SSH key: " + id + ".",
+          {{"field", "ssh_key_ids"}, {"reason", "names an SSH key this org does not have"}});
+    }
+  }
+}
+
+Response no_capacity_response(const scheduler::NoCapacity& d) {
+  nlohmann::json alternatives = nlohmann::json::array();
+  for (const auto& a : d.alternatives) {
+    alternatives.push_back({{"gpu_count", a.gpu_count}, {"start", time_json(a.start)}});
+  }
+  Response r = error_response(
+      Error(ErrorCode::kInsufficientCapacity, "No GPUs of that shape are free for that period.",
+            {{"earliest_start", optional_json(d.earliest_start)}, {"alternatives", alternatives}}));
+  // A booking that ended or a node back from maintenance can free GPUs at any time.
+  r.set_header("Retry-After", "60");
+  return r;
+}
+
+}  // namespace
+
+void add_rental_routes(Router& router, RentalRoutesState& state) {
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/rentals",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             auto request = read_booking(req, p);
+             try {
+               auto rental = state.pool->transact("rental_book", [&](Tx& tx) {
+                 complete_from_identity(tx, state, request);
+                 return state.booking->book(tx, request);
+               });
+               return json_response(201, rental_json(rental));
+             } catch (const scheduler::InsufficientCapacity& e) {
+               return no_capacity_response(e.details());
+             }
+           },
+       .needs_org = true,
+       .scope = "rentals:write",
+       .summary = "Book GPUs for whole days: placed at once, or waiting for capacity if asked.",
+       .tag = "rentals"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/quotes",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    auto request = read_booking(req, p);
+                    auto quote = state.pool->read("rental_quote", [&](Tx& tx) {
+                      complete_from_identity(tx, state, request);
+                      return state.booking->quote(tx, request);
+                    });
+                    nlohmann::json preview = nullptr;
+                    if (quote.preview) {
+                      preview = {{"node_id", quote.preview->node_id},
+                                 {"gpu_indices", quote.preview->gpu_indices}};
+                    }
+                    return json_response(200,
+                                         {{"price",
+                                           {{"per_day", quote.price_per_day.to_json()},
+                                            {"total", quote.total.to_json()}}},
+                                          {"available", quote.available},
+                                          {"period", period_json(quote.period)},
+                                          {"earliest_start", optional_json(quote.earliest_start)},
+                                          {"node_preview", preview}});
+                  },
+              .needs_org = true,
+              .scope = "rentals:read",
+              .summary = "Price and availability of a rental, booking nothing.",
+              .tag = "rentals"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/rentals",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    QueryParams query(req, {"state", "limit", "cursor"});
+                    std::optional<RentalState> filter;
+                    if (auto s = query.text("state")) {
+                      filter = scheduler::parse_rental_state(*s);
+                      if (!filter) throw Error::invalid_field("state", "is not a rental state");
+                    }
+                    auto page = state.pool->read("rental_list", [&](Tx& tx) {
+                      return state.rentals->list(tx, *p.org_id, filter, query.limit(),
+                                                 query.cursor());
+                    });
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& r : page.items) items.push_back(rental_json(r));
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .needs_org = true,
+              .scope = "rentals:read",
+              .summary = "The org's rentals, newest first, optionally of one state.",
+              .tag = "rentals"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/rentals/{id}",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string id = rental_id(req);
+                    auto rental = state.pool->read("rental_get", [&](Tx& tx) {
+                      return state.rentals->get(tx, *p.org_id, id);
+                    });
+                    if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
+                    return json_response(200, rental_json(*rental));
+                  },
+              .needs_org = true,
+              .scope = "rentals:read",
+              .summary = "One rental.",
+              .tag = "rentals"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/rentals/{id}/events",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string id = rental_id(req);
+                    auto [rental, events] = state.pool->transact("rental_events", [&](Tx& tx) {
+                      auto r = state.rentals->get(tx, *p.org_id, id);
+                      return std::make_pair(r, r ? state.rentals->events(tx, *p.org_id, id)
+                                                 : std::vector<scheduler::RentalEvent>{});
+                    });
+                    if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& e : events) {
+                      items.push_back(
+                          {{"at", time_json(e.at)},
+                           {"from_state", e.from_state
+                                              ? nlohmann::json(scheduler::to_string(*e.from_state))
+                                              : nlohmann::json(nullptr)},
+                           {"to_state", scheduler::to_string(e.to_state)},
+                           {"reason", e.reason}});
+                    }
+                    return json_response(200, {{"items", items}});
+                  },
+              .needs_org = true,
+              .scope = "rentals:read",
+              .summary = "The rental's state changes, oldest first.",
+              .tag = "rentals"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/rentals/{id}/terminate",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string id = rental_id(req);
+                    // The body is optional: {} or {"reason": "…"}.
+                    std::string reason = "terminated by the customer";
+                    if (!req.body.empty()) {
+                      auto body = parse_json_body(req);
+                      JsonObjectReader in(body);
+                      if (auto given = in.optional_string("reason", 500)) {
+                        reason = printable_text("reason", *given, 500);
+                      }
+                      in.finish();
+                    }
+                    auto actor = actor_of(req, p);
+                    auto rental = state.pool->transact("rental_terminate", [&](Tx& tx) {
+                      auto r = state.rentals->lock(tx, *p.org_id, id);
+                      if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
+                      RentalState to;
+                      switch (r->state) {
+                        case RentalState::kPending:
+                        case RentalState::kScheduled:
+                          // Before the start nothing ran: cancelled, and the GPUs free at once.
+                          state.rentals->drop_allocations(tx, id);
+                          to = RentalState::kCancelled;
+                          break;
+                        case RentalState::kProvisioning:
+                        case RentalState::kActive:
+                          // Access is revoked and the node wiped next; the GPUs are free once the
+                          // cleaning window after now has passed.
+                          state.rentals->end_allocations(tx, id, state.clock->now(),
+                                                         state.booking->options().cleaning_window);
+                          to = RentalState::kReleasing;
+                          break;
+                        default:
+                          throw Error(ErrorCode::kInvalidState,
+                                      "The rental is " +
+                                          std::string(scheduler::to_string(r->state)) +
+                                          "; there is nothing to terminate.",
+                                      {{"state", scheduler::to_string(r->state)}});
+                      }
+                      state.rentals->transition(tx, id, r->state, to, reason, actor.user_id);
+                      return *state.rentals->get(tx, *p.org_id, id);
+                    });
+                    return json_response(200, rental_json(rental));
+                  },
+              .needs_org = true,
+              .scope = "rentals:write",
+              .summary = "End a rental: cancelled before its start, released while it runs.",
+              .tag = "rentals"});
+}
+
+}  // namespace gpurent::http

@@ -1,0 +1,138 @@
+// Booking: the use case that turns a rental request into GPUs held over a period. It runs
+// inside the caller's transaction (the booking handler's; later with billing's hold in the
+// same one): it checks the request against the catalog, the price list and the guardrails,
+// loads the candidate nodes, asks placement for an order, and allocates the first choice
+// that the database accepts. The exclusion constraint on allocations settles races with
+// other bookings on any replica: a choice taken meanwhile fails inside a savepoint and the
+// next one is tried, a bounded number of times.
+#pragma once
+
+#include "core/audit.h"
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "core/money.h"
+#include "inventory/catalog_store.h"
+#include "inventory/price_store.h"
+#include "scheduler/candidate_store.h"
+#include "scheduler/placement.h"
+#include "scheduler/records.h"
+#include "scheduler/rental_store.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gpurent::scheduler {
+
+// When the rental starts: now, an instant, or a calendar date, which means midnight of that
+// date in the time zone of the site whose node takes the rental.
+struct StartNow {};
+struct StartDate {
+  std::string date;  // YYYY-MM-DD
+};
+using Start = std::variant<StartNow, Timestamp, StartDate>;
+
+// Limits the caller is held to: the org's and, for an API token, the token's (the stricter
+// of each applies). Absent: no limit.
+struct BookingLimits {
+  std::optional<int> max_concurrent_gpus;
+  std::optional<int> max_days;
+};
+
+struct BookingRequest {
+  std::string org_id;
+  Actor actor;  // the user (and token) booking
+  std::string gpu_model;
+  int gpu_count = 1;
+  LinkNeed link_need = LinkNeed::kNvlink;
+  Start start;
+  int days = 1;
+  std::string image_id;
+  std::vector<std::string> ssh_key_ids;  // already checked to be the org's
+  std::string name;
+  bool wait_for_capacity = false;
+  BookingLimits org_limits;
+  BookingLimits token_limits;
+};
+
+// What the booking would get now: the quote, and the rental's first choice of node.
+struct Quote {
+  Money price_per_day{0, "XXX"};
+  Money total{0, "XXX"};
+  bool available = false;
+  Period period;                            // at the requested start (the first fitting site's)
+  std::optional<Timestamp> earliest_start;  // the soonest start that fits, within the horizon
+  std::optional<Placement> preview;
+};
+
+// Refused for want of GPUs: the contract's 409 insufficient_capacity with these details.
+struct Alternative {
+  int gpu_count = 0;
+  Timestamp start;
+};
+struct NoCapacity {
+  std::optional<Timestamp> earliest_start;  // within the horizon; absent when none
+  std::vector<Alternative> alternatives;    // other GPU counts of the model that fit
+};
+
+struct BookingOptions {
+  std::chrono::seconds cleaning_window{30 * 60};
+  // How many placement choices refused for an overlap (a booking made meanwhile) are
+  // tried before the request counts as unplaceable now.
+  int max_attempts = 16;
+  // How far ahead a start may lie, and how far the search for an earliest start looks.
+  std::chrono::hours horizon{24 * 30};
+  std::chrono::hours pending_for{24};  // a waiting request expires after this
+};
+
+class Booking {
+ public:
+  Booking(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
+          RentalStore& rentals, CandidateStore& candidates, BookingOptions options)
+      : clock_(clock),
+        catalog_(catalog),
+        prices_(prices),
+        rentals_(rentals),
+        candidates_(candidates),
+        options_(options) {}
+
+  // Books the rental: a `scheduled` rental with its GPUs allocated, or, when nothing fits
+  // and the request asked to wait, a `pending` one. Throws Error: invalid_request (naming
+  // the field), incompatible_image, quota_exceeded; and NoCapacity (as InsufficientCapacity
+  // below) when nothing fits and it may not wait.
+  RentalRecord book(Tx& tx, const BookingRequest& request);
+
+  // The same checks and search as book(), writing nothing.
+  Quote quote(Tx& tx, const BookingRequest& request);
+
+  const BookingOptions& options() const { return options_; }
+
+ private:
+  struct Checked;
+  Checked check(Tx& tx, const BookingRequest& request);
+  NoCapacity no_capacity(Tx& tx, const BookingRequest& request, const Checked& checked);
+
+  const Clock& clock_;
+  inventory::CatalogStore& catalog_;
+  inventory::PriceStore& prices_;
+  RentalStore& rentals_;
+  CandidateStore& candidates_;
+  BookingOptions options_;
+};
+
+// Thrown by Booking::book when nothing fits now; the API answers 409 insufficient_capacity
+// with Retry-After.
+class InsufficientCapacity : public std::runtime_error {
+ public:
+  explicit InsufficientCapacity(NoCapacity details)
+      : std::runtime_error("No GPUs of that shape are free for that period."),
+        details_(std::move(details)) {}
+  const NoCapacity& details() const { return details_; }
+
+ private:
+  NoCapacity details_;
+};
+
+}  // namespace gpurent::scheduler

@@ -1,0 +1,32 @@
+// The candidates a booking considers: every node that may take a rental of one GPU model, with
+// its GPUs, link matrix, the allocations in the booking's window and its recent failures,
+// loaded in one statement whatever the fleet's size (this runs on every booking and quote).
+#pragma once
+
+#include "core/db_pool.h"
+#include "scheduler/placement.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace gpurent::scheduler {
+
+class CandidateStore {
+ public:
+  // How far back a node's failed or interrupted rentals count against it in placement.
+  static constexpr std::chrono::hours kRecentFailureWindow{24 * 30};
+
+  // The nodes of `gpu_model` that are `available` with health `ok`, by id, as placement
+  // (placement.h) takes them:
+  //  - gpus: the node's GPUs by index; one whose health is `warning` or `critical` is not
+  //    healthy (`unknown` is: a node's health `ok` vouches for it until its agent reports);
+  //  - links: the matrix from gpu_links (pairs without a row are SYS) when the node has rows
+  //    there, else the matrix its declared interconnect implies for the model's link kind;
+  //  - busy: every allocation overlapping `window`, as stored (the cleaning window included);
+  //  - recent_failures: its rentals that became failed or interrupted in the
+  //    kRecentFailureWindow before window.start.
+  std::vector<NodeCandidate> load(Tx& tx, const std::string& gpu_model, const Period& window);
+};
+
+}  // namespace gpurent::scheduler

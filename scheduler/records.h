@@ -1,0 +1,154 @@
+// What the scheduler's stores hand out: rentals, their state changes and agent tasks as plain
+// typed values (Timestamp, Period, enums, Money), read from PostgreSQL, formatted by api/.
+#pragma once
+
+#include "core/clock.h"
+#include "core/money.h"
+#include "scheduler/placement.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurent::scheduler {
+
+// DESIGN.md "State machines": pending → scheduled → provisioning → active → releasing →
+// ended, with the side exits cancelled, failed and interrupted.
+enum class RentalState {
+  kPending,
+  kScheduled,
+  kProvisioning,
+  kActive,
+  kReleasing,
+  kEnded,
+  kCancelled,
+  kFailed,
+  kInterrupted,
+};
+
+inline constexpr std::array<RentalState, 9> kAllRentalStates{
+    RentalState::kPending,   RentalState::kScheduled, RentalState::kProvisioning,
+    RentalState::kActive,    RentalState::kReleasing, RentalState::kEnded,
+    RentalState::kCancelled, RentalState::kFailed,    RentalState::kInterrupted};
+
+// The wire and column names ("pending", "scheduled", …), in the enum's order.
+inline constexpr std::array<std::string_view, 9> kRentalStateNames{
+    "pending", "scheduled", "provisioning", "active",     "releasing",
+    "ended",   "cancelled", "failed",       "interrupted"};
+
+inline std::string_view to_string(RentalState state) {
+  return kRentalStateNames[static_cast<std::size_t>(state)];
+}
+
+// Exact and case-sensitive, as the column stores it.
+inline std::optional<RentalState> parse_rental_state(std::string_view text) {
+  for (std::size_t i = 0; i < kRentalStateNames.size(); ++i) {
+    if (kRentalStateNames[i] == text) return kAllRentalStates[i];
+  }
+  return std::nullopt;
+}
+
+// States a rental never leaves.
+inline bool is_final(RentalState state) {
+  return state == RentalState::kEnded || state == RentalState::kCancelled ||
+         state == RentalState::kFailed || state == RentalState::kInterrupted;
+}
+
+// "nvlink" | "any", as the API's `interconnect` and the rentals.link_need column say it.
+inline std::string_view to_string(LinkNeed need) {
+  return need == LinkNeed::kNvlink ? "nvlink" : "any";
+}
+inline std::optional<LinkNeed> parse_link_need(std::string_view text) {
+  if (text == "nvlink") return LinkNeed::kNvlink;
+  if (text == "any") return LinkNeed::kAny;
+  return std::nullopt;
+}
+
+struct RentalRecord {
+  std::string id;  // "rnt_…"
+  std::string org_id;
+  std::string name;
+  RentalState state = RentalState::kPending;
+  std::string gpu_model;
+  int gpu_count = 0;
+  LinkNeed link_need = LinkNeed::kNvlink;
+  std::optional<std::string> node_id;  // absent until placed
+  std::vector<int> gpu_indices;        // ascending as placed; empty until placed
+  // The rental's own period, half-open, without the cleaning window its allocations add.
+  Period period;
+  int days = 0;
+  std::string image_id;
+  std::vector<std::string> ssh_key_ids;
+  // The price snapshot taken at booking, and the price-list row it came from. "XXX" (ISO
+  // 4217's "no currency") only in a default-constructed record.
+  Money price_per_day{0, "XXX"};
+  long long price_id = 0;
+  bool wait_for_capacity = false;
+  std::optional<Timestamp> pending_expires_at;
+  Timestamp created_at;
+  std::string created_by;  // user id
+  std::optional<std::string> created_by_token;
+  Timestamp state_changed_at;
+  int attempts = 0;  // provisioning retries
+  std::optional<Timestamp> next_check_at;
+
+  // The whole period's price: per day times days.
+  Money total_price() const { return price_per_day.times(days); }
+};
+
+// One state change, oldest first in a rental's history; the first has no from_state.
+struct RentalEvent {
+  long long id = 0;
+  Timestamp at;
+  std::optional<RentalState> from_state;
+  RentalState to_state = RentalState::kPending;
+  std::string reason;
+  std::optional<std::string> actor_user_id;  // absent for the system's own steps
+};
+
+enum class TaskKind { kProvision, kInstallAccess, kRevokeAccess, kWipe };
+enum class TaskState { kQueued, kDelivered, kSucceeded, kFailed };
+
+inline constexpr std::array<std::string_view, 4> kTaskKindNames{"provision", "install_access",
+                                                                "revoke_access", "wipe"};
+inline constexpr std::array<std::string_view, 4> kTaskStateNames{"queued", "delivered", "succeeded",
+                                                                 "failed"};
+
+inline std::string_view to_string(TaskKind kind) {
+  return kTaskKindNames[static_cast<std::size_t>(kind)];
+}
+inline std::string_view to_string(TaskState state) {
+  return kTaskStateNames[static_cast<std::size_t>(state)];
+}
+inline std::optional<TaskKind> parse_task_kind(std::string_view text) {
+  for (std::size_t i = 0; i < kTaskKindNames.size(); ++i) {
+    if (kTaskKindNames[i] == text) return static_cast<TaskKind>(i);
+  }
+  return std::nullopt;
+}
+inline std::optional<TaskState> parse_task_state(std::string_view text) {
+  for (std::size_t i = 0; i < kTaskStateNames.size(); ++i) {
+    if (kTaskStateNames[i] == text) return static_cast<TaskState>(i);
+  }
+  return std::nullopt;
+}
+
+// Work for a node's agent (agent_tasks).
+struct AgentTask {
+  std::string id;  // "tsk_…"
+  std::string node_id;
+  std::optional<std::string> rental_id;  // absent for node housekeeping
+  TaskKind kind = TaskKind::kProvision;
+  nlohmann::json payload = nlohmann::json::object();
+  TaskState state = TaskState::kQueued;
+  int attempts = 0;  // deliveries so far
+  Timestamp created_at;
+  Timestamp updated_at;
+  std::optional<std::string> result_message;
+};
+
+}  // namespace gpurent::scheduler

@@ -1,0 +1,265 @@
+// Rentals end to end: booking through the API places GPUs on a real node, never twice, with
+// many clients racing on two replicas; refusals say when capacity comes back; quotes book
+// nothing; termination cancels before the start and releases after it; another org's
+// rental is 404.
+#include "tests/support/api_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include <atomic>
+#include <latch>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace gpurent::testing::rentals_e2e {
+
+using nlohmann::json;
+
+class RentalsE2E : public ApiTest {
+ protected:
+  void SetUp() override {
+    ApiTest::SetUp();
+    admin_ = platform_admin();
+    auto site = post("/v1/admin/sites",
+                     {{"name", "Test DC"}, {"region", "test"}, {"timezone", "Europe/Moscow"}},
+                     session(admin_));
+    ASSERT_EQ(site.status, 201) << site.body;
+    site_id_ = site.json()["id"];
+    auto image = post("/v1/admin/images",
+                      {{"name", "ubuntu-cuda-12.4"},
+                       {"os", "Ubuntu 22.04"},
+                       {"driver_version", "550.54.15"},
+                       {"cuda_version", "12.4"}},
+                      session(admin_));
+    ASSERT_EQ(image.status, 201) << image.body;
+    image_id_ = image.json()["id"];
+    json prices = json::array();
+    for (int count : {1, 2, 4, 8}) {
+      prices.push_back(
+          {{"gpu_model", "H100-SXM5-80GB"},
+           {"gpu_count", count},
+           {"price_per_day", {{"amount_minor", 100000 * count}, {"currency", "RUB"}}}});
+    }
+    auto priced = put("/v1/admin/prices", prices, session(admin_));
+    ASSERT_EQ(priced.status, 200) << priced.body;
+  }
+
+  // An 8-GPU H100 node that takes rentals. Until the agent capability lands, its enrolment
+  // and first healthy heartbeat are written as the agent's would be.
+  std::string add_node(const std::string& hostname) {
+    auto r = post("/v1/admin/nodes",
+                  {{"site_id", site_id_},
+                   {"hostname", hostname},
+                   {"gpu_model", "H100-SXM5-80GB"},
+                   {"gpu_count", 8}},
+                  session(admin_));
+    EXPECT_EQ(r.status, 201) << r.body;
+    std::string id = r.json()["node"]["id"];
+    sql("UPDATE nodes SET state = 'available', health = 'ok' WHERE id = '" + id + "'");
+    return id;
+  }
+
+  json booking(int gpus, const std::string& start = "now", int days = 1) {
+    return {{"gpu_model", "H100-SXM5-80GB"},
+            {"gpu_count", gpus},
+            {"start", start},
+            {"days", days},
+            {"image_id", image_id_}};
+  }
+
+  void sql(const std::string& statement) {
+    pqxx::connection c(db_.url());
+    pqxx::work tx(c);
+    tx.exec(statement);
+    tx.commit();
+  }
+  long long count(const std::string& query) {
+    pqxx::connection c(db_.url());
+    pqxx::nontransaction tx(c);
+    return tx.exec1(query)[0].as<long long>();
+  }
+
+  Login admin_;
+  std::string site_id_;
+  std::string image_id_;
+};
+
+TEST_F(RentalsE2E, ABookingGetsNvlinkedGpusOnTheNodeAndShowsInTheList) {
+  std::string node = add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto r = post("/v1/rentals", booking(4, "now", 2), session(owner));
+  ASSERT_EQ(r.status, 201) << r.body;
+  json rental = r.json();
+  EXPECT_EQ(rental["state"], "scheduled");
+  EXPECT_EQ(rental["node_id"], node);
+  EXPECT_EQ(rental["gpu_indices"].size(), 4u);
+  EXPECT_EQ(rental["days"], 2);
+  EXPECT_EQ(rental["price"]["per_day"], json({{"amount_minor", 400000}, {"currency", "RUB"}}));
+  EXPECT_EQ(rental["price"]["total"], json({{"amount_minor", 800000}, {"currency", "RUB"}}));
+  std::string id = rental["id"];
+  EXPECT_EQ(count("SELECT count(*) FROM allocations WHERE rental_id = '" + id + "'"), 4);
+
+  auto shown = get("/v1/rentals/" + id, session(owner));
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  EXPECT_EQ(shown.json(), rental);
+  auto listed = get("/v1/rentals?state=scheduled", session(owner));
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  ASSERT_EQ(listed.json()["items"].size(), 1u);
+  EXPECT_EQ(listed.json()["items"][0]["id"], id);
+  auto events = get("/v1/rentals/" + id + "/events", session(owner));
+  ASSERT_EQ(events.status, 200) << events.body;
+  ASSERT_EQ(events.json()["items"].size(), 1u);
+  EXPECT_EQ(events.json()["items"][0]["to_state"], "scheduled");
+
+  // Another org sees nothing of it.
+  Login other = account("other@example.com", "Other");
+  EXPECT_EQ(get("/v1/rentals/" + id, session(other)).status, 404);
+  EXPECT_EQ(get("/v1/rentals/" + id + "/events", session(other)).status, 404);
+  EXPECT_EQ(post("/v1/rentals/" + id + "/terminate", json::object(), session(other)).status, 404);
+  EXPECT_TRUE(get("/v1/rentals", session(other)).json()["items"].empty());
+}
+
+TEST_F(RentalsE2E, AFullNodeRefusesWithTheEarliestStartAndSmallerFits) {
+  add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  // Six of the eight GPUs for two days (six is not a shape on sale: four and two).
+  ASSERT_EQ(post("/v1/rentals", booking(4, "now", 2), session(owner)).status, 201);
+  ASSERT_EQ(post("/v1/rentals", booking(2, "now", 2), session(owner)).status, 201);
+  auto refused = post("/v1/rentals", booking(4, "now", 1), session(owner));
+  ASSERT_EQ(refused.status, 409) << refused.body;
+  json error = refused.json()["error"];
+  EXPECT_EQ(error["code"], "insufficient_capacity");
+  EXPECT_FALSE(refused.header("retry-after").empty());
+  // The six GPUs come free after two days and the cleaning window: the first whole day
+  // after that is the earliest start, and two GPUs fit at once.
+  EXPECT_TRUE(error["details"]["earliest_start"].is_string()) << error;
+  bool two_fit = false;
+  for (const auto& a : error["details"]["alternatives"]) two_fit |= a["gpu_count"] == 2;
+  EXPECT_TRUE(two_fit) << error;
+  EXPECT_EQ(count("SELECT count(*) FROM rentals"), 2) << "a refusal writes nothing";
+  EXPECT_EQ(count("SELECT count(*) FROM allocations"), 6);
+}
+
+TEST_F(RentalsE2E, AQuoteBooksNothing) {
+  std::string node = add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto q = post("/v1/quotes", booking(8, "now", 3), session(owner));
+  ASSERT_EQ(q.status, 200) << q.body;
+  EXPECT_EQ(q.json()["available"], true);
+  EXPECT_EQ(q.json()["price"]["total"], json({{"amount_minor", 2400000}, {"currency", "RUB"}}));
+  EXPECT_EQ(q.json()["node_preview"]["node_id"], node);
+  EXPECT_EQ(count("SELECT count(*) FROM rentals"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM allocations"), 0);
+}
+
+TEST_F(RentalsE2E, BadRequestsAreRefusedWithTheField) {
+  add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto field_of = [&](json body) {
+    auto r = post("/v1/rentals", body, session(owner));
+    EXPECT_EQ(r.status, 400) << r.body;
+    return r.json()["error"]["details"].value("field", "");
+  };
+  EXPECT_EQ(field_of(booking(0)), "gpu_count");
+  EXPECT_EQ(field_of(booking(3)), "gpu_count") << "no price for three GPUs";
+  EXPECT_EQ(field_of(booking(1, "yesterday")), "start");
+  EXPECT_EQ(field_of(booking(1, "2020-01-01T00:00:00Z")), "start");
+  EXPECT_EQ(field_of(booking(1, "2026-02-31")), "start");
+  json unknown = booking(1);
+  unknown["gpu_model"] = "H100-PCIe-999GB";
+  EXPECT_EQ(field_of(unknown), "gpu_model");
+  json foreign_key = booking(1);
+  foreign_key["ssh_key_ids"] = {"key_0000000000000000000000"};
+  EXPECT_EQ(field_of(foreign_key), "ssh_key_ids");
+  json extra = booking(1);
+  extra["colour"] = "red";
+  EXPECT_EQ(field_of(extra), "colour");
+  EXPECT_EQ(count("SELECT count(*) FROM rentals"), 0);
+}
+
+TEST_F(RentalsE2E, TerminatingCancelsBeforeTheStartAndFreesTheGpus) {
+  add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto tomorrow = post("/v1/rentals", booking(8, "2099-01-01"), session(owner));
+  // A date that far ahead is past the booking horizon.
+  EXPECT_EQ(tomorrow.status, 400) << tomorrow.body;
+  auto booked = post("/v1/rentals", booking(8, "now", 1), session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string id = booked.json()["id"];
+  auto cancelled = post("/v1/rentals/" + id + "/terminate", json::object(), session(owner));
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.json()["state"], "cancelled");
+  EXPECT_EQ(count("SELECT count(*) FROM allocations"), 0);
+  auto again = post("/v1/rentals/" + id + "/terminate", json::object(), session(owner));
+  EXPECT_EQ(again.status, 409) << again.body;
+  EXPECT_EQ(again.json()["error"]["code"], "invalid_state");
+  // The whole node is free again at once.
+  EXPECT_EQ(post("/v1/rentals", booking(8), session(owner)).status, 201);
+}
+
+TEST_F(RentalsE2E, RetriesWithOneIdempotencyKeyBookOnce) {
+  add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  Headers h = session(owner);
+  h["Idempotency-Key"] = "ci-run-42";
+  auto first = post("/v1/rentals", booking(2), h);
+  auto second = post("/v1/rentals", booking(2), h);
+  ASSERT_EQ(first.status, 201) << first.body;
+  EXPECT_EQ(second.status, 201) << second.body;
+  EXPECT_EQ(second.json()["id"], first.json()["id"]);
+  EXPECT_EQ(count("SELECT count(*) FROM rentals"), 1);
+}
+
+// The must-show race: two replicas on one database, 40 clients asking at once for more GPUs
+// than exist. The database's exclusion constraint is the last word: accepted rentals never
+// exceed the GPUs, no two allocations of a GPU overlap, every 201 has its rows and every
+// refusal has none.
+TEST_F(RentalsE2E, ManyClientsOnTwoReplicasNeverDoubleBook) {
+  add_node("gpu-1");
+  add_node("gpu-2");  // 16 GPUs in all
+  auto other = std::make_unique<ServerProcess>(
+      ServerOptions{.database_url = db_.url(),
+                    .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0"}});
+  Login owner = account("owner@example.com", "Acme");
+  auto token =
+      post("/v1/api-tokens", {{"name", "ci"}, {"scopes", {"rentals:read", "rentals:write"}}},
+           session(owner));
+  ASSERT_EQ(token.status, 201) << token.body;
+  Headers h = bearer(token.json()["token"]);
+  h["Content-Type"] = "application/json";
+
+  constexpr int kClients = 40;  // asking for 2 GPUs each: 80 GPUs wanted, 16 exist
+  std::latch go(kClients);
+  std::mutex mutex;
+  std::set<std::string> accepted;
+  std::map<int, int> statuses;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      int target = i % 2 ? other->port() : port();
+      std::string body = booking(2).dump();
+      go.arrive_and_wait();
+      auto r = http_request(target, "POST", "/v1/rentals", body, h);
+      std::lock_guard lock(mutex);
+      ++statuses[r.status];
+      if (r.status == 201) accepted.insert(r.json()["id"].get<std::string>());
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(statuses[201], 8) << "16 GPUs hold eight 2-GPU rentals at once";
+  EXPECT_EQ(statuses[409], kClients - 8);
+  EXPECT_EQ(statuses[201] + statuses[409], kClients) << "no other answer";
+  EXPECT_EQ(count("SELECT count(*) FROM allocations a JOIN allocations b ON a.gpu_id = b.gpu_id"
+                  " AND a.ctid < b.ctid AND a.period && b.period"),
+            0);
+  EXPECT_EQ(count("SELECT count(*) FROM rentals"), static_cast<long long>(accepted.size()))
+      << "every refusal left nothing";
+  for (const auto& id : accepted) {
+    EXPECT_EQ(count("SELECT count(*) FROM allocations WHERE rental_id = '" + id + "'"), 2) << id;
+  }
+}
+
+}  // namespace gpurent::testing::rentals_e2e
