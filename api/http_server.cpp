@@ -455,12 +455,13 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       owned->call_again_delay = std::min(owned->call_again_delay * 2, r.call_again->max_delay);
     }
-    if (now + owned->call_again_delay > *owned->call_again_until) {
-      return finish(*owned, route, seq, std::move(r));
-    }
+    // Patience spent: this answer goes out. Otherwise the last pause is cut to what is left
+    // of it, so a long-poll looks once more at its deadline rather than giving up early.
+    if (now >= *owned->call_again_until) return finish(*owned, route, seq, std::move(r));
+    auto pause = std::min<Clock::duration>(owned->call_again_delay, *owned->call_again_until - now);
     if (!stream_.socket().is_open()) return stop_waiting(*owned);  // the client is gone
     auto timer = waits_.emplace(waits_.end(), stream_.get_executor());
-    timer->expires_after(owned->call_again_delay);
+    timer->expires_after(pause);
     timer->async_wait([self = shared_from_this(), timer, owned, route, seq](beast::error_code) {
       self->waits_.erase(timer);
       // Cancelled only by on_shutdown.

@@ -48,9 +48,10 @@ struct Request {
 // A worker handler's "not yet": it cannot answer until something running elsewhere ends (a
 // retry waiting for the first request with its Idempotency-Key), and waiting would hold a
 // worker. The server calls the handler again after `delay`, then after twice that, up to
-// `max_delay`, holding no thread in between, until it answers without this or `patience`
-// has passed since the first such answer; then the response that carries it is sent as it
-// is. At shutdown the request is answered 503 unavailable instead. Inline routes never
+// `max_delay` (the last pause cut to end at the deadline, where it is called once more),
+// holding no thread in between, until it answers without this or `patience` has passed
+// since the first such answer; then the response that carries it is sent as it is (a
+// long-poll's "the rental as it is now"). At shutdown the request is answered 503 unavailable instead. Inline routes never
 // set it.
 struct CallAgain {
   std::chrono::milliseconds delay{20};

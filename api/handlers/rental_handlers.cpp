@@ -7,12 +7,14 @@
 #include "api/handlers/query_params.h"
 #include "api/json_body.h"
 #include "api/responses.h"
+#include "core/db_errors.h"
 #include "core/error.h"
 #include "core/id.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 
 namespace gpurent::http {
 namespace {
@@ -128,6 +130,18 @@ Response no_capacity_response(const scheduler::NoCapacity& d) {
   r.set_header("Retry-After", "60");
   return r;
 }
+
+// The max_days guardrails of the org and of the caller's token, the stricter of the two.
+std::optional<int> max_days_for(Tx& tx, const RentalRoutesState& state, const Principal& p) {
+  std::optional<int> limit = p.guardrails.max_days;
+  if (auto org = state.orgs->get(tx, *p.org_id); org && org->guardrails.max_days) {
+    limit = limit ? std::min(*limit, *org->guardrails.max_days) : *org->guardrails.max_days;
+  }
+  return limit;
+}
+
+// How long GET …/wait holds a request at most, and how often it looks again meanwhile.
+constexpr int kMaxWaitSeconds = 300;
 
 }  // namespace
 
@@ -299,6 +313,136 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .scope = "rentals:write",
               .summary = "End a rental: cancelled before its start, released while it runs.",
               .tag = "rentals"});
+
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/rentals/{id}/extend",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             std::string id = rental_id(req);
+             auto body = parse_json_body(req);
+             JsonObjectReader in(body);
+             int more = static_cast<int>(in.required_int("days", 1, 365));
+             in.finish();
+             auto cleaning = state.booking->options().cleaning_window;
+             std::optional<RentalRecord> extended;
+             bool booked_after = state.pool->transact("rental_extend", [&](Tx& tx) {
+               auto r = state.rentals->lock(tx, *p.org_id, id);
+               if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
+               if (r->state != RentalState::kScheduled && r->state != RentalState::kProvisioning &&
+                   r->state != RentalState::kActive) {
+                 throw Error(ErrorCode::kInvalidState,
+                             "A rental that is " + std::string(scheduler::to_string(r->state)) +
+                                 " cannot be extended.",
+                             {{"state", scheduler::to_string(r->state)}});
+               }
+               int days = r->days + more;
+               if (days > 365)
+                 throw Error::invalid_field("days", "would make it longer than 365 days");
+               if (auto limit = max_days_for(tx, state, p); limit && days > *limit) {
+                 throw Error(ErrorCode::kQuotaExceeded,
+                             "A rental may last at most " + std::to_string(*limit) + " days here.",
+                             {{"limit", "max_days"}, {"max_days", *limit}, {"requested", days}});
+               }
+               Timestamp new_end = r->period.start + std::chrono::hours(24) * days;
+               // The same GPUs must be free after the current end: another booking of them
+               // is an exclusion violation, which only rolls back the savepoint.
+               auto attempt = tx.attempt("rental_extend", [&](Tx& sub) {
+                 return state.rentals->extend_allocations(sub, id, new_end, days, cleaning);
+               });
+               if (!attempt) {
+                 if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+                 return true;
+               }
+               // Not a state change, so no event row: the period and days show the extension.
+               extended = state.rentals->get(tx, *p.org_id, id);
+               return false;
+             });
+             if (booked_after) {
+               Response r = error_response(Error(
+                   ErrorCode::kInsufficientCapacity,
+                   "The rental's GPUs are booked after it; it cannot be extended by that much.",
+                   {{"earliest_start", nullptr}, {"alternatives", nlohmann::json::array()}}));
+               r.set_header("Retry-After", "60");
+               return r;
+             }
+             return json_response(200, rental_json(*extended));
+           },
+       .needs_org = true,
+       .scope = "rentals:write",
+       .summary =
+           "Add whole days to a rental on the same GPUs (409 when they are booked after it).",
+       .tag = "rentals"});
+
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/rentals/{id}/wait",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             std::string id = rental_id(req);
+             QueryParams query(req, {"state", "timeout_s"});
+             RentalState target = RentalState::kActive;
+             if (auto s = query.text("state")) {
+               auto parsed = scheduler::parse_rental_state(*s);
+               if (!parsed) throw Error::invalid_field("state", "is not a rental state");
+               target = *parsed;
+             }
+             int timeout_s = 60;
+             if (auto t = query.text("timeout_s")) {
+               int value = -1;
+               auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), value);
+               if (ec != std::errc() || end != t->data() + t->size() || value < 0 ||
+                   value > kMaxWaitSeconds) {
+                 throw Error::invalid_field("timeout_s", "must be 0 to 300 seconds");
+               }
+               timeout_s = value;
+             }
+             auto rental = state.pool->read(
+                 "rental_wait", [&](Tx& tx) { return state.rentals->get(tx, *p.org_id, id); });
+             if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
+             Response r = json_response(200, rental_json(*rental));
+             // Reached, or never will be: answer now. Otherwise look again later, holding no
+             // worker meanwhile (the server calls the handler again from a timer), until the
+             // timeout; then this answer, the rental as it is, goes out.
+             if (rental->state != target && !scheduler::is_final(rental->state)) {
+               r.call_again = CallAgain{.delay = std::chrono::milliseconds(250),
+                                        .max_delay = std::chrono::milliseconds(2000),
+                                        .patience = std::chrono::seconds(timeout_s)};
+             }
+             return r;
+           },
+       .needs_org = true,
+       .scope = "rentals:read",
+       .summary = "Long-poll until the rental reaches a state, fails, or the timeout passes.",
+       .tag = "rentals"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/rentals",
+              .handler =
+                  [&state](const Request& req, const Principal&) {
+                    QueryParams query(req, {"org_id", "state", "node_id", "limit", "cursor"});
+                    scheduler::RentalFilter filter;
+                    filter.org_id = query.id("org_id", id_prefix::kOrg);
+                    filter.node_id = query.id("node_id", id_prefix::kNode);
+                    if (auto s = query.text("state")) {
+                      filter.state = scheduler::parse_rental_state(*s);
+                      if (!filter.state)
+                        throw Error::invalid_field("state", "is not a rental state");
+                    }
+                    auto page = state.pool->read("rental_list_all", [&](Tx& tx) {
+                      return state.rentals->list_all(tx, filter, query.limit(), query.cursor());
+                    });
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& r : page.items) {
+                      auto item = rental_json(r);
+                      item["org_id"] = r.org_id;
+                      items.push_back(std::move(item));
+                    }
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .platform_admin = true,
+              .summary = "Every org's rentals, newest first, filtered by org, state or node.",
+              .tag = "admin"});
 }
 
 }  // namespace gpurent::http

@@ -213,6 +213,81 @@ TEST_F(RentalsE2E, RetriesWithOneIdempotencyKeyBookOnce) {
   EXPECT_EQ(count("SELECT count(*) FROM rentals"), 1);
 }
 
+TEST_F(RentalsE2E, ExtendingKeepsTheGpusOrSaysTheyAreBookedAfter) {
+  add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto first = post("/v1/rentals", booking(8, "now", 1), session(owner));
+  ASSERT_EQ(first.status, 201) << first.body;
+  std::string id = first.json()["id"];
+  auto longer = post("/v1/rentals/" + id + "/extend", {{"days", 2}}, session(owner));
+  ASSERT_EQ(longer.status, 200) << longer.body;
+  EXPECT_EQ(longer.json()["days"], 3);
+  EXPECT_EQ(longer.json()["gpu_indices"], first.json()["gpu_indices"]);
+  EXPECT_EQ(longer.json()["price"]["total"],
+            json({{"amount_minor", 2400000}, {"currency", "RUB"}}));
+  // Someone books the whole node from the day after the extended end (past the cleaning
+  // window): one more day no longer fits on the same GPUs.
+  auto next = post("/v1/rentals", booking(8, "now", 1), session(owner));
+  EXPECT_EQ(next.status, 409) << "the node is taken for three days";
+  std::string end = longer.json()["period"]["end"];
+  auto later = post("/v1/quotes", booking(8, end, 1), session(owner));
+  ASSERT_EQ(later.status, 200) << later.body;
+  EXPECT_EQ(later.json()["available"], false) << "the cleaning window follows the end";
+  auto after = post("/v1/rentals", booking(8, later.json()["earliest_start"], 1), session(owner));
+  ASSERT_EQ(after.status, 201) << after.body;
+  auto refused = post("/v1/rentals/" + id + "/extend", {{"days", 1}}, session(owner));
+  ASSERT_EQ(refused.status, 409) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["code"], "insufficient_capacity");
+  EXPECT_EQ(get("/v1/rentals/" + id, session(owner)).json()["days"], 3) << "nothing changed";
+  auto cancelled = post("/v1/rentals/" + id + "/terminate", json::object(), session(owner));
+  ASSERT_EQ(cancelled.status, 200);
+  auto too_late = post("/v1/rentals/" + id + "/extend", {{"days", 1}}, session(owner));
+  EXPECT_EQ(too_late.status, 409);
+  EXPECT_EQ(too_late.json()["error"]["code"], "invalid_state");
+}
+
+TEST_F(RentalsE2E, WaitingAnswersWhenTheStateIsReachedOrTheTimeoutPasses) {
+  add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals", booking(1), session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string id = booked.json()["id"];
+  // Already scheduled: at once.
+  auto now = get("/v1/rentals/" + id + "/wait?state=scheduled&timeout_s=30", session(owner));
+  ASSERT_EQ(now.status, 200) << now.body;
+  EXPECT_EQ(now.json()["state"], "scheduled");
+  // Not active within a second: the rental as it is, after the timeout.
+  auto start = std::chrono::steady_clock::now();
+  auto timed_out = get("/v1/rentals/" + id + "/wait?state=active&timeout_s=1", session(owner));
+  auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(timed_out.status, 200) << timed_out.body;
+  EXPECT_EQ(timed_out.json()["state"], "scheduled");
+  EXPECT_GE(waited, std::chrono::milliseconds(900));
+  // A rental that can never become active answers at once.
+  ASSERT_EQ(post("/v1/rentals/" + id + "/terminate", json::object(), session(owner)).status, 200);
+  auto final_state = get("/v1/rentals/" + id + "/wait?state=active&timeout_s=300", session(owner));
+  ASSERT_EQ(final_state.status, 200) << final_state.body;
+  EXPECT_EQ(final_state.json()["state"], "cancelled");
+  EXPECT_EQ(get("/v1/rentals/" + id + "/wait?timeout_s=301", session(owner)).status, 400);
+  EXPECT_EQ(get("/v1/rentals/" + id + "/wait?state=asleep", session(owner)).status, 400);
+}
+
+TEST_F(RentalsE2E, PlatformAdminsSeeEveryOrgsRentals) {
+  add_node("gpu-1");
+  Login a = account("a@example.com", "A");
+  Login b = account("b@example.com", "B");
+  ASSERT_EQ(post("/v1/rentals", booking(1), session(a)).status, 201);
+  ASSERT_EQ(post("/v1/rentals", booking(2), session(b)).status, 201);
+  auto all = get("/v1/admin/rentals", session(admin_));
+  ASSERT_EQ(all.status, 200) << all.body;
+  EXPECT_EQ(all.json()["items"].size(), 2u);
+  auto of_b = get("/v1/admin/rentals?org_id=" + b.org_id, session(admin_));
+  ASSERT_EQ(of_b.status, 200) << of_b.body;
+  ASSERT_EQ(of_b.json()["items"].size(), 1u);
+  EXPECT_EQ(of_b.json()["items"][0]["gpu_count"], 2);
+  EXPECT_EQ(get("/v1/admin/rentals", session(a)).status, 403);
+}
+
 // The must-show race: two replicas on one database, 40 clients asking at once for more GPUs
 // than exist. The database's exclusion constraint is the last word: accepted rentals never
 // exceed the GPUs, no two allocations of a GPU overlap, every 201 has its rows and every

@@ -57,6 +57,7 @@ struct Actor {
 struct Prepared {
   std::optional<Json> body;
   std::string id;
+  std::string query;  // appended to the target: "?timeout_s=0"
 };
 
 class TenancyMatrixE2E;
@@ -77,8 +78,8 @@ struct EndpointCase {
 
   std::string target(const Prepared& p) const {
     auto open = path.find('{');
-    if (open == std::string::npos) return path;
-    return path.substr(0, open) + p.id + path.substr(path.find('}', open) + 1);
+    if (open == std::string::npos) return path + p.query;
+    return path.substr(0, open) + p.id + path.substr(path.find('}', open) + 1) + p.query;
   }
   std::string cell(const std::string& who) const { return method + " " + path + " as " + who; }
 };
@@ -244,13 +245,14 @@ class TenancyMatrixE2E : public ::testing::Test {
         " VALUES ('H100-SXM5-80GB', 1, 100000, 'RUB', now() - interval '1 day')");
     return image_id_;
   }
-  // A one-GPU booking a day long; each starts two days after the one before, from two days
-  // ahead (a cell may have moved the server's test clock a day on), 13 slots a GPU within
-  // the booking horizon, so the fleet never runs out however many cells book.
+  // A one-GPU booking a day long; each starts three days after the one before (room for an
+  // extension by a day), from two days ahead (a cell may have moved the server's test clock
+  // a day on), 9 slots a GPU within the booking horizon, so the fleet never runs out however
+  // many cells book.
   Json rental_body() {
     auto start =
         std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()) +
-        std::chrono::hours(48 * (1 + rentals_++ % 13));
+        std::chrono::hours(48 + 72 * (rentals_++ % 9));
     return Json{{"gpu_model", "H100-SXM5-80GB"},
                 {"gpu_count", 1},
                 {"start", format_rfc3339(start)},
@@ -470,6 +472,21 @@ const std::vector<EndpointCase>& endpoint_cases() {
       {"GET", "/v1/rentals/{id}/events",
        [](T& t, const Actor& o) {
          return Prepared{std::nullopt, t.new_rental_id(o)};
+       },
+       "rentals:read", kEveryRole, 200, true},
+      {"POST",
+       "/v1/rentals/{id}/extend",
+       [](T& t, const Actor& o) {
+         return Prepared{Json{{"days", 1}}, t.new_rental_id(o)};
+       },
+       "rentals:write",
+       {"owner", "admin", "member"},
+       200,
+       true},
+      // timeout_s=0: the rental is scheduled, not active, so it answers at once as it is.
+      {"GET", "/v1/rentals/{id}/wait",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_rental_id(o), "?timeout_s=0"};
        },
        "rentals:read", kEveryRole, 200, true},
       {"POST",
