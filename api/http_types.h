@@ -51,8 +51,8 @@ struct Request {
 // `max_delay` (the last pause cut to end at the deadline, where it is called once more),
 // holding no thread in between, until it answers without this or `patience` has passed
 // since the first such answer; then the response that carries it is sent as it is (a
-// long-poll's "the rental as it is now"). At shutdown the request is answered 503 unavailable instead. Inline routes never
-// set it.
+// long-poll's "the rental as it is now"). At shutdown the request is answered 503 unavailable
+// instead. Inline routes never set it.
 struct CallAgain {
   std::chrono::milliseconds delay{20};
   std::chrono::milliseconds max_delay{200};
