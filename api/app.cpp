@@ -70,7 +70,10 @@ int run_server(const Config& config) {
   identity.add_routes(router);
   inventory.add_routes(router);
   scheduler.add_routes(router);
-  http::TestRoutesState test_state{.pool = &pool, .clock = &test_clock};
+  http::TestRoutesState test_state{.pool = &pool,
+                                   .clock = &test_clock,
+                                   .tasks = &scheduler.task_store(),
+                                   .lifecycle = &scheduler.lifecycle()};
   if (config.test_mode) {
     log::warn("test mode: test clock and test-only routes are enabled");
     http::add_test_routes(router, test_state);
@@ -84,6 +87,7 @@ int run_server(const Config& config) {
     ~ListenerStop() { listener.stop(); }
   } listener_stop{listener};
   identity.start();
+  scheduler.start();
 
   // Every POST route that takes Idempotency-Key gets it from one place.
   http::IdempotencyGuard idempotency(pool, identity.idempotency_store());
@@ -136,7 +140,8 @@ int run_server(const Config& config) {
   pool.cancel_all();
   workers.stop();
   listener.stop();
-  identity.stop();  // writes the uses still pending
+  scheduler.stop();  // its run ends after the step in progress
+  identity.stop();   // writes the uses still pending
   log::info("stopped");
   return 0;
 }

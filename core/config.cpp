@@ -254,6 +254,9 @@ const std::vector<Field>& fields() {
         "seconds)",
         "30m"},
        [](Config& c, const std::string& v) { c.rental_cleaning_window = parse_whole_seconds(v); }},
+      {{"lifecycle_interval", "GPURENT_LIFECYCLE_INTERVAL",
+        "how often the rental lifecycle worker runs on each replica (whole seconds)", "5s"},
+       [](Config& c, const std::string& v) { c.lifecycle_interval = parse_whole_seconds(v); }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

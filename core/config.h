@@ -52,6 +52,9 @@ struct Config {
   std::chrono::seconds enrollment_token_ttl{24 * 3600};
   // Kept free on a rental's GPUs after it ends, for the wipe and reimage before the next.
   std::chrono::seconds rental_cleaning_window{30 * 60};
+  // How often each replica's lifecycle worker steps the rentals that are due (starts, ends,
+  // provisioning and wipe checks, the waitlist): the delay a rental's moves can have.
+  std::chrono::seconds lifecycle_interval{5};
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

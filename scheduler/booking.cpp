@@ -293,6 +293,35 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
   return out;
 }
 
+bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
+  LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
+  Timestamp start = std::max(r.period.start, clock_.now());
+  std::vector<std::pair<Timestamp, std::vector<std::string>>> starts{{start, {}}};
+  Timestamp window_end = plus_days(start, r.days) + options_.cleaning_window;
+  // The same bounded rounds as book(): a choice refused for an overlap is a booking made
+  // meanwhile, so the next round loads the candidates afresh.
+  int attempts = 0;
+  while (attempts < options_.max_attempts) {
+    auto groups = load_groups(tx, candidates_, r.gpu_model, starts, window_end);
+    auto choices = choices_for(groups, r.gpu_model, r.gpu_count, need, r.days,
+                               options_.cleaning_window, options_.max_attempts - attempts);
+    if (choices.empty()) return false;
+    for (const auto& choice : choices) {
+      ++attempts;
+      auto attempt = tx.attempt("pending_choice", [&](Tx& sub) {
+        rentals_.allocate(sub, r.id, choice.placement.node_id, choice.placement.gpu_indices,
+                          choice.occupies);
+        rentals_.set_placement(sub, r.id, choice.placement.node_id, choice.placement.gpu_indices,
+                               choice.period);
+        return true;
+      });
+      if (attempt) return true;
+      if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+    }
+  }
+  return false;
+}
+
 Quote Booking::quote(Tx& tx, const BookingRequest& r) {
   Checked c = check(tx, r);
   LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;

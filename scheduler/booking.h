@@ -107,6 +107,12 @@ class Booking {
   // The same checks and search as book(), writing nothing.
   Quote quote(Tx& tx, const BookingRequest& request);
 
+  // The waitlist's placement: allocates GPUs for a `pending` rental, as book() would for its
+  // shape, starting at its requested start or now when that has passed (the days stay as
+  // booked), and sets its node, GPUs and period. The rental stays `pending`: the caller moves
+  // it to `scheduled` in the same transaction. False when nothing fits now; nothing written.
+  bool place_pending(Tx& tx, const RentalRecord& rental);
+
   const BookingOptions& options() const { return options_; }
 
  private:

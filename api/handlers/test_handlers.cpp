@@ -1,7 +1,10 @@
 // GET /v1/test/sleep?ms=N holds a database connection for N ms;
 // GET/POST /v1/admin/test-clock reads or moves the test clock forward;
 // POST /v1/test/leak drops a 4242-byte allocation, so a test can show that the harness fails
-// a server whose LeakSanitizer report appears at exit.
+// a server whose LeakSanitizer report appears at exit;
+// POST /v1/test/lifecycle/run runs the rental lifecycle once at the test clock's now, so a
+// test need not wait for the worker's thread; GET /v1/test/rentals/{id}/tasks lists a rental's
+// agent tasks and POST /v1/test/tasks/{id}/complete reports one as the agent would.
 #include "api/handlers/test_handlers.h"
 
 #include "api/json_body.h"
@@ -32,6 +35,17 @@ void* volatile g_leak_sink = nullptr;
   g_leak_sink = std::malloc(bytes);
   std::memset(g_leak_sink, 0x5a, bytes);
   g_leak_sink = nullptr;
+}
+
+nlohmann::json task_json(const scheduler::AgentTask& t) {
+  return {{"id", t.id},
+          {"node_id", t.node_id},
+          {"rental_id", t.rental_id ? nlohmann::json(*t.rental_id) : nlohmann::json(nullptr)},
+          {"kind", scheduler::to_string(t.kind)},
+          {"state", scheduler::to_string(t.state)},
+          {"payload", t.payload},
+          {"result_message",
+           t.result_message ? nlohmann::json(*t.result_message) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace
@@ -98,6 +112,67 @@ void add_test_routes(Router& router, TestRoutesState& state) {
               .execution = Execution::kInline,
               .access = Access::kAnyone,
               .summary = "Test mode: leak 4242 bytes (proves the harness's leak check).",
+              .tag = "test",
+              .documented = false,
+              .idempotency_key = false});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/test/lifecycle/run",
+              .handler =
+                  [&state](const Request&, const Principal&) {
+                    int moved = state.lifecycle->run_once(*state.pool, state.clock->now());
+                    return json_response(200, {{"moved", moved}});
+                  },
+              .execution = Execution::kWorker,
+              .access = Access::kAnyone,
+              .summary = "Test mode: run the rental lifecycle once at the test clock's now.",
+              .tag = "test",
+              .documented = false,
+              .idempotency_key = false});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/test/rentals/{id}/tasks",
+              .handler =
+                  [&state](const Request& req, const Principal&) {
+                    std::string id(req.path_param("id"));
+                    auto tasks = state.pool->read("test_rental_tasks", [&](Tx& tx) {
+                      return state.tasks->for_rental(tx, id);
+                    });
+                    nlohmann::json data = nlohmann::json::array();
+                    for (const auto& t : tasks) data.push_back(task_json(t));
+                    return json_response(200, {{"items", data}});
+                  },
+              .execution = Execution::kWorker,
+              .access = Access::kAnyone,
+              .summary = "Test mode: a rental's agent tasks, oldest first.",
+              .tag = "test",
+              .documented = false});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/test/tasks/{id}/complete",
+              .handler =
+                  [&state](const Request& req, const Principal&) {
+                    std::string id(req.path_param("id"));
+                    auto body = parse_json_body(req);
+                    JsonObjectReader reader(body);
+                    auto ok = reader.optional_bool("ok");
+                    auto message = reader.optional_string("message", 1000).value_or("");
+                    reader.finish();
+                    if (!ok) throw Error::invalid_field("ok", "is required");
+                    auto task = state.pool->transact("test_complete_task", [&](Tx& tx) {
+                      if (!state.tasks->complete(tx, id, *ok, message)) {
+                        auto existing = state.tasks->get(tx, id);
+                        if (!existing) throw Error(ErrorCode::kNotFound, "No such task.");
+                        throw Error(ErrorCode::kInvalidState, "The task is already finished.",
+                                    {{"state", scheduler::to_string(existing->state)}});
+                      }
+                      return *state.tasks->get(tx, id);
+                    });
+                    return json_response(200, task_json(task));
+                  },
+              .execution = Execution::kWorker,
+              .access = Access::kAnyone,
+              .summary = "Test mode: report an agent task's outcome as the agent would.",
               .tag = "test",
               .documented = false,
               .idempotency_key = false});

@@ -1,16 +1,22 @@
-// Test-mode routes (config test_mode): a slow database request and the test clock.
+// Test-mode routes (config test_mode): a slow database request, the test clock, and the
+// rental lifecycle driven by hand (a run at the test clock's now, agent tasks completed).
 // They are registered only in test mode and left out of the OpenAPI document.
 #pragma once
 
 #include "api/router.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "scheduler/lifecycle.h"
+#include "scheduler/task_store.h"
 
 namespace gpurent::http {
 
 struct TestRoutesState {
   PgPool* pool = nullptr;
   TestClock* clock = nullptr;
+  // Until the node agent exists, e2e tests report its tasks through these.
+  scheduler::TaskStore* tasks = nullptr;
+  scheduler::Lifecycle* lifecycle = nullptr;
 };
 
 void add_test_routes(Router& router, TestRoutesState& state);

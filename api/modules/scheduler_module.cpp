@@ -1,16 +1,25 @@
-// The scheduler's wiring.
+// The scheduler's wiring and the lifecycle worker's thread.
 #include "api/modules/scheduler_module.h"
+
+#include "core/log.h"
 
 namespace gpurent {
 
 SchedulerModule::SchedulerModule(const ModuleContext& ctx)
-    : catalog_(ctx.clock),
+    : pool_(ctx.pool),
+      clock_(ctx.clock),
+      interval_(ctx.config.lifecycle_interval),
+      catalog_(ctx.clock),
       prices_(ctx.clock, ctx.config.currency),
       ssh_keys_(ctx.clock),
       orgs_(ctx.clock),
+      nodes_(ctx.clock, ctx.config.enrollment_token_ttl),
       rentals_(ctx.clock),
+      tasks_(ctx.clock),
       booking_(ctx.clock, catalog_, prices_, rentals_, candidates_,
                {.cleaning_window = ctx.config.rental_cleaning_window}),
+      // Checks as often as the worker runs: a finished task is noticed on the next run.
+      lifecycle_(rentals_, tasks_, nodes_, booking_, {.poll = ctx.config.lifecycle_interval}),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .booking = &booking_,
@@ -18,8 +27,42 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
                      .ssh_keys = &ssh_keys_,
                      .orgs = &orgs_} {}
 
+SchedulerModule::~SchedulerModule() {
+  stop();
+}
+
 void SchedulerModule::add_routes(http::Router& router) {
   http::add_rental_routes(router, rental_routes_);
+}
+
+void SchedulerModule::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void SchedulerModule::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SchedulerModule::loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    try {
+      lifecycle_.run_once(pool_, clock_.now(), &stopping_);
+    } catch (const std::exception& e) {
+      // A database outage or a cancelled statement: the next run tries again, and every
+      // step it did not finish was rolled back whole.
+      log::warn("rental lifecycle run failed: {}", e.what());
+    }
+    lock.lock();
+    wake_.wait_for(lock, interval_, [this] { return stopping_.load(); });
+  }
 }
 
 }  // namespace gpurent

@@ -1,4 +1,5 @@
-// The scheduler's wiring: rentals, candidates, booking, and the rental routes.
+// The scheduler's wiring: rentals, candidates, booking, the rental routes, and the rental
+// lifecycle worker's thread.
 #pragma once
 
 #include "api/handlers/rental_handlers.h"
@@ -6,31 +7,67 @@
 #include "identity/org_admin_store.h"
 #include "identity/ssh_key_store.h"
 #include "inventory/catalog_store.h"
+#include "inventory/node_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/booking.h"
 #include "scheduler/candidate_store.h"
+#include "scheduler/lifecycle.h"
 #include "scheduler/rental_store.h"
+#include "scheduler/task_store.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 namespace gpurent {
 
 class SchedulerModule {
  public:
   explicit SchedulerModule(const ModuleContext& ctx);
+  ~SchedulerModule();
   SchedulerModule(const SchedulerModule&) = delete;
   SchedulerModule& operator=(const SchedulerModule&) = delete;
 
   void add_routes(http::Router& router);
 
+  // Starts the lifecycle worker's thread: run_once every lifecycle_interval. Every replica
+  // runs one; their claims never overlap (scheduler/lifecycle.h).
+  void start();
+  // Wakes the thread and waits for it: at most the end of the run in progress, whose
+  // statements pool.cancel_all() cuts short at shutdown. Idempotent.
+  void stop();
+
+  // For the test-only routes: a lifecycle run at the test clock's now, and agent tasks
+  // completed by hand until the agent exists.
+  scheduler::Lifecycle& lifecycle() { return lifecycle_; }
+  scheduler::TaskStore& task_store() { return tasks_; }
+
  private:
+  void loop();
+
+  PgPool& pool_;
+  const Clock& clock_;
+  std::chrono::seconds interval_;
   // The stores of other modules a booking reads inside its own transaction.
   inventory::CatalogStore catalog_;
   inventory::PriceStore prices_;
   identity::SshKeyStore ssh_keys_;
   identity::OrgAdminStore orgs_;
+  // The lifecycle moves a drained node through inventory's own state machine.
+  inventory::NodeStore nodes_;
   scheduler::RentalStore rentals_;
   scheduler::CandidateStore candidates_;
+  scheduler::TaskStore tasks_;
   scheduler::Booking booking_;
+  scheduler::Lifecycle lifecycle_;
   http::RentalRoutesState rental_routes_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<bool> stopping_{false};  // also read by run_once between its steps
+  std::thread thread_;
 };
 
 }  // namespace gpurent

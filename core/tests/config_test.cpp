@@ -92,6 +92,7 @@ const std::map<std::string, std::string>& other_values() {
       {"currency", "USD"},
       {"enrollment_token_ttl", "1h"},
       {"rental_cleaning_window", "2h"},
+      {"lifecycle_interval", "30s"},
       {"log_format", "json"},
       {"log_level", "debug"},
       {"demo", "true"},
@@ -129,6 +130,7 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.currency, "RUB");
   EXPECT_EQ(c.enrollment_token_ttl, hours(24));
   EXPECT_EQ(c.rental_cleaning_window, minutes(30));
+  EXPECT_EQ(c.lifecycle_interval, seconds(5));
   EXPECT_EQ(c.log_format, LogFormat::kAuto);
   EXPECT_EQ(c.log_level, "info");
   EXPECT_FALSE(c.demo);
@@ -326,7 +328,7 @@ TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
   for (std::string key :
        {"http_read_timeout", "http_write_timeout", "http_idle_timeout", "shutdown_deadline",
         "db_pool_wait", "db_statement_timeout", "session_idle", "session_absolute",
-        "enrollment_token_ttl", "rental_cleaning_window"}) {
+        "enrollment_token_ttl", "rental_cleaning_window", "lifecycle_interval"}) {
     SCOPED_TRACE(key);
     for (std::string too_long : {"87601h", "999999999h", "315360001s"}) {
       std::string error = config_error({"--" + key + "=" + too_long});

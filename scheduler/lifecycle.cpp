@@ -1,0 +1,283 @@
+// The rental lifecycle worker: one transaction per step, tasks for the agent with each move.
+#include "scheduler/lifecycle.h"
+
+#include "core/sql.h"
+#include "inventory/node_state.h"
+#include "scheduler/lifecycle_rules.h"
+
+#include <algorithm>
+#include <map>
+
+namespace gpurent::scheduler {
+namespace {
+
+// Rentals that still hold or will hold the node: while one is left a draining node keeps
+// draining.
+constexpr Statement kLiveOnNode = {
+    "lifecycle_live_on_node",
+    "SELECT count(*) FROM rentals WHERE node_id = $1"
+    " AND state IN ('scheduled', 'provisioning', 'active', 'releasing')"};
+
+// Whether a run has anything to do: one statement outside any transaction, so an idle fleet
+// costs every replica one round trip per interval rather than three transactions. Whatever
+// becomes due just after it is the next run's.
+constexpr Statement kAnyWork = {
+    "lifecycle_any_work",
+    "SELECT EXISTS (SELECT 1 FROM rentals WHERE due_at <= $1::timestamptz)"
+    " OR EXISTS (SELECT 1 FROM rentals WHERE state = 'pending')"};
+
+bool is_provisioning_kind(TaskKind k) {
+  return k == TaskKind::kProvision || k == TaskKind::kInstallAccess;
+}
+
+bool is_finished(TaskState s) {
+  return s == TaskState::kSucceeded || s == TaskState::kFailed;
+}
+
+// Closes the unfinished tasks of an attempt given up on, so the agent is not sent them again after
+// a reconnect and a late report of one cannot be taken for the new attempt's.
+void close_superseded(Tx& tx, TaskStore& tasks, const std::vector<AgentTask>& superseded) {
+  for (const auto& t : superseded) {
+    if (!is_finished(t.state))
+      tasks.complete(tx, t.id, false, "abandoned: its attempt timed out or failed");
+  }
+}
+
+int attempt_of(const AgentTask& t) {
+  return t.payload.value("attempt", 0);
+}
+
+// Waiting rentals in the order each org joined, taking one of each org in turn: an org that
+// queued many requests cannot keep another org's single one waiting behind all of them,
+// while each org's own requests keep their order.
+std::vector<RentalRecord> round_robin_by_org(std::vector<RentalRecord> waiting) {
+  std::vector<std::string> org_order;
+  std::map<std::string, std::vector<RentalRecord>> by_org;
+  for (auto& r : waiting) {
+    if (!by_org.contains(r.org_id)) org_order.push_back(r.org_id);
+    by_org[r.org_id].push_back(std::move(r));
+  }
+  std::vector<RentalRecord> out;
+  for (std::size_t round = 0; out.size() < waiting.size(); ++round) {
+    for (const auto& org : org_order) {
+      auto& list = by_org[org];
+      if (round < list.size()) out.push_back(std::move(list[round]));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
+  auto stop = [stopping] { return stopping && stopping->load(); };
+  bool work = pool.read("lifecycle_any_work", [&](Tx& tx) {
+    return tx.exec(kAnyWork, sql_timestamp(now))[0][0].as<bool>();
+  });
+  if (!work) return 0;
+  int moved = expire_waitlist(pool, now);
+  if (stop()) return moved;
+  moved += place_waitlist(pool);
+  for (int i = 0; i < options_.max_steps && !stop(); ++i) {
+    auto step_moved = step(pool, now);
+    if (!step_moved) break;
+    if (*step_moved) ++moved;
+  }
+  return moved;
+}
+
+int Lifecycle::expire_waitlist(PgPool& pool, Timestamp now) {
+  return pool.transact("lifecycle_expire", [&](Tx& tx) {
+    // A pending rental holds no GPUs, so there is nothing to release with it.
+    return static_cast<int>(rentals_.expire_pending(tx, now).size());
+  });
+}
+
+int Lifecycle::place_waitlist(PgPool& pool) {
+  // One transaction for the whole waitlist: pending_in_order() locks it without skipping,
+  // so a second replica waits here rather than placing a later request ahead of an earlier
+  // one; each placement is its own savepoint inside Booking::place_pending.
+  return pool.transact("lifecycle_waitlist", [&](Tx& tx) {
+    int placed = 0;
+    for (const auto& r :
+         round_robin_by_org(rentals_.pending_in_order(tx, options_.waitlist_batch))) {
+      if (!booking_.place_pending(tx, r)) continue;
+      if (rentals_.transition(tx, r.id, RentalState::kPending, RentalState::kScheduled,
+                              "capacity available")) {
+        ++placed;
+      }
+    }
+    return placed;
+  });
+}
+
+std::optional<bool> Lifecycle::step(PgPool& pool, Timestamp now) {
+  return pool.transact("lifecycle_step", [&](Tx& tx) -> std::optional<bool> {
+    auto due = rentals_.due(tx, now, 1);
+    if (due.empty()) return std::nullopt;
+    const RentalRecord& r = due.front();
+    switch (r.state) {
+      case RentalState::kScheduled:
+        return start(tx, r, now);
+      case RentalState::kProvisioning:
+        return check_provisioning(tx, r, now);
+      case RentalState::kActive:
+        return release(tx, r, now);
+      case RentalState::kReleasing:
+        return check_releasing(tx, r, now);
+      default:
+        // due() offers only the four states above; anything else is left where it is.
+        return false;
+    }
+  });
+}
+
+void Lifecycle::provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt) {
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kProvision,
+                {{"image_id", r.image_id}, {"gpu_indices", r.gpu_indices}, {"attempt", attempt}});
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kInstallAccess,
+                {{"ssh_key_ids", r.ssh_key_ids}, {"attempt", attempt}});
+}
+
+void Lifecycle::wipe_task(Tx& tx, const RentalRecord& r, int attempt) {
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kWipe,
+                {{"gpu_indices", r.gpu_indices}, {"attempt", attempt}});
+}
+
+bool Lifecycle::start(Tx& tx, const RentalRecord& r, Timestamp now) {
+  if (!rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kProvisioning,
+                           "start time reached")) {
+    return false;
+  }
+  provisioning_tasks(tx, r, r.attempts);
+  // Soon rather than at the timeout: the tasks usually finish well before it.
+  rentals_.set_next_check(tx, r.id,
+                          std::min(now + options_.poll, now + options_.provisioning_timeout));
+  return true;
+}
+
+bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now) {
+  std::vector<TaskState> current;
+  std::vector<AgentTask> current_tasks;
+  Timestamp created = now;
+  bool any = false;
+  for (const auto& t : tasks_.for_rental(tx, r.id)) {
+    if (!is_provisioning_kind(t.kind) || attempt_of(t) != r.attempts) continue;
+    current.push_back(t.state);
+    current_tasks.push_back(t);
+    created = any ? std::max(created, t.created_at) : t.created_at;
+    any = true;
+  }
+  Timestamp deadline = created + options_.provisioning_timeout;
+  switch (provisioning_step(current, r.attempts, options_.max_attempts, now, deadline)) {
+    case ProvisioningStep::kWait:
+      rentals_.set_next_check(tx, r.id, std::min(now + options_.poll, deadline));
+      return false;
+    case ProvisioningStep::kActive:
+      return rentals_.transition(tx, r.id, RentalState::kProvisioning, RentalState::kActive,
+                                 "access ready");
+    case ProvisioningStep::kRetry: {
+      close_superseded(tx, tasks_, current_tasks);
+      int attempt = rentals_.add_attempt(tx, r.id);
+      provisioning_tasks(tx, r, attempt);
+      rentals_.set_next_check(tx, r.id, now + options_.poll);
+      return false;
+    }
+    case ProvisioningStep::kFail:
+      close_superseded(tx, tasks_, current_tasks);
+      if (!rentals_.transition(
+              tx, r.id, RentalState::kProvisioning, RentalState::kFailed,
+              "provisioning failed after " + std::to_string(options_.max_attempts) + " attempts")) {
+        return false;
+      }
+      // Not billed and never started: the GPUs go back to the calendar at once.
+      rentals_.drop_allocations(tx, r.id);
+      settle_node(tx, *r.node_id, false);
+      return true;
+  }
+  return false;
+}
+
+bool Lifecycle::release(Tx& tx, const RentalRecord& r, Timestamp now) {
+  if (!rentals_.transition(tx, r.id, RentalState::kActive, RentalState::kReleasing,
+                           "end time reached")) {
+    return false;
+  }
+  // Access first, then the wipe: the agent runs a node's tasks in the order they were made.
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kRevokeAccess, {{"ssh_key_ids", r.ssh_key_ids}});
+  wipe_task(tx, r, 0);
+  rentals_.set_next_check(tx, r.id, now + options_.poll);
+  return true;
+}
+
+bool Lifecycle::check_releasing(Tx& tx, const RentalRecord& r, Timestamp now) {
+  // Only the wipe decides: it reimages the node, which takes the tenant's access with it, so a
+  // failed revoke_access is covered by the wipe that follows it.
+  std::optional<AgentTask> latest_task;
+  int wipes = 0;
+  for (const auto& t : tasks_.for_rental(tx, r.id)) {  // oldest first
+    if (t.kind != TaskKind::kWipe) continue;
+    ++wipes;
+    latest_task = t;
+  }
+  std::optional<TaskState> latest;
+  Timestamp created = now;
+  std::vector<AgentTask> superseded;
+  if (latest_task) {
+    latest = latest_task->state;
+    created = latest_task->created_at;
+    superseded.push_back(*latest_task);
+  }
+  Timestamp deadline = created + options_.releasing_timeout;
+  switch (releasing_step(latest, wipes, options_.max_attempts, now, deadline)) {
+    case ReleasingStep::kWait:
+      rentals_.set_next_check(tx, r.id, std::min(now + options_.poll, deadline));
+      return false;
+    case ReleasingStep::kRetryWipe:
+      close_superseded(tx, tasks_, superseded);
+      wipe_task(tx, r, wipes);
+      rentals_.set_next_check(tx, r.id, now + options_.poll);
+      return false;
+    case ReleasingStep::kEnded:
+      if (!rentals_.transition(tx, r.id, RentalState::kReleasing, RentalState::kEnded,
+                               "node wiped")) {
+        return false;
+      }
+      settle_node(tx, *r.node_id, false);
+      return true;
+    case ReleasingStep::kEndedUnwiped:
+      close_superseded(tx, tasks_, superseded);
+      // The customer's time is over whatever the node does, so the rental ends; but a node
+      // whose wipe was never confirmed may still hold the last tenant's data, so it leaves
+      // the pool (maintenance) until an operator has looked, rather than go to the next one.
+      if (!rentals_.transition(tx, r.id, RentalState::kReleasing, RentalState::kEnded,
+                               "wipe not confirmed; node sent to maintenance")) {
+        return false;
+      }
+      settle_node(tx, *r.node_id, true);
+      return true;
+  }
+  return false;
+}
+
+void Lifecycle::settle_node(Tx& tx, const std::string& node_id, bool unwiped) {
+  auto node = nodes_.get(tx, node_id);
+  if (!node) return;
+  auto state = inventory::parse_node_state(node->node.state);
+  if (!state) return;
+  if (unwiped) {
+    // A node already out of the pool (maintenance, failed, retired) stays where it is.
+    if (inventory::next_state(*state, inventory::NodeAction::kMaintenance) &&
+        *state != inventory::NodeState::kFailed) {
+      nodes_.transition(tx, node_id, inventory::NodeAction::kMaintenance,
+                        "wipe not confirmed after a rental", std::nullopt);
+    }
+    return;
+  }
+  if (*state != inventory::NodeState::kDraining) return;
+  if (tx.exec(kLiveOnNode, node_id)[0][0].as<long long>() > 0) return;
+  nodes_.transition(tx, node_id, inventory::NodeAction::kDrained, "last rental ended",
+                    std::nullopt);
+}
+
+}  // namespace gpurent::scheduler

@@ -1,0 +1,73 @@
+// The rental lifecycle worker: moves rentals through scheduled → provisioning → active →
+// releasing → ended (and the side exit failed), hands the node's agent its tasks for each
+// move, places the waitlist when capacity appears and expires what waited too long. Every
+// replica runs it at once: each step is one transaction that claims its rental with
+// FOR UPDATE SKIP LOCKED, so no rental is moved twice.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "inventory/node_store.h"
+#include "scheduler/booking.h"
+#include "scheduler/records.h"
+#include "scheduler/rental_store.h"
+#include "scheduler/task_store.h"
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace gpurent::scheduler {
+
+struct LifecycleOptions {
+  // How long one provisioning attempt (reimage, image, access) may take before it is retried.
+  std::chrono::seconds provisioning_timeout{30 * 60};
+  // How long one wipe may take before it is asked again.
+  std::chrono::seconds releasing_timeout{30 * 60};
+  // How soon a rental waiting on its tasks is looked at again: tasks finish between checks,
+  // and due() only offers a provisioning or releasing rental at its check time.
+  std::chrono::seconds poll{5};
+  // Provisioning tries, and wipe tries, each in all.
+  int max_attempts = 3;
+  // At most this many steps per run_once, so one run ends even under a flood of due rentals.
+  int max_steps = 500;
+  // How many waiting rentals one run considers.
+  int waitlist_batch = 200;
+};
+
+class Lifecycle {
+ public:
+  Lifecycle(RentalStore& rentals, TaskStore& tasks, inventory::NodeStore& nodes, Booking& booking,
+            LifecycleOptions options)
+      : rentals_(rentals), tasks_(tasks), nodes_(nodes), booking_(booking), options_(options) {}
+
+  // One pass at `now`: expires the waitlist's overdue rentals, places the waiting ones that
+  // now fit (round-robin by org, see lifecycle.cpp), then steps every due rental, one
+  // transaction each. The number of rentals moved. A set `stopping` ends the run after the
+  // step in progress (shutdown), leaving the rest to the next run or another replica.
+  int run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping = nullptr);
+
+  const LifecycleOptions& options() const { return options_; }
+
+ private:
+  int expire_waitlist(PgPool& pool, Timestamp now);
+  int place_waitlist(PgPool& pool);
+  // Claims one due rental and steps it: whether it moved, nullopt when none is due.
+  std::optional<bool> step(PgPool& pool, Timestamp now);
+  bool start(Tx& tx, const RentalRecord& r, Timestamp now);
+  bool check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now);
+  bool release(Tx& tx, const RentalRecord& r, Timestamp now);
+  bool check_releasing(Tx& tx, const RentalRecord& r, Timestamp now);
+  void provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt);
+  void wipe_task(Tx& tx, const RentalRecord& r, int attempt);
+  void settle_node(Tx& tx, const std::string& node_id, bool unwiped);
+
+  RentalStore& rentals_;
+  TaskStore& tasks_;
+  inventory::NodeStore& nodes_;
+  Booking& booking_;
+  LifecycleOptions options_;
+};
+
+}  // namespace gpurent::scheduler

@@ -1,0 +1,38 @@
+// The lifecycle worker's decisions for a rental waiting on its agent tasks, as pure functions
+// of the tasks' states, the attempts made and the clock, so they are table-tested without a
+// database (scheduler/lifecycle.h applies them).
+#pragma once
+
+#include "core/clock.h"
+#include "scheduler/records.h"
+
+#include <vector>
+
+namespace gpurent::scheduler {
+
+enum class ProvisioningStep {
+  kWait,    // tasks still running and time left: look again later
+  kActive,  // every task of the current attempt succeeded
+  kRetry,   // the attempt failed or timed out and attempts remain
+  kFail,    // the attempt failed or timed out and it was the last
+};
+
+enum class ReleasingStep {
+  kWait,          // the wipe is still running and time left
+  kEnded,         // the latest wipe succeeded
+  kRetryWipe,     // the wipe failed or timed out and attempts remain
+  kEndedUnwiped,  // the last wipe failed or timed out: ended, the node goes to maintenance
+};
+
+// `current`: the states of the current attempt's provision and install_access tasks (empty
+// counts as failed: nothing was asked of the agent); `attempt`: 0-based index of the current
+// attempt out of `max_attempts`; `deadline`: when the current attempt times out.
+ProvisioningStep provisioning_step(const std::vector<TaskState>& current, int attempt,
+                                   int max_attempts, Timestamp now, Timestamp deadline);
+
+// `latest_wipe`: the state of the newest wipe task (absent counts as failed); `wipes`: how many
+// wipe tasks were created so far, out of `max_attempts`.
+ReleasingStep releasing_step(std::optional<TaskState> latest_wipe, int wipes, int max_attempts,
+                             Timestamp now, Timestamp deadline);
+
+}  // namespace gpurent::scheduler

@@ -1,0 +1,311 @@
+// The lifecycle worker against a real PostgreSQL, with a test clock: a rental booked for
+// tomorrow waits until tomorrow and then walks every state to `ended` with its events and
+// tasks; provisioning retries and then fails with its GPUs freed; two workers running at
+// once never move one rental twice; the waitlist is placed when capacity appears (fairly
+// between orgs) and expires after its time; a draining node goes to maintenance when its
+// last rental ends, and an unconfirmed wipe sends the node there too.
+#include "scheduler/lifecycle.h"
+
+#include "inventory/catalog_store.h"
+#include "inventory/price_store.h"
+#include "scheduler/tests/scheduler_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <latch>
+#include <thread>
+
+namespace gpurent::scheduler {
+namespace lifecycle_pgtest {
+
+using H = std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+class LifecycleTest : public SchedulerTest {
+ protected:
+  static constexpr seconds kPoll{5};
+  static constexpr minutes kTimeout{10};
+  // A second past a check or a timeout the last run set: the test clock moves on between
+  // runs, so an exact instant could fall a few microseconds short of it.
+  static constexpr seconds kAfter = kPoll + seconds(1);
+  static constexpr seconds kAfterTimeout = kTimeout + seconds(1);
+
+  LifecycleTest() : t0_(clock_.now()) {}
+
+  Period from_now(H from, H to) const { return {t0_ + from, t0_ + to}; }
+
+  // A run at `at` (or just after: the test clock keeps moving), the clock moved there first,
+  // as in production, where the stores' own times (task creation, state changes) and the
+  // worker's `now` come from one clock. Never backwards: a time already passed runs now.
+  int run(Timestamp at) {
+    auto ahead = std::chrono::duration_cast<std::chrono::microseconds>(at - clock_.now());
+    if (ahead.count() > 0) clock_.advance(ahead);
+    return lifecycle_.run_once(pool_, clock_.now());
+  }
+
+  RentalRecord rental(const std::string& id) {
+    return *read([&](Tx& tx) { return rentals_.get_any(tx, id); });
+  }
+
+  std::vector<RentalState> states(const Tenant& t, const std::string& id) {
+    std::vector<RentalState> out;
+    for (const auto& e : read([&](Tx& tx) { return rentals_.events(tx, t.org_id, id); })) {
+      out.push_back(e.to_state);
+    }
+    return out;
+  }
+
+  std::vector<AgentTask> tasks(const std::string& id) {
+    return read([&](Tx& tx) { return tasks_.for_rental(tx, id); });
+  }
+
+  // Reports every unfinished task of the rental as the agent would; how many.
+  int complete_all(const std::string& id, bool ok) {
+    int n = 0;
+    for (const auto& t : tasks(id)) {
+      if (t.state == TaskState::kSucceeded || t.state == TaskState::kFailed) continue;
+      n += transact([&](Tx& tx) { return tasks_.complete(tx, t.id, ok, ok ? "done" : "broke"); });
+    }
+    return n;
+  }
+
+  std::string node_state(const std::string& id) {
+    return read([&](Tx& tx) { return nodes_.get(tx, id)->node.state; });
+  }
+
+  std::string pending(const Tenant& t, Timestamp expires) {
+    auto r = booking(t, std::nullopt, {}, from_now(H(0), H(24)), RentalState::kPending);
+    r.wait_for_capacity = true;
+    r.pending_expires_at = expires;
+    return transact([&](Tx& tx) { return rentals_.create(tx, r).id; });
+  }
+
+  Timestamp t0_;
+  inventory::CatalogStore catalog_{clock_};
+  inventory::PriceStore prices_{clock_, "RUB"};
+  Booking booking_{clock_, catalog_, prices_, rentals_, candidates_, {.cleaning_window = kWindow}};
+  Lifecycle lifecycle_{rentals_,
+                       tasks_,
+                       nodes_,
+                       booking_,
+                       {.provisioning_timeout = kTimeout,
+                        .releasing_timeout = kTimeout,
+                        .poll = kPoll,
+                        .max_attempts = 3}};
+};
+
+TEST_F(LifecycleTest, ABookingForTomorrowStartsTomorrowAndWalksEveryStateToEnded) {
+  std::string n = node("n1");
+  std::string id = book(a_, n, {0, 1}, from_now(H(24), H(48)));
+  const Timestamp start = t0_ + H(24);
+  const Timestamp end = t0_ + H(48);
+
+  EXPECT_EQ(run(t0_), 0);
+  EXPECT_EQ(run(start - seconds(1)), 0);
+  EXPECT_EQ(rental(id).state, RentalState::kScheduled);
+  EXPECT_TRUE(tasks(id).empty());
+
+  EXPECT_EQ(run(start), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
+  auto provisioning = tasks(id);
+  ASSERT_EQ(provisioning.size(), 2u);
+  EXPECT_EQ(provisioning[0].kind, TaskKind::kProvision);
+  EXPECT_EQ(provisioning[0].node_id, n);
+  EXPECT_EQ(provisioning[0].payload["image_id"], image_);
+  EXPECT_EQ(provisioning[0].payload["gpu_indices"], nlohmann::json({0, 1}));
+  EXPECT_EQ(provisioning[1].kind, TaskKind::kInstallAccess);
+  EXPECT_TRUE(provisioning[1].payload.contains("ssh_key_ids"));
+
+  // Still running: the check finds nothing to do and looks again later.
+  EXPECT_EQ(run(start + kAfter), 0);
+  EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
+  EXPECT_EQ(complete_all(id, true), 2);
+  EXPECT_EQ(run(start + kAfter), 0);  // not due again before its next check
+  EXPECT_EQ(run(start + 2 * kAfter), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kActive);
+
+  EXPECT_EQ(run(end - seconds(1)), 0);
+  EXPECT_EQ(run(end), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kReleasing);
+  auto all = tasks(id);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[2].kind, TaskKind::kRevokeAccess);
+  EXPECT_EQ(all[3].kind, TaskKind::kWipe);
+  EXPECT_EQ(complete_all(id, true), 2);
+  EXPECT_EQ(run(end + kAfter), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kEnded);
+  EXPECT_EQ(states(a_, id),
+            (std::vector<RentalState>{RentalState::kScheduled, RentalState::kProvisioning,
+                                      RentalState::kActive, RentalState::kReleasing,
+                                      RentalState::kEnded}));
+  EXPECT_EQ(node_state(n), "available");
+  EXPECT_EQ(run(end + H(1)), 0);
+}
+
+TEST_F(LifecycleTest, ProvisioningIsRetriedThenFailsWithItsAllocationsDropped) {
+  std::string n = node("n1");
+  std::string id = book(a_, n, {0}, from_now(H(1), H(25)));
+  const Timestamp start = t0_ + H(1);
+  EXPECT_EQ(run(start), 1);
+
+  // Attempt 1 fails outright.
+  EXPECT_EQ(complete_all(id, false), 2);
+  EXPECT_EQ(run(start + kAfter), 0);
+  EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
+  EXPECT_EQ(rental(id).attempts, 1);
+  EXPECT_EQ(tasks(id).size(), 4u);
+
+  // Attempt 2 never answers and times out.
+  Timestamp second = start + kAfter;
+  EXPECT_EQ(run(second + kAfter), 0);
+  EXPECT_EQ(rental(id).attempts, 1);
+  EXPECT_EQ(run(second + kAfterTimeout), 0);
+  EXPECT_EQ(rental(id).attempts, 2);
+  EXPECT_EQ(tasks(id).size(), 6u);
+
+  // Attempt 3 fails: that was the last.
+  EXPECT_EQ(complete_all(id, false), 2);
+  EXPECT_EQ(run(second + kAfterTimeout + kAfter), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kFailed);
+  EXPECT_TRUE(read([&](Tx& tx) { return rentals_.allocations(tx, id); }).empty());
+  EXPECT_EQ(states(a_, id).back(), RentalState::kFailed);
+  EXPECT_EQ(tasks(id).size(), 6u);
+}
+
+TEST_F(LifecycleTest, ALateSuccessOfAnOldAttemptDoesNotActivate) {
+  std::string n = node("n1");
+  std::string id = book(a_, n, {0}, from_now(H(1), H(25)));
+  const Timestamp start = t0_ + H(1);
+  EXPECT_EQ(run(start), 1);
+  auto first = tasks(id);
+  EXPECT_EQ(run(start + kAfterTimeout), 0);  // attempt 1 timed out: attempt 2 asked
+  ASSERT_EQ(rental(id).attempts, 1);
+  for (const auto& t : first) {
+    transact([&](Tx& tx) { return tasks_.complete(tx, t.id, true, "late"); });
+  }
+  EXPECT_EQ(run(start + kAfterTimeout + kAfter), 0);
+  EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
+}
+
+TEST_F(LifecycleTest, TwoWorkersAtOnceNeverMoveOneRentalTwice) {
+  std::vector<std::string> ids;
+  for (const auto* host : {"n1", "n2", "n3"}) {
+    std::string n = node(host);
+    for (int gpu = 0; gpu < 8; ++gpu) {
+      ids.push_back(book(a_, n, {gpu}, from_now(H(1), H(25))));
+    }
+  }
+  const Timestamp start = t0_ + H(1);
+  std::latch go(2);
+  int moved[2] = {0, 0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&, w] {
+      go.arrive_and_wait();
+      moved[w] = run(start);
+    });
+  }
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(moved[0] + moved[1], static_cast<int>(ids.size()));
+  for (const auto& id : ids) {
+    EXPECT_EQ(rental(id).state, RentalState::kProvisioning) << id;
+    EXPECT_EQ(tasks(id).size(), 2u) << id;
+    EXPECT_EQ(states(a_, id).size(), 2u) << id;
+  }
+}
+
+TEST_F(LifecycleTest, APendingRentalIsPlacedWhenARentalIsCancelled) {
+  std::string n = node("n1");
+  std::string big = book(a_, n, {0, 1, 2, 3, 4, 5, 6, 7}, from_now(H(1), H(25)));
+  std::string waiting = pending(b_, t0_ + H(12));
+  EXPECT_EQ(run(t0_), 0);
+  EXPECT_EQ(rental(waiting).state, RentalState::kPending);
+
+  transact([&](Tx& tx) {
+    rentals_.transition(tx, big, RentalState::kScheduled, RentalState::kCancelled, "cancelled");
+    rentals_.drop_allocations(tx, big);
+  });
+  EXPECT_EQ(run(t0_), 1);
+  auto placed = rental(waiting);
+  EXPECT_EQ(placed.state, RentalState::kScheduled);
+  EXPECT_EQ(placed.node_id, n);
+  EXPECT_EQ(placed.gpu_indices.size(), 1u);
+  EXPECT_EQ(placed.period.end - placed.period.start, H(24));
+  EXPECT_EQ(read([&](Tx& tx) { return rentals_.allocations(tx, waiting); }).size(), 1u);
+  EXPECT_EQ(states(b_, waiting),
+            (std::vector<RentalState>{RentalState::kPending, RentalState::kScheduled}));
+}
+
+TEST_F(LifecycleTest, APendingRentalExpiresAfterItsTime) {
+  std::string waiting = pending(a_, t0_ + H(1));  // no node of the model at all
+  EXPECT_EQ(run(t0_), 0);
+  EXPECT_EQ(rental(waiting).state, RentalState::kPending);
+  EXPECT_EQ(run(t0_ + H(1)), 1);
+  EXPECT_EQ(rental(waiting).state, RentalState::kCancelled);
+}
+
+TEST_F(LifecycleTest, TheWaitlistTakesOrgsInTurn) {
+  std::string n = node("n1");
+  std::vector<std::string> a_waiting;
+  for (int i = 0; i < 8; ++i) a_waiting.push_back(pending(a_, t0_ + H(12)));
+  std::string b_waiting = pending(b_, t0_ + H(12));  // joined last
+  EXPECT_EQ(run(t0_), 8);                            // eight GPUs
+  EXPECT_EQ(rental(b_waiting).state, RentalState::kScheduled);
+  EXPECT_EQ(rental(a_waiting.front()).state, RentalState::kScheduled);
+  // Org a's own order holds: its last request is the one left waiting.
+  EXPECT_EQ(rental(a_waiting.back()).state, RentalState::kPending);
+}
+
+TEST_F(LifecycleTest, ADrainingNodeGoesToMaintenanceWhenItsLastRentalEnds) {
+  std::string n = node("n1");
+  std::string first = book(a_, n, {0}, from_now(H(1), H(25)));
+  std::string second = book(b_, n, {1}, from_now(H(1), H(49)));
+  transact([&](Tx& tx) {
+    nodes_.transition(tx, n, inventory::NodeAction::kDrain, "warning health", admin_);
+  });
+  const Timestamp start = t0_ + H(1);
+  EXPECT_EQ(run(start), 2);
+  complete_all(first, true);
+  complete_all(second, true);
+  EXPECT_EQ(run(start + kAfter), 2);
+
+  const Timestamp end1 = t0_ + H(25);
+  EXPECT_EQ(run(end1), 1);
+  complete_all(first, true);
+  EXPECT_EQ(run(end1 + kAfter), 1);
+  EXPECT_EQ(rental(first).state, RentalState::kEnded);
+  EXPECT_EQ(node_state(n), "draining");  // the second rental still runs
+
+  const Timestamp end2 = t0_ + H(49);
+  EXPECT_EQ(run(end2), 1);
+  EXPECT_EQ(node_state(n), "draining");  // releasing still holds it
+  complete_all(second, true);
+  EXPECT_EQ(run(end2 + kAfter), 1);
+  EXPECT_EQ(rental(second).state, RentalState::kEnded);
+  EXPECT_EQ(node_state(n), "maintenance");
+}
+
+TEST_F(LifecycleTest, AnUnconfirmedWipeEndsTheRentalAndSendsTheNodeToMaintenance) {
+  std::string n = node("n1");
+  std::string id = book(a_, n, {0}, from_now(H(1), H(25)));
+  EXPECT_EQ(run(t0_ + H(1)), 1);
+  complete_all(id, true);
+  EXPECT_EQ(run(t0_ + H(1) + kAfter), 1);
+  Timestamp end = t0_ + H(25);
+  EXPECT_EQ(run(end), 1);
+  // Three wipes fail in turn: two retries, then the rental ends without one.
+  EXPECT_EQ(complete_all(id, false), 2);
+  EXPECT_EQ(run(end + kAfter), 0);
+  EXPECT_EQ(complete_all(id, false), 1);
+  EXPECT_EQ(run(end + 2 * kAfter), 0);
+  EXPECT_EQ(rental(id).state, RentalState::kReleasing);
+  EXPECT_EQ(node_state(n), "available");
+  EXPECT_EQ(complete_all(id, false), 1);
+  EXPECT_EQ(run(end + 3 * kAfter), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kEnded);
+  EXPECT_EQ(node_state(n), "maintenance");
+}
+
+}  // namespace lifecycle_pgtest
+}  // namespace gpurent::scheduler

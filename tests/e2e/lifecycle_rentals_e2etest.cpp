@@ -1,0 +1,161 @@
+// The rental lifecycle end to end: a rental booked through the API is provisioned, becomes
+// active, is released and ends, driven by the test clock, the test-only lifecycle run and
+// agent task reports made through the test routes, with every move in its events.
+#include "tests/support/api_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include <string>
+#include <vector>
+
+namespace gpurent::testing::lifecycle_rentals_e2e {
+
+using nlohmann::json;
+
+class LifecycleRentalsE2E : public ApiTest {
+ protected:
+  void SetUp() override {
+    // The worker's own thread runs once at start and then not for a minute of real time,
+    // longer than this test takes, so every move below is the test's own run at the test
+    // clock's now. The worker looks at a rental waiting on its tasks again one interval
+    // after the last look, so the test clock moves past that before each check.
+    server_ = std::make_unique<ServerProcess>(
+        ServerOptions{.database_url = db_.url(),
+                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
+                                "--lifecycle_interval=60s"}});
+    admin_ = platform_admin();
+    auto site = post("/v1/admin/sites",
+                     {{"name", "Test DC"}, {"region", "test"}, {"timezone", "Europe/Moscow"}},
+                     session(admin_));
+    ASSERT_EQ(site.status, 201) << site.body;
+    site_id_ = site.json()["id"];
+    auto image = post("/v1/admin/images",
+                      {{"name", "ubuntu-cuda-12.4"},
+                       {"os", "Ubuntu 22.04"},
+                       {"driver_version", "550.54.15"},
+                       {"cuda_version", "12.4"}},
+                      session(admin_));
+    ASSERT_EQ(image.status, 201) << image.body;
+    image_id_ = image.json()["id"];
+    auto priced =
+        put("/v1/admin/prices",
+            json::array({{{"gpu_model", "H100-SXM5-80GB"},
+                          {"gpu_count", 2},
+                          {"price_per_day", {{"amount_minor", 200000}, {"currency", "RUB"}}}}}),
+            session(admin_));
+    ASSERT_EQ(priced.status, 200) << priced.body;
+    auto node = post("/v1/admin/nodes",
+                     {{"site_id", site_id_},
+                      {"hostname", "gpu-1"},
+                      {"gpu_model", "H100-SXM5-80GB"},
+                      {"gpu_count", 8}},
+                     session(admin_));
+    ASSERT_EQ(node.status, 201) << node.body;
+    node_id_ = node.json()["node"]["id"];
+    // Until the agent capability lands, its enrolment and first healthy heartbeat are
+    // written as the agent's would be.
+    sql("UPDATE nodes SET state = 'available', health = 'ok' WHERE id = '" + node_id_ + "'");
+  }
+
+  void sql(const std::string& statement) {
+    pqxx::connection c(db_.url());
+    pqxx::work tx(c);
+    tx.exec(statement);
+    tx.commit();
+  }
+
+  void advance(int seconds) {
+    auto r = post("/v1/admin/test-clock", {{"advance_seconds", seconds}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+
+  int run_lifecycle() {
+    auto r = post("/v1/test/lifecycle/run", json::object());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json().value("moved", -1);
+  }
+
+  std::string state_of(const Login& owner, const std::string& id) {
+    auto r = get("/v1/rentals/" + id, session(owner));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json().value("state", "");
+  }
+
+  json tasks_of(const std::string& id) {
+    auto r = get("/v1/test/rentals/" + id + "/tasks", {});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json()["items"];
+  }
+
+  // Reports every queued task of the rental as succeeded; their kinds, in order.
+  std::vector<std::string> complete_queued(const std::string& id) {
+    std::vector<std::string> kinds;
+    for (const auto& t : tasks_of(id)) {
+      if (t["state"] != "queued") continue;
+      auto r = post("/v1/test/tasks/" + t["id"].get<std::string>() + "/complete",
+                    {{"ok", true}, {"message", "done"}});
+      EXPECT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(r.json()["state"], "succeeded");
+      kinds.push_back(t["kind"]);
+    }
+    return kinds;
+  }
+
+  Login admin_;
+  std::string site_id_;
+  std::string image_id_;
+  std::string node_id_;
+};
+
+TEST_F(LifecycleRentalsE2E, ABookedRentalWalksFromScheduledToEnded) {
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", "H100-SXM5-80GB"},
+                      {"gpu_count", 2},
+                      {"start", "now"},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string id = booked.json()["id"];
+  ASSERT_EQ(booked.json()["state"], "scheduled");
+
+  advance(1);
+  EXPECT_EQ(run_lifecycle(), 1);
+  EXPECT_EQ(state_of(owner, id), "provisioning");
+  auto provisioning = tasks_of(id);
+  ASSERT_EQ(provisioning.size(), 2u) << provisioning;
+  EXPECT_EQ(provisioning[0]["node_id"], node_id_);
+  EXPECT_EQ(provisioning[0]["payload"]["image_id"], image_id_);
+  EXPECT_EQ(complete_queued(id), (std::vector<std::string>{"provision", "install_access"}));
+  // A report repeated is refused: the agent runs each task once.
+  auto again = post("/v1/test/tasks/" + provisioning[0]["id"].get<std::string>() + "/complete",
+                    {{"ok", false}});
+  EXPECT_EQ(again.status, 409) << again.body;
+
+  advance(61);  // past the worker's next check
+  EXPECT_EQ(run_lifecycle(), 1);
+  EXPECT_EQ(state_of(owner, id), "active");
+
+  advance(24 * 3600);                  // the rental's day is over
+  owner = login("owner@example.com");  // a day idle ended the session
+  EXPECT_EQ(run_lifecycle(), 1);
+  EXPECT_EQ(state_of(owner, id), "releasing");
+  EXPECT_EQ(complete_queued(id), (std::vector<std::string>{"revoke_access", "wipe"}));
+
+  advance(61);
+  EXPECT_EQ(run_lifecycle(), 1);
+  EXPECT_EQ(state_of(owner, id), "ended");
+
+  auto events = get("/v1/rentals/" + id + "/events", session(owner));
+  ASSERT_EQ(events.status, 200) << events.body;
+  std::vector<std::string> states;
+  json items = events.json()["items"];
+  for (const auto& e : items) states.push_back(e["to_state"]);
+  EXPECT_EQ(states, (std::vector<std::string>{"scheduled", "provisioning", "active", "releasing",
+                                              "ended"}));
+}
+
+}  // namespace gpurent::testing::lifecycle_rentals_e2e
