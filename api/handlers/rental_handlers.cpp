@@ -140,6 +140,16 @@ std::optional<int> max_days_for(Tx& tx, const RentalRoutesState& state, const Pr
   return limit;
 }
 
+// A query parameter that is a whole number from 1 to `max`.
+int small_int(std::string_view field, const std::string& text, int max) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > max) {
+    throw Error::invalid_field(field, "must be a whole number from 1 to " + std::to_string(max));
+  }
+  return value;
+}
+
 // How long GET …/wait holds a request at most, and how often it looks again meanwhile.
 constexpr int kMaxWaitSeconds = 300;
 
@@ -443,6 +453,76 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .platform_admin = true,
               .summary = "Every org's rentals, newest first, filtered by org, state or node.",
               .tag = "admin"});
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/offers",
+       .handler =
+           [&state](const Request& req, const Principal&) {
+             QueryParams query(req, {"gpu_model", "gpu_count", "interconnect", "start", "days"});
+             scheduler::OfferQuery q;
+             q.gpu_model = query.text("gpu_model");
+             if (auto c = query.text("gpu_count")) q.gpu_count = small_int("gpu_count", *c, 64);
+             if (auto i = query.text("interconnect")) {
+               auto need = scheduler::parse_link_need(*i);
+               if (!need) throw Error::invalid_field("interconnect", "must be nvlink or any");
+               q.link_need = *need;
+             }
+             if (auto d = query.text("days")) q.days = small_int("days", *d, 365);
+             if (auto s = query.text("start"); s && *s != "now") {
+               q.start = parse_rfc3339(s->size() == 10 ? *s + "T00:00:00Z" : *s);
+               if (!q.start) {
+                 throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
+               }
+             }
+             auto offers = state.pool->read("catalog_offers",
+                                            [&](Tx& tx) { return state.views->offers(tx, q); });
+             nlohmann::json items = nlohmann::json::array();
+             for (const auto& o : offers) {
+               items.push_back({{"gpu_model", o.gpu_model},
+                                {"gpu_count", o.gpu_count},
+                                {"interconnect", o.interconnect},
+                                {"vram_total_gb", o.vram_total_gb},
+                                {"price_per_day", o.price_per_day.to_json()},
+                                {"available_now", o.available_now},
+                                {"earliest_start", optional_json(o.earliest_start)},
+                                {"site", o.site}});
+             }
+             return json_response(200, {{"items", items}});
+           },
+       .summary = "Rental shapes on sale, with whether they fit now and their earliest start.",
+       .tag = "catalog"});
+
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/availability",
+       .handler =
+           [&state](const Request& req, const Principal&) {
+             QueryParams query(req, {"gpu_model", "gpu_count", "interconnect", "from", "days"});
+             auto model = query.text("gpu_model");
+             if (!model) throw Error::invalid_field("gpu_model", "is required");
+             int count = 1;
+             if (auto c = query.text("gpu_count")) count = small_int("gpu_count", *c, 64);
+             scheduler::LinkNeed need = scheduler::LinkNeed::kNvlink;
+             if (auto i = query.text("interconnect")) {
+               auto parsed = scheduler::parse_link_need(*i);
+               if (!parsed) throw Error::invalid_field("interconnect", "must be nvlink or any");
+               need = *parsed;
+             }
+             int days = 30;
+             if (auto d = query.text("days")) days = small_int("days", *d, 90);
+             std::string from =
+                 query.text("from").value_or(format_rfc3339(state.clock->now()).substr(0, 10));
+             auto calendar = state.pool->read("catalog_availability", [&](Tx& tx) {
+               return state.views->availability(tx, *model, count, need, from, days);
+             });
+             nlohmann::json out = nlohmann::json::array();
+             for (const auto& d : calendar) {
+               out.push_back({{"date", d.date}, {"available", d.available}});
+             }
+             return json_response(200, {{"days", out}});
+           },
+       .summary = "How many rentals of a shape could start on each coming day.",
+       .tag = "catalog"});
 }
 
 }  // namespace gpurent::http

@@ -20,12 +20,14 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
                {.cleaning_window = ctx.config.rental_cleaning_window}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
       lifecycle_(rentals_, tasks_, nodes_, booking_, {.poll = ctx.config.lifecycle_interval}),
+      views_(ctx.clock, catalog_, prices_, candidates_, ctx.config.rental_cleaning_window),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .booking = &booking_,
                      .rentals = &rentals_,
                      .ssh_keys = &ssh_keys_,
-                     .orgs = &orgs_} {}
+                     .orgs = &orgs_,
+                     .views = &views_} {}
 
 SchedulerModule::~SchedulerModule() {
   stop();

@@ -62,6 +62,7 @@ class SchedulerModule {
   scheduler::TaskStore tasks_;
   scheduler::Booking booking_;
   scheduler::Lifecycle lifecycle_;
+  scheduler::CatalogViews views_;
   http::RentalRoutesState rental_routes_;
 
   std::mutex mutex_;

@@ -288,6 +288,48 @@ TEST_F(RentalsE2E, PlatformAdminsSeeEveryOrgsRentals) {
   EXPECT_EQ(get("/v1/admin/rentals", session(a)).status, 403);
 }
 
+TEST_F(RentalsE2E, OffersAndAvailabilityFollowTheBookings) {
+  add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto offers = get("/v1/offers?gpu_model=H100-SXM5-80GB&gpu_count=8", session(owner));
+  ASSERT_EQ(offers.status, 200) << offers.body;
+  ASSERT_EQ(offers.json()["items"].size(), 1u) << offers.body;
+  json offer = offers.json()["items"][0];
+  EXPECT_EQ(offer["available_now"], true);
+  EXPECT_EQ(offer["interconnect"], "nvswitch");
+  EXPECT_EQ(offer["vram_total_gb"], 640);
+  EXPECT_EQ(offer["site"], "Test DC");
+  EXPECT_EQ(offer["price_per_day"], json({{"amount_minor", 800000}, {"currency", "RUB"}}));
+
+  // Tomorrow (Moscow) and the day after: one whole node each; two 4-GPU rentals each.
+  auto tomorrow =
+      get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=4&days=2", session(owner));
+  ASSERT_EQ(tomorrow.status, 200) << tomorrow.body;
+  ASSERT_EQ(tomorrow.json()["days"].size(), 2u) << tomorrow.body;
+  std::string day2 = tomorrow.json()["days"][1]["date"];
+  EXPECT_EQ(tomorrow.json()["days"][1]["available"], 2) << tomorrow.body;
+
+  // The whole node booked for that date: the shape is gone that day, and the offer's
+  // earliest start moves past it when asked from then.
+  auto booked = post("/v1/rentals", booking(8, day2, 1), session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  auto after = get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=4&days=2", session(owner));
+  ASSERT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["days"][1]["available"], 0) << after.body;
+  auto later = get("/v1/offers?gpu_model=H100-SXM5-80GB&gpu_count=8&start=" +
+                       std::string(booked.json()["period"]["start"]),
+                   session(owner));
+  ASSERT_EQ(later.status, 200) << later.body;
+  EXPECT_EQ(later.json()["items"][0]["available_now"], false) << later.body;
+  EXPECT_TRUE(later.json()["items"][0]["earliest_start"].is_string());
+
+  EXPECT_EQ(get("/v1/availability?gpu_count=4", session(owner)).status, 400);
+  EXPECT_EQ(get("/v1/availability?gpu_model=H100-SXM5-80GB&from=2026-13-01", session(owner)).status,
+            400);
+  EXPECT_EQ(get("/v1/offers?gpu_count=0", session(owner)).status, 400);
+  EXPECT_EQ(get("/v1/offers", {}).status, 401);
+}
+
 // The must-show race: two replicas on one database, 40 clients asking at once for more GPUs
 // than exist. The database's exclusion constraint is the last word: accepted rentals never
 // exceed the GPUs, no two allocations of a GPU overlap, every 201 has its rows and every

@@ -1,0 +1,76 @@
+// The catalog's views of capacity: which rental shapes are on sale and whether they fit now
+// (GET /v1/offers), and how many rentals of one shape could start on each coming day (GET
+// /v1/availability). Read-only: the candidates come from the same loader the booking uses,
+// and placement answers the same question it answers for a booking.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "core/money.h"
+#include "inventory/catalog_store.h"
+#include "inventory/price_store.h"
+#include "scheduler/candidate_store.h"
+#include "scheduler/placement.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::scheduler {
+
+struct OfferQuery {
+  std::optional<std::string> gpu_model;
+  std::optional<int> gpu_count;
+  LinkNeed link_need = LinkNeed::kNvlink;
+  std::optional<Timestamp> start;  // from when to look; now when absent or past
+  int days = 1;
+};
+
+// One shape on sale at one site, as the nodes there are built.
+struct Offer {
+  std::string gpu_model;
+  int gpu_count = 0;
+  std::string interconnect;  // the nodes' declared shape: nvswitch | nvlink-pairs | pcie
+  int vram_total_gb = 0;
+  Money price_per_day{0, "XXX"};
+  bool available_now = false;
+  std::optional<Timestamp> earliest_start;  // within the horizon
+  std::string site;
+};
+
+struct DayAvailability {
+  std::string date;  // YYYY-MM-DD in the site's time zone
+  int available = 0;
+};
+
+class CatalogViews {
+ public:
+  CatalogViews(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
+               CandidateStore& candidates, std::chrono::seconds cleaning_window)
+      : clock_(clock),
+        catalog_(catalog),
+        prices_(prices),
+        candidates_(candidates),
+        cleaning_(cleaning_window) {}
+
+  // Every priced shape matching the query, per site and node shape that can hold it, with
+  // whether a rental of `days` fits now and else its earliest start within 30 days.
+  std::vector<Offer> offers(Tx& tx, const OfferQuery& query);
+
+  // For each of `days` dates from `from` (YYYY-MM-DD): how many rentals of the shape, one
+  // day long, could start at that date's midnight at their node's site, counted by placing
+  // them one after another on a copy of the calendar. At most `cap` a day.
+  std::vector<DayAvailability> availability(Tx& tx, const std::string& gpu_model, int gpu_count,
+                                            LinkNeed need, const std::string& from, int days,
+                                            int cap = 1000);
+
+ private:
+  const Clock& clock_;
+  inventory::CatalogStore& catalog_;
+  inventory::PriceStore& prices_;
+  CandidateStore& candidates_;
+  std::chrono::seconds cleaning_;
+};
+
+}  // namespace gpurent::scheduler
