@@ -62,6 +62,9 @@ int run_server(const Config& config) {
   IdentityModule identity(context);
   InventoryModule inventory(context);
   SchedulerModule scheduler(context);
+  inventory.show_node_rentals_with([&scheduler](Tx& tx, const std::string& node_id) {
+    return scheduler.node_rentals(tx, node_id);
+  });
   AnnouncementBarrier barrier(listener, pool);
 
   http::Router router;

@@ -262,10 +262,16 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                     // One connection, no transaction: the node's four reads need no common
                     // snapshot (a transaction at READ COMMITTED would not give one either); a
                     // change landing between them shows in part now and whole on the next GET.
-                    auto node = state.pool->read("node_get",
-                                                 [&](Tx& tx) { return state.nodes->get(tx, id); });
+                    nlohmann::json rentals = nlohmann::json::array();
+                    auto node = state.pool->read("node_get", [&](Tx& tx) {
+                      auto n = state.nodes->get(tx, id);
+                      if (n && state.rentals) rentals = state.rentals(tx, id);
+                      return n;
+                    });
                     if (!node) throw no_such_node();
-                    return json_response(200, node_detail_json(*node));
+                    auto out = node_detail_json(*node);
+                    out["rentals"] = std::move(rentals);
+                    return json_response(200, out);
                   },
               .platform_admin = true,
               .summary = "A node with its GPUs, link matrix, health and state history "

@@ -9,12 +9,20 @@
 #include "inventory/node_store.h"
 #include "inventory/site_store.h"
 
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+
 namespace gpurent::http {
 
 struct NodeAdminRoutesState {
   PgPool* pool = nullptr;
   inventory::SiteStore* sites = nullptr;
   inventory::NodeStore* nodes = nullptr;
+  // The node's rentals as the scheduler prints them, newest first, read in the same use
+  // case; set by the process's wiring (inventory knows nothing of rentals). Unset: none.
+  std::function<nlohmann::json(Tx&, const std::string& node_id)> rentals;
 };
 
 void add_node_admin_routes(Router& router, NodeAdminRoutesState& state);

@@ -155,6 +155,17 @@ constexpr int kMaxWaitSeconds = 300;
 
 }  // namespace
 
+nlohmann::json node_rentals_json(Tx& tx, scheduler::RentalStore& rentals,
+                                 const std::string& node_id) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rentals.node_rentals(tx, node_id, 50)) {
+    auto item = rental_json(r);
+    item["org_id"] = r.org_id;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 void add_rental_routes(Router& router, RentalRoutesState& state) {
   router.add(
       {.method = Method::kPost,

@@ -25,4 +25,9 @@ struct RentalRoutesState {
 
 void add_rental_routes(Router& router, RentalRoutesState& state);
 
+// The node's latest rentals (at most 50, newest first) as GET /v1/admin/nodes/{id} shows
+// them.
+nlohmann::json node_rentals_json(Tx& tx, scheduler::RentalStore& rentals,
+                                 const std::string& node_id);
+
 }  // namespace gpurent::http

@@ -23,6 +23,10 @@ class InventoryModule {
   InventoryModule& operator=(const InventoryModule&) = delete;
 
   void add_routes(http::Router& router);
+  // The node view lists the node's rentals through this (the scheduler's), when wired.
+  void show_node_rentals_with(std::function<nlohmann::json(Tx&, const std::string&)> rentals) {
+    node_admin_routes_.rentals = std::move(rentals);
+  }
   void add_metrics(http::Metrics& metrics) const;
 
   // For `make run`'s demo fleet.

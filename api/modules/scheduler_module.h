@@ -31,6 +31,10 @@ class SchedulerModule {
   SchedulerModule& operator=(const SchedulerModule&) = delete;
 
   void add_routes(http::Router& router);
+  // What the admin node view lists as the node's rentals.
+  nlohmann::json node_rentals(Tx& tx, const std::string& node_id) {
+    return http::node_rentals_json(tx, rentals_, node_id);
+  }
 
   // Starts the lifecycle worker's thread: run_once every lifecycle_interval. Every replica
   // runs one; their claims never overlap (scheduler/lifecycle.h).

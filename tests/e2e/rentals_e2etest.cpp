@@ -114,6 +114,13 @@ TEST_F(RentalsE2E, ABookingGetsNvlinkedGpusOnTheNodeAndShowsInTheList) {
   ASSERT_EQ(events.json()["items"].size(), 1u);
   EXPECT_EQ(events.json()["items"][0]["to_state"], "scheduled");
 
+  // Platform admins see it on the node.
+  auto node_view = get("/v1/admin/nodes/" + node, session(admin_));
+  ASSERT_EQ(node_view.status, 200) << node_view.body;
+  ASSERT_EQ(node_view.json()["rentals"].size(), 1u) << node_view.body;
+  EXPECT_EQ(node_view.json()["rentals"][0]["id"], id);
+  EXPECT_EQ(node_view.json()["rentals"][0]["org_id"], owner.org_id);
+
   // Another org sees nothing of it.
   Login other = account("other@example.com", "Other");
   EXPECT_EQ(get("/v1/rentals/" + id, session(other)).status, 404);
