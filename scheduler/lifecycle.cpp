@@ -24,7 +24,9 @@ constexpr Statement kLiveOnNode = {
 constexpr Statement kAnyWork = {
     "lifecycle_any_work",
     "SELECT EXISTS (SELECT 1 FROM rentals WHERE due_at <= $1::timestamptz)"
-    " OR EXISTS (SELECT 1 FROM rentals WHERE state = 'pending')"};
+    " OR EXISTS (SELECT 1 FROM rentals WHERE state = 'pending')"
+    " OR EXISTS (SELECT 1 FROM rentals r JOIN nodes n ON n.id = r.node_id"
+    " WHERE r.state = 'scheduled' AND n.state IN ('retired', 'failed'))"};
 
 bool is_provisioning_kind(TaskKind k) {
   return k == TaskKind::kProvision || k == TaskKind::kInstallAccess;
@@ -77,6 +79,8 @@ int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* st
   if (!work) return 0;
   int moved = expire_waitlist(pool, now);
   if (stop()) return moved;
+  moved += replace_stranded(pool);
+  if (stop()) return moved;
   moved += place_waitlist(pool);
   for (int i = 0; i < options_.max_steps && !stop(); ++i) {
     auto step_moved = step(pool, now);
@@ -90,6 +94,31 @@ int Lifecycle::expire_waitlist(PgPool& pool, Timestamp now) {
   return pool.transact("lifecycle_expire", [&](Tx& tx) {
     // A pending rental holds no GPUs, so there is nothing to release with it.
     return static_cast<int>(rentals_.expire_pending(tx, now).size());
+  });
+}
+
+int Lifecycle::replace_stranded(PgPool& pool) {
+  // A rental booked on a node that was retired or failed before its start moves to another
+  // node that fits the same period, keeping its price; with none free it is cancelled, and
+  // since it never started nothing is charged. One transaction: the old allocations are
+  // dropped and the new ones taken together, so the rental never holds both or neither.
+  return pool.transact("lifecycle_stranded", [&](Tx& tx) {
+    int moved = 0;
+    for (const auto& r : rentals_.stranded(tx, options_.waitlist_batch)) {
+      std::string from = r.node_id.value_or("");
+      rentals_.drop_allocations(tx, r.id);
+      if (booking_.place_pending(tx, r)) {
+        rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kScheduled,
+                            "moved from node " + from + ", which was retired or failed");
+      } else {
+        rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kCancelled,
+                            "node " + from +
+                                " was retired or failed and no other node is free for the "
+                                "period; nothing is charged");
+      }
+      ++moved;
+    }
+    return moved;
   });
 }
 

@@ -42,8 +42,9 @@ class Lifecycle {
             LifecycleOptions options)
       : rentals_(rentals), tasks_(tasks), nodes_(nodes), booking_(booking), options_(options) {}
 
-  // One pass at `now`: expires the waitlist's overdue rentals, places the waiting ones that
-  // now fit (round-robin by org, see lifecycle.cpp), then steps every due rental, one
+  // One pass at `now`: expires the waitlist's overdue rentals, moves rentals whose node was
+  // retired or failed before their start to another node (or cancels them), places the waiting ones
+  // that now fit (round-robin by org, see lifecycle.cpp), then steps every due rental, one
   // transaction each. The number of rentals moved. A set `stopping` ends the run after the
   // step in progress (shutdown), leaving the rest to the next run or another replica.
   int run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping = nullptr);
@@ -53,6 +54,7 @@ class Lifecycle {
  private:
   int expire_waitlist(PgPool& pool, Timestamp now);
   int place_waitlist(PgPool& pool);
+  int replace_stranded(PgPool& pool);
   // Claims one due rental and steps it: whether it moved, nullopt when none is due.
   std::optional<bool> step(PgPool& pool, Timestamp now);
   bool start(Tx& tx, const RentalRecord& r, Timestamp now);

@@ -154,6 +154,12 @@ constexpr Statement kPendingInOrder = {"rental_pending_in_order",
                                        "SELECT " RENTAL_COLUMNS
                                        " FROM rentals WHERE state = 'pending'"
                                        " ORDER BY created_at, id LIMIT $1 FOR UPDATE"};
+// Scheduled rentals whose node was retired or failed before they started, soonest first.
+constexpr Statement kStranded = {"rental_stranded",
+                                 "SELECT " RENTAL_COLUMNS
+                                 " FROM rentals WHERE state = 'scheduled' AND node_id IN"
+                                 " (SELECT id FROM nodes WHERE state IN ('retired', 'failed'))"
+                                 " ORDER BY lower(period), id LIMIT $1 FOR UPDATE SKIP LOCKED"};
 constexpr Statement kExpirePending = {
     "rental_expire_pending",
     "WITH expired AS (SELECT id FROM rentals WHERE state = 'pending'"
@@ -392,6 +398,10 @@ std::vector<RentalRecord> RentalStore::due(Tx& tx, Timestamp now, int limit) {
 
 std::vector<RentalRecord> RentalStore::pending_in_order(Tx& tx, int limit) {
   return rentals_from(tx.exec(kPendingInOrder, limit));
+}
+
+std::vector<RentalRecord> RentalStore::stranded(Tx& tx, int limit) {
+  return rentals_from(tx.exec(kStranded, limit));
 }
 
 std::vector<RentalRecord> RentalStore::expire_pending(Tx& tx, Timestamp now) {

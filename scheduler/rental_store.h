@@ -142,6 +142,9 @@ class RentalStore {
   // second replica waits for the first rather than serving a later request ahead of an
   // earlier one.
   std::vector<RentalRecord> pending_in_order(Tx& tx, int limit);
+  // Scheduled rentals (not started yet) whose node was retired or failed, soonest start
+  // first, locked; rows another transaction holds are skipped.
+  std::vector<RentalRecord> stranded(Tx& tx, int limit);
   // Cancels every pending rental whose pending_expires_at has come, with an event row each,
   // in one statement; rows another transaction holds are left for the next run. The
   // cancelled rentals (their holds are the caller's to release).

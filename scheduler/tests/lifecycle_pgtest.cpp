@@ -286,6 +286,29 @@ TEST_F(LifecycleTest, ADrainingNodeGoesToMaintenanceWhenItsLastRentalEnds) {
   EXPECT_EQ(node_state(n), "maintenance");
 }
 
+TEST_F(LifecycleTest, ARentalOnARetiredNodeMovesToAnotherOrIsCancelled) {
+  std::string n1 = node("n1");
+  std::string n2 = node("n2");
+  // Both nodes hold a whole-node booking tomorrow; n2 is free the day after (past the
+  // cleaning window).
+  std::string moved = book(a_, n1, {0, 1, 2, 3, 4, 5, 6, 7}, from_now(H(48), H(72)));
+  std::string stuck = book(b_, n1, {0, 1, 2, 3, 4, 5, 6, 7}, from_now(H(24), H(40)));
+  std::string blocker = book(b_, n2, {0, 1, 2, 3, 4, 5, 6, 7}, from_now(H(24), H(40)));
+  transact([&](Tx& tx) {
+    nodes_.transition(tx, n1, inventory::NodeAction::kRetire, "decommissioned", admin_);
+  });
+  EXPECT_EQ(run(t0_), 2);
+  auto m = rental(moved);
+  EXPECT_EQ(m.state, RentalState::kScheduled);
+  EXPECT_EQ(m.node_id, n2) << "re-placed on the node that is free then";
+  EXPECT_EQ(m.period, from_now(H(48), H(72))) << "the same period";
+  EXPECT_EQ(read([&](Tx& tx) { return rentals_.allocations(tx, moved); }).size(), 8u);
+  EXPECT_EQ(rental(stuck).state, RentalState::kCancelled) << "n2 is booked then";
+  EXPECT_TRUE(read([&](Tx& tx) { return rentals_.allocations(tx, stuck); }).empty());
+  EXPECT_EQ(rental(blocker).state, RentalState::kScheduled);
+  EXPECT_EQ(run(t0_ + kAfter), 0) << "nothing is stranded any more";
+}
+
 TEST_F(LifecycleTest, AnUnconfirmedWipeEndsTheRentalAndSendsTheNodeToMaintenance) {
   std::string n = node("n1");
   std::string id = book(a_, n, {0}, from_now(H(1), H(25)));
