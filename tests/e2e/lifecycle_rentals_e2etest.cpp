@@ -1,7 +1,7 @@
 // The rental lifecycle end to end: a rental booked through the API is provisioned, becomes
 // active, is released and ends, driven by the test clock, the test-only lifecycle run and
 // agent task reports made through the test routes, with every move in its events.
-#include "tests/support/api_fixture.h"
+#include "tests/support/rental_fleet_fixture.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@ namespace gpurent::testing::lifecycle_rentals_e2e {
 
 using nlohmann::json;
 
-class LifecycleRentalsE2E : public ApiTest {
+class LifecycleRentalsE2E : public RentalFleetTest {
  protected:
   void SetUp() override {
     // The worker's own thread runs once at start and then not for a minute of real time,
@@ -25,45 +25,8 @@ class LifecycleRentalsE2E : public ApiTest {
         ServerOptions{.database_url = db_.url(),
                       .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
                                 "--lifecycle_interval=60s"}});
-    admin_ = platform_admin();
-    auto site = post("/v1/admin/sites",
-                     {{"name", "Test DC"}, {"region", "test"}, {"timezone", "Europe/Moscow"}},
-                     session(admin_));
-    ASSERT_EQ(site.status, 201) << site.body;
-    site_id_ = site.json()["id"];
-    auto image = post("/v1/admin/images",
-                      {{"name", "ubuntu-cuda-12.4"},
-                       {"os", "Ubuntu 22.04"},
-                       {"driver_version", "550.54.15"},
-                       {"cuda_version", "12.4"}},
-                      session(admin_));
-    ASSERT_EQ(image.status, 201) << image.body;
-    image_id_ = image.json()["id"];
-    auto priced =
-        put("/v1/admin/prices",
-            json::array({{{"gpu_model", "H100-SXM5-80GB"},
-                          {"gpu_count", 2},
-                          {"price_per_day", {{"amount_minor", 200000}, {"currency", "RUB"}}}}}),
-            session(admin_));
-    ASSERT_EQ(priced.status, 200) << priced.body;
-    auto node = post("/v1/admin/nodes",
-                     {{"site_id", site_id_},
-                      {"hostname", "gpu-1"},
-                      {"gpu_model", "H100-SXM5-80GB"},
-                      {"gpu_count", 8}},
-                     session(admin_));
-    ASSERT_EQ(node.status, 201) << node.body;
-    node_id_ = node.json()["node"]["id"];
-    // Until the agent capability lands, its enrolment and first healthy heartbeat are
-    // written as the agent's would be.
-    sql("UPDATE nodes SET state = 'available', health = 'ok' WHERE id = '" + node_id_ + "'");
-  }
-
-  void sql(const std::string& statement) {
-    pqxx::connection c(db_.url());
-    pqxx::work tx(c);
-    tx.exec(statement);
-    tx.commit();
+    seed_fleet({2});
+    node_id_ = add_node("gpu-1");
   }
 
   void advance(int seconds) {
@@ -103,9 +66,6 @@ class LifecycleRentalsE2E : public ApiTest {
     return kinds;
   }
 
-  Login admin_;
-  std::string site_id_;
-  std::string image_id_;
   std::string node_id_;
 };
 

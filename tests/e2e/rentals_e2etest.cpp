@@ -2,7 +2,7 @@
 // many clients racing on two replicas; refusals say when capacity comes back; quotes book
 // nothing; termination cancels before the start and releases after it; another org's
 // rental is 404.
-#include "tests/support/api_fixture.h"
+#include "tests/support/rental_fleet_fixture.h"
 
 #include <gtest/gtest.h>
 
@@ -18,48 +18,11 @@ namespace gpurent::testing::rentals_e2e {
 
 using nlohmann::json;
 
-class RentalsE2E : public ApiTest {
+class RentalsE2E : public RentalFleetTest {
  protected:
   void SetUp() override {
     ApiTest::SetUp();
-    admin_ = platform_admin();
-    auto site = post("/v1/admin/sites",
-                     {{"name", "Test DC"}, {"region", "test"}, {"timezone", "Europe/Moscow"}},
-                     session(admin_));
-    ASSERT_EQ(site.status, 201) << site.body;
-    site_id_ = site.json()["id"];
-    auto image = post("/v1/admin/images",
-                      {{"name", "ubuntu-cuda-12.4"},
-                       {"os", "Ubuntu 22.04"},
-                       {"driver_version", "550.54.15"},
-                       {"cuda_version", "12.4"}},
-                      session(admin_));
-    ASSERT_EQ(image.status, 201) << image.body;
-    image_id_ = image.json()["id"];
-    json prices = json::array();
-    for (int count : {1, 2, 4, 8}) {
-      prices.push_back(
-          {{"gpu_model", "H100-SXM5-80GB"},
-           {"gpu_count", count},
-           {"price_per_day", {{"amount_minor", 100000 * count}, {"currency", "RUB"}}}});
-    }
-    auto priced = put("/v1/admin/prices", prices, session(admin_));
-    ASSERT_EQ(priced.status, 200) << priced.body;
-  }
-
-  // An 8-GPU H100 node that takes rentals. Until the agent capability lands, its enrolment
-  // and first healthy heartbeat are written as the agent's would be.
-  std::string add_node(const std::string& hostname) {
-    auto r = post("/v1/admin/nodes",
-                  {{"site_id", site_id_},
-                   {"hostname", hostname},
-                   {"gpu_model", "H100-SXM5-80GB"},
-                   {"gpu_count", 8}},
-                  session(admin_));
-    EXPECT_EQ(r.status, 201) << r.body;
-    std::string id = r.json()["node"]["id"];
-    sql("UPDATE nodes SET state = 'available', health = 'ok' WHERE id = '" + id + "'");
-    return id;
+    seed_fleet({1, 2, 4, 8});
   }
 
   json booking(int gpus, const std::string& start = "now", int days = 1) {
@@ -70,21 +33,11 @@ class RentalsE2E : public ApiTest {
             {"image_id", image_id_}};
   }
 
-  void sql(const std::string& statement) {
-    pqxx::connection c(db_.url());
-    pqxx::work tx(c);
-    tx.exec(statement);
-    tx.commit();
-  }
   long long count(const std::string& query) {
     pqxx::connection c(db_.url());
     pqxx::nontransaction tx(c);
     return tx.exec1(query)[0].as<long long>();
   }
-
-  Login admin_;
-  std::string site_id_;
-  std::string image_id_;
 };
 
 TEST_F(RentalsE2E, ABookingGetsNvlinkedGpusOnTheNodeAndShowsInTheList) {

@@ -1,0 +1,71 @@
+// The starting point of end-to-end rental tests: a platform admin, a site, an image and a
+// price list set up through the admin API, and 8-GPU H100 nodes that take rentals.
+#pragma once
+
+#include "tests/support/api_fixture.h"
+
+#include <nlohmann/json.hpp>
+
+#include <initializer_list>
+#include <string>
+
+namespace gpurent::testing {
+
+class RentalFleetTest : public ApiTest {
+ protected:
+  static constexpr const char* kModel = "H100-SXM5-80GB";
+
+  // After the server is up: the admin, the site (Moscow time), a CUDA 12.4 image and a
+  // price of 100,000 minor units per GPU a day for each of `counts` GPUs.
+  void seed_fleet(std::initializer_list<int> counts) {
+    admin_ = platform_admin();
+    auto site = post("/v1/admin/sites",
+                     {{"name", "Test DC"}, {"region", "test"}, {"timezone", "Europe/Moscow"}},
+                     session(admin_));
+    ASSERT_EQ(site.status, 201) << site.body;
+    site_id_ = site.json()["id"];
+    auto image = post("/v1/admin/images",
+                      {{"name", "ubuntu-cuda-12.4"},
+                       {"os", "Ubuntu 22.04"},
+                       {"driver_version", "550.54.15"},
+                       {"cuda_version", "12.4"}},
+                      session(admin_));
+    ASSERT_EQ(image.status, 201) << image.body;
+    image_id_ = image.json()["id"];
+    nlohmann::json prices = nlohmann::json::array();
+    for (int count : counts) {
+      prices.push_back(
+          {{"gpu_model", kModel},
+           {"gpu_count", count},
+           {"price_per_day", {{"amount_minor", 100000 * count}, {"currency", "RUB"}}}});
+    }
+    auto priced = put("/v1/admin/prices", prices, session(admin_));
+    ASSERT_EQ(priced.status, 200) << priced.body;
+  }
+
+  // An 8-GPU H100 node that takes rentals. Until the agent capability lands, its enrolment
+  // and first healthy heartbeat are written as the agent's would be.
+  std::string add_node(const std::string& hostname) {
+    auto r = post(
+        "/v1/admin/nodes",
+        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", kModel}, {"gpu_count", 8}},
+        session(admin_));
+    EXPECT_EQ(r.status, 201) << r.body;
+    std::string id = r.json()["node"]["id"];
+    sql("UPDATE nodes SET state = 'available', health = 'ok' WHERE id = '" + id + "'");
+    return id;
+  }
+
+  void sql(const std::string& statement) {
+    pqxx::connection c(db_.url());
+    pqxx::work tx(c);
+    tx.exec(statement);
+    tx.commit();
+  }
+
+  Login admin_;
+  std::string site_id_;
+  std::string image_id_;
+};
+
+}  // namespace gpurent::testing
