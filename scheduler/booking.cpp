@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/sql.h"
 #include "inventory/image_compat.h"
+#include "scheduler/lifecycle_rules.h"
 
 #include <algorithm>
 #include <charconv>
@@ -61,16 +62,137 @@ struct StartGroup {
 
 }  // namespace
 
-struct Booking::Checked {
+// One GPU model the request may take: its price for the GPU count, and the start instants
+// the request means on its nodes, each with its nodes' ids (for a date: per site), earliest
+// first; for now or an instant, one entry and no ids (every node).
+struct Booking::Option {
   inventory::GpuModelRecord model;
   Money price_per_day{0, "XXX"};
   long long price_id = 0;
-  Timestamp now;
-  // The start instants the request can mean, each with its nodes' ids (for a date: per
-  // site), earliest first; for now or an instant, one entry and no ids (every node).
   std::vector<std::pair<Timestamp, std::vector<std::string>>> starts;
-  std::string name;
 };
+
+struct Booking::Checked {
+  Timestamp now;
+  inventory::ImageRecord image;
+  std::vector<Option> options;  // in the order a booking tries them; never empty
+};
+
+namespace {
+
+// The start instants a request's start means on the nodes of one model.
+std::vector<std::pair<Timestamp, std::vector<std::string>>> starts_for(Tx& tx,
+                                                                       const std::string& model,
+                                                                       const Start& requested,
+                                                                       Timestamp now,
+                                                                       Timestamp latest_start) {
+  std::vector<std::pair<Timestamp, std::vector<std::string>>> starts;
+  if (std::holds_alternative<StartNow>(requested)) {
+    starts.push_back({now, {}});
+    return starts;
+  }
+  if (const auto* at = std::get_if<Timestamp>(&requested)) {
+    if (*at < now - kStartTolerance) throw Error::invalid_field("start", "is in the past");
+    if (*at > latest_start) {
+      throw Error::invalid_field("start", "is further ahead than bookings are taken");
+    }
+    starts.push_back({std::max(*at, now), {}});
+    return starts;
+  }
+  const auto& date = std::get<StartDate>(requested).date;
+  if (!is_date(date))
+    throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
+  std::map<Timestamp, std::vector<std::string>> by_start;
+  pqxx::result rows;
+  try {
+    rows = tx.exec(kSiteMidnights, model, date);
+  } catch (const pqxx::data_exception&) {
+    throw Error::invalid_field("start", "is not a calendar date");
+  }
+  for (const auto& row : rows) {
+    by_start[read_timestamp(row[1])].push_back(row[0].as<std::string>());
+  }
+  for (auto& [start, nodes] : by_start) {
+    // A midnight that has passed at the node's site is refused rather than moved: the
+    // customer asked for that day and would pay for hours already gone.
+    if (start < now - kStartTolerance || start > latest_start) continue;
+    starts.emplace_back(start, std::move(nodes));
+  }
+  if (starts.empty()) {
+    if (!by_start.empty()) {
+      throw Error::invalid_field("start", "is in the past or too far ahead at every site");
+    }
+    // No node of the model anywhere: the date still names a period, in UTC, for a request
+    // that waits.
+    auto utc = tx.exec(kUtcMidnight, date);
+    Timestamp start = read_timestamp(utc[0][0]);
+    if (start < now - kStartTolerance) throw Error::invalid_field("start", "is in the past");
+    starts.push_back({start, {}});
+  }
+  return starts;
+}
+
+}  // namespace
+
+std::optional<Booking::Option> Booking::option_for(Tx& tx, const inventory::GpuModelRecord& model,
+                                                   const BookingRequest& r, Timestamp now) {
+  auto price = prices_.price_at(tx, model.name, r.gpu_count, now);
+  if (!price) return std::nullopt;
+  return Option{.model = model,
+                .price_per_day = Money(price->amount_minor, price->currency),
+                .price_id = price->id,
+                .starts = starts_for(tx, model.name, r.start, now, now + options_.horizon)};
+}
+
+std::vector<Booking::Option> Booking::options_for(Tx& tx, const BookingRequest& r,
+                                                  const inventory::ImageRecord& image,
+                                                  Timestamp now) {
+  if (!r.gpu_model.empty()) {
+    auto model = catalog_.gpu_model(tx, r.gpu_model);
+    if (!model) throw Error::invalid_field("gpu_model", "is not a GPU model of the catalog");
+    if (auto verdict = inventory::image_runs_on(image, *model); !verdict) {
+      throw Error(ErrorCode::kIncompatibleImage,
+                  "The image " + image.name + " does not run on " + model->name + ".",
+                  {{"reason", verdict.reason}});
+    }
+    auto option = option_for(tx, *model, r, now);
+    if (!option) {
+      throw Error::invalid_field("gpu_count", "is not offered for this GPU model: it has no price");
+    }
+    return {std::move(*option)};
+  }
+  // Constraints: each stage's refusal names what ruled the last models out.
+  std::vector<inventory::GpuModelRecord> meeting;
+  for (auto& m : catalog_.gpu_models(tx)) {
+    if (meets(m, r.constraints)) meeting.push_back(std::move(m));
+  }
+  if (meeting.empty()) {
+    throw Error::invalid_field("constraints", "no GPU model of the catalog meets them");
+  }
+  std::erase_if(meeting, [&](const auto& m) { return !inventory::image_runs_on(image, m); });
+  if (meeting.empty()) {
+    throw Error(ErrorCode::kIncompatibleImage,
+                "The image " + image.name +
+                    " runs on none of the GPU models that meet the "
+                    "constraints.",
+                {{"reason", "driver or CUDA version"}});
+  }
+  std::vector<PricedModel> priced;
+  for (auto& m : meeting) {
+    if (auto price = prices_.price_at(tx, m.name, r.gpu_count, now)) {
+      priced.push_back({std::move(m), price->amount_minor});
+    }
+  }
+  if (priced.empty()) {
+    throw Error::invalid_field("gpu_count",
+                               "is not offered for any GPU model that meets the constraints");
+  }
+  std::vector<Option> options;
+  for (const auto& p : models_meeting(r.constraints, std::move(priced))) {
+    if (auto option = option_for(tx, p.model, r, now)) options.push_back(std::move(*option));
+  }
+  return options;
+}
 
 Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
   Checked c;
@@ -85,24 +207,12 @@ Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
                 "A rental may last at most " + std::to_string(*limit) + " days here.",
                 {{"limit", "max_days"}, {"max_days", *limit}, {"requested", r.days}});
   }
-  auto model = catalog_.gpu_model(tx, r.gpu_model);
-  if (!model) throw Error::invalid_field("gpu_model", "is not a GPU model of the catalog");
-  c.model = *model;
   auto image = catalog_.image(tx, r.image_id);
   if (!image || image->status != "active") {
     throw Error::invalid_field("image_id", "is not an active image of the catalog");
   }
-  if (auto verdict = inventory::image_runs_on(*image, *model); !verdict) {
-    throw Error(ErrorCode::kIncompatibleImage,
-                "The image " + image->name + " does not run on " + model->name + ".",
-                {{"reason", verdict.reason}});
-  }
-  auto price = prices_.price_at(tx, r.gpu_model, r.gpu_count, c.now);
-  if (!price) {
-    throw Error::invalid_field("gpu_count", "is not offered for this GPU model: it has no price");
-  }
-  c.price_per_day = Money(price->amount_minor, price->currency);
-  c.price_id = price->id;
+  c.image = *image;
+  c.options = options_for(tx, r, c.image, c.now);
   if (auto limit = stricter(r.org_limits.max_concurrent_gpus, r.token_limits.max_concurrent_gpus)) {
     int held = rentals_.active_gpu_count(tx, r.org_id);
     if (held + r.gpu_count > *limit) {
@@ -115,48 +225,6 @@ Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
                    {"requested", r.gpu_count}});
     }
   }
-  auto latest_start = c.now + options_.horizon;
-  if (std::holds_alternative<StartNow>(r.start)) {
-    c.starts.push_back({c.now, {}});
-  } else if (const auto* at = std::get_if<Timestamp>(&r.start)) {
-    if (*at < c.now - kStartTolerance) throw Error::invalid_field("start", "is in the past");
-    if (*at > latest_start) {
-      throw Error::invalid_field("start", "is further ahead than bookings are taken");
-    }
-    c.starts.push_back({std::max(*at, c.now), {}});
-  } else {
-    const auto& date = std::get<StartDate>(r.start).date;
-    if (!is_date(date))
-      throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
-    std::map<Timestamp, std::vector<std::string>> by_start;
-    pqxx::result rows;
-    try {
-      rows = tx.exec(kSiteMidnights, r.gpu_model, date);
-    } catch (const pqxx::data_exception&) {
-      throw Error::invalid_field("start", "is not a calendar date");
-    }
-    for (const auto& row : rows) {
-      by_start[read_timestamp(row[1])].push_back(row[0].as<std::string>());
-    }
-    for (auto& [start, nodes] : by_start) {
-      // A midnight that has passed at the node's site is refused rather than moved: the
-      // customer asked for that day and would pay for hours already gone.
-      if (start < c.now - kStartTolerance || start > latest_start) continue;
-      c.starts.emplace_back(start, std::move(nodes));
-    }
-    if (c.starts.empty()) {
-      if (!by_start.empty()) {
-        throw Error::invalid_field("start", "is in the past or too far ahead at every site");
-      }
-      // No node of the model anywhere: the date still names a period, in UTC, for a
-      // request that waits.
-      auto utc = tx.exec(kUtcMidnight, date);
-      Timestamp start = read_timestamp(utc[0][0]);
-      if (start < c.now - kStartTolerance) throw Error::invalid_field("start", "is in the past");
-      c.starts.push_back({start, {}});
-    }
-  }
-  c.name = r.name.empty() ? std::to_string(r.gpu_count) + "x " + r.gpu_model : r.name;
   return c;
 }
 
@@ -212,54 +280,68 @@ std::vector<Choice> choices_for(const std::vector<StartGroup>& groups, const std
 RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
   Checked c = check(tx, r);
   LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
-  NewRental rental{.org_id = r.org_id,
-                   .created_by = r.actor.user_id.value_or(""),
-                   .created_by_token = r.actor.token_id,
-                   .name = c.name,
-                   .state = RentalState::kScheduled,
-                   .gpu_model = r.gpu_model,
-                   .gpu_count = r.gpu_count,
-                   .link_need = r.link_need,
-                   .days = r.days,
-                   .image_id = r.image_id,
-                   .ssh_key_ids = r.ssh_key_ids,
-                   .price_per_day = c.price_per_day,
-                   .price_id = c.price_id,
-                   .wait_for_capacity = r.wait_for_capacity};
-  Timestamp latest = c.starts.back().first;
-  Timestamp window_end = plus_days(latest, r.days) + options_.cleaning_window;
+  auto rental_of = [&](const Option& option, RentalState state) {
+    return NewRental{
+        .org_id = r.org_id,
+        .created_by = r.actor.user_id.value_or(""),
+        .created_by_token = r.actor.token_id,
+        .name = r.name.empty() ? std::to_string(r.gpu_count) + "x " + option.model.name : r.name,
+        .state = state,
+        .gpu_model = option.model.name,
+        .gpu_count = r.gpu_count,
+        .link_need = r.link_need,
+        .days = r.days,
+        .image_id = r.image_id,
+        .ssh_key_ids = r.ssh_key_ids,
+        .price_per_day = option.price_per_day,
+        .price_id = option.price_id,
+        .wait_for_capacity = r.wait_for_capacity};
+  };
   // Each round loads the candidates afresh, so it sees what concurrent bookings committed
   // while the last one tried its choices. Every choice refused for an overlap is a booking
-  // someone else made, so the rounds end: when the choices run out (the fleet is full) or
-  // after max_attempts refusals.
+  // someone else made, so the rounds end: when every model's choices run out (the fleet is
+  // full) or after max_attempts refusals in all.
   int attempts = 0;
-  while (attempts < options_.max_attempts) {
-    auto groups = load_groups(tx, candidates_, r.gpu_model, c.starts, window_end);
-    auto choices = choices_for(groups, r.gpu_model, r.gpu_count, need, r.days,
-                               options_.cleaning_window, options_.max_attempts - attempts);
-    if (choices.empty()) break;
-    for (const auto& choice : choices) {
-      ++attempts;
-      rental.node_id = choice.placement.node_id;
-      rental.gpu_indices = choice.placement.gpu_indices;
-      rental.period = choice.period;
-      auto attempt = tx.attempt("booking_choice", [&](Tx& sub) {
-        RentalRecord record = rentals_.create(sub, rental);
-        rentals_.allocate(sub, record.id, choice.placement.node_id, choice.placement.gpu_indices,
-                          choice.occupies);
-        return record;
-      });
-      if (attempt) return attempt.value();
-      // Only a booking taken meanwhile is worth the next choice; anything else is a bug or
-      // a changed fleet and ends the booking.
-      if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+  for (const auto& option : c.options) {
+    NewRental rental = rental_of(option, RentalState::kScheduled);
+    Timestamp window_end = plus_days(option.starts.back().first, r.days) + options_.cleaning_window;
+    while (attempts < options_.max_attempts) {
+      auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
+      auto choices = choices_for(groups, option.model.name, r.gpu_count, need, r.days,
+                                 options_.cleaning_window, options_.max_attempts - attempts);
+      if (choices.empty()) break;
+      for (const auto& choice : choices) {
+        ++attempts;
+        rental.node_id = choice.placement.node_id;
+        rental.gpu_indices = choice.placement.gpu_indices;
+        rental.period = choice.period;
+        auto attempt = tx.attempt("booking_choice", [&](Tx& sub) {
+          RentalRecord record = rentals_.create(sub, rental);
+          rentals_.allocate(sub, record.id, choice.placement.node_id, choice.placement.gpu_indices,
+                            choice.occupies);
+          return record;
+        });
+        if (attempt) return attempt.value();
+        // Only a booking taken meanwhile is worth the next choice; anything else is a bug
+        // or a changed fleet and ends the booking.
+        if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+      }
     }
   }
   if (r.wait_for_capacity) {
-    rental.state = RentalState::kPending;
-    rental.node_id.reset();
-    rental.gpu_indices.clear();
-    rental.period = Period{c.starts.front().first, plus_days(c.starts.front().first, r.days)};
+    // It waits for one model: the one that could start soonest as the calendar stands, the
+    // first tried when none can within the horizon.
+    const Option* waits_for = &c.options.front();
+    if (c.options.size() > 1) {
+      std::optional<Timestamp> soonest;
+      for (const auto& option : c.options) {
+        auto e = earliest_start(tx, option, r.gpu_count, need, r.days, 1);
+        if (e && (!soonest || *e < *soonest)) soonest = e, waits_for = &option;
+      }
+    }
+    NewRental rental = rental_of(*waits_for, RentalState::kPending);
+    Timestamp start = waits_for->starts.front().first;
+    rental.period = Period{start, plus_days(start, r.days)};
     rental.pending_expires_at = c.now + options_.pending_for;
     rental.reason = "waiting for capacity";
     return rentals_.create(tx, rental);
@@ -267,33 +349,80 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
   throw InsufficientCapacity(no_capacity(tx, r, c));
 }
 
-NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& c) {
-  NoCapacity out;
-  LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
+std::optional<Timestamp> Booking::earliest_start(Tx& tx, const Option& option, int gpu_count,
+                                                 LinkNeed need, int days, int first_day) {
   // One load over the whole horizon; every later start is tried in memory, a day apart.
   Timestamp window_end =
-      plus_days(c.starts.back().first + options_.horizon, r.days) + options_.cleaning_window;
-  auto groups = load_groups(tx, candidates_, r.gpu_model, c.starts, window_end);
+      plus_days(option.starts.back().first + options_.horizon, days) + options_.cleaning_window;
+  auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
   int horizon_days = static_cast<int>(options_.horizon / hours(24));
-  for (int day = 1; day <= horizon_days && !out.earliest_start; ++day) {
+  for (int day = first_day; day <= horizon_days; ++day) {
     auto shifted = groups;
     for (auto& g : shifted) g.start = plus_days(g.start, day);
     auto choices =
-        choices_for(shifted, r.gpu_model, r.gpu_count, need, r.days, options_.cleaning_window, 1);
-    if (!choices.empty()) out.earliest_start = choices.front().period.start;
+        choices_for(shifted, option.model.name, gpu_count, need, days, options_.cleaning_window, 1);
+    if (!choices.empty()) return choices.front().period.start;
   }
-  // Other sizes of the same model that fit at the requested start and are on sale.
-  for (int count : {1, 2, 4, 8}) {
-    if (count == r.gpu_count) continue;
-    if (!prices_.price_at(tx, r.gpu_model, count, c.now)) continue;
-    auto choices = choices_for(groups, r.gpu_model, count, count > 1 ? r.link_need : LinkNeed::kAny,
-                               r.days, options_.cleaning_window, 1);
-    if (!choices.empty()) out.alternatives.push_back({count, choices.front().period.start});
+  return std::nullopt;
+}
+
+NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& c) {
+  NoCapacity out;
+  LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
+  auto add = [&](Alternative a) {
+    if (out.alternatives.size() < kMaxAlternatives) out.alternatives.push_back(std::move(a));
+  };
+  // The requested shape later: the soonest start of any model the request may take.
+  std::string soonest_model;
+  for (const auto& option : c.options) {
+    auto e = earliest_start(tx, option, r.gpu_count, need, r.days, 1);
+    if (e && (!out.earliest_start || *e < *out.earliest_start)) {
+      out.earliest_start = e;
+      soonest_model = option.model.name;
+    }
+  }
+  if (out.earliest_start) add({soonest_model, r.gpu_count, *out.earliest_start});
+  // Other sizes of the same models that fit at the requested start and are on sale.
+  auto fits_now = [&](const Option& option, int count) -> std::optional<Timestamp> {
+    Timestamp window_end = plus_days(option.starts.back().first, r.days) + options_.cleaning_window;
+    auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
+    auto choices =
+        choices_for(groups, option.model.name, count, count > 1 ? r.link_need : LinkNeed::kAny,
+                    r.days, options_.cleaning_window, 1);
+    if (choices.empty()) return std::nullopt;
+    return choices.front().period.start;
+  };
+  for (const auto& option : c.options) {
+    for (int count : {1, 2, 4, 8}) {
+      if (count == r.gpu_count) continue;
+      if (!prices_.price_at(tx, option.model.name, count, c.now)) continue;
+      if (auto start = fits_now(option, count)) add({option.model.name, count, *start});
+    }
+  }
+  // Other models with the requested count, for a request that named its model (a request
+  // by constraints has tried every model it accepts): those the image runs on, on sale, that
+  // fit at the requested start.
+  if (!r.gpu_model.empty()) {
+    for (const auto& model : catalog_.gpu_models(tx)) {
+      if (model.name == r.gpu_model || !inventory::image_runs_on(c.image, model)) continue;
+      std::optional<Option> option;
+      try {
+        option = option_for(tx, model, r, c.now);
+      } catch (const Error&) {
+        continue;  // the requested date is past at every site of that model
+      }
+      if (!option) continue;
+      if (auto start = fits_now(*option, r.gpu_count)) add({model.name, r.gpu_count, *start});
+    }
   }
   return out;
 }
 
 bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
+  if (limits_of_) {
+    auto limit = limits_of_(tx, r.org_id).max_concurrent_gpus;
+    if (limit && rentals_.active_gpu_count(tx, r.org_id) + r.gpu_count > *limit) return false;
+  }
   LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
   Timestamp start = std::max(r.period.start, clock_.now());
   std::vector<std::pair<Timestamp, std::vector<std::string>>> starts{{start, {}}};
@@ -322,26 +451,48 @@ bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
   return false;
 }
 
-Quote Booking::quote(Tx& tx, const BookingRequest& r) {
+Quote Booking::quote(Tx& tx, const BookingRequest& r, NoCapacity* when_unavailable) {
   Checked c = check(tx, r);
   LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
   Quote q;
-  q.price_per_day = c.price_per_day;
-  q.total = c.price_per_day.times(r.days);
-  q.period = Period{c.starts.front().first, plus_days(c.starts.front().first, r.days)};
-  Timestamp window_end = plus_days(c.starts.back().first, r.days) + options_.cleaning_window;
-  auto groups = load_groups(tx, candidates_, r.gpu_model, c.starts, window_end);
-  auto choices =
-      choices_for(groups, r.gpu_model, r.gpu_count, need, r.days, options_.cleaning_window, 1);
-  if (!choices.empty()) {
+  auto priced_as = [&](const Option& option) {
+    q.gpu_model = option.model.name;
+    q.price_per_day = option.price_per_day;
+    q.total = option.price_per_day.times(r.days);
+  };
+  for (const auto& option : c.options) {
+    Timestamp window_end = plus_days(option.starts.back().first, r.days) + options_.cleaning_window;
+    auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
+    auto choices = choices_for(groups, option.model.name, r.gpu_count, need, r.days,
+                               options_.cleaning_window, 1);
+    if (choices.empty()) continue;
+    priced_as(option);
     q.available = true;
     q.preview = choices.front().placement;
     q.period = choices.front().period;
     q.earliest_start = choices.front().period.start;
-  } else {
-    q.earliest_start = no_capacity(tx, r, c).earliest_start;
+    return q;
   }
+  const Option& first = c.options.front();
+  priced_as(first);
+  q.period = Period{first.starts.front().first, plus_days(first.starts.front().first, r.days)};
+  NoCapacity none = no_capacity(tx, r, c);
+  q.earliest_start = none.earliest_start;
+  if (when_unavailable) *when_unavailable = std::move(none);
   return q;
+}
+
+WaitlistStanding Booking::standing(Tx& tx, const RentalRecord& rental) {
+  WaitlistStanding out;
+  if (rental.state != RentalState::kPending) return out;
+  out.position = waitlist_position(round_robin_by_org(rentals_.waiting(tx)), rental);
+  auto model = catalog_.gpu_model(tx, rental.gpu_model);
+  if (!model) return out;
+  Option option{.model = *model, .starts = {{std::max(rental.period.start, clock_.now()), {}}}};
+  out.estimated_start =
+      earliest_start(tx, option, rental.gpu_count,
+                     rental.gpu_count > 1 ? rental.link_need : LinkNeed::kAny, rental.days, 0);
+  return out;
 }
 
 }  // namespace gpurent::scheduler

@@ -14,11 +14,13 @@
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/candidate_store.h"
+#include "scheduler/model_choice.h"
 #include "scheduler/placement.h"
 #include "scheduler/records.h"
 #include "scheduler/rental_store.h"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -44,7 +46,10 @@ struct BookingLimits {
 struct BookingRequest {
   std::string org_id;
   Actor actor;  // the user (and token) booking
+  // The model, or, when empty, the constraints every model it may take meets (the cheapest
+  // model that fits is booked).
   std::string gpu_model;
+  ModelConstraints constraints;
   int gpu_count = 1;
   LinkNeed link_need = LinkNeed::kNvlink;
   Start start;
@@ -59,6 +64,7 @@ struct BookingRequest {
 
 // What the booking would get now: the quote, and the rental's first choice of node.
 struct Quote {
+  std::string gpu_model;  // the model the booking would take (the first tried when none fits)
   Money price_per_day{0, "XXX"};
   Money total{0, "XXX"};
   bool available = false;
@@ -68,13 +74,26 @@ struct Quote {
 };
 
 // Refused for want of GPUs: the contract's 409 insufficient_capacity with these details.
+// An alternative is a shape that fits: another GPU count of the model at the requested start,
+// another model (that the image runs on) with the requested count at the requested start, or
+// the requested shape at its earliest start.
 struct Alternative {
+  std::string gpu_model;
   int gpu_count = 0;
   Timestamp start;
 };
 struct NoCapacity {
   std::optional<Timestamp> earliest_start;  // within the horizon; absent when none
-  std::vector<Alternative> alternatives;    // other GPU counts of the model that fit
+  std::vector<Alternative> alternatives;    // at most kMaxAlternatives
+};
+inline constexpr std::size_t kMaxAlternatives = 8;
+
+// Where a waiting request stands: its place among the requests for its GPU model in the order
+// the waitlist serves them (first come first served, one org at a time), and the earliest
+// start its shape would fit at now, ignoring the requests ahead of it.
+struct WaitlistStanding {
+  int position = 0;
+  std::optional<Timestamp> estimated_start;
 };
 
 struct BookingOptions {
@@ -104,20 +123,39 @@ class Booking {
   // below) when nothing fits and it may not wait.
   RentalRecord book(Tx& tx, const BookingRequest& request);
 
-  // The same checks and search as book(), writing nothing.
-  Quote quote(Tx& tx, const BookingRequest& request);
+  // The same checks and search as book(), writing nothing; with the alternatives when
+  // nothing fits.
+  Quote quote(Tx& tx, const BookingRequest& request, NoCapacity* when_unavailable = nullptr);
 
   // The waitlist's placement: allocates GPUs for a `pending` rental, as book() would for its
   // shape, starting at its requested start or now when that has passed (the days stay as
   // booked), and sets its node, GPUs and period. The rental stays `pending`: the caller moves
-  // it to `scheduled` in the same transaction. False when nothing fits now; nothing written.
+  // it to `scheduled` in the same transaction. False when nothing fits now, or when placing
+  // it would take the org past its max_concurrent_gpus as the limit stands now (it keeps
+  // waiting, and expires if that lasts); nothing written.
   bool place_pending(Tx& tx, const RentalRecord& rental);
+
+  // A pending rental's place in the waitlist and its estimated start.
+  WaitlistStanding standing(Tx& tx, const RentalRecord& rental);
 
   const BookingOptions& options() const { return options_; }
 
+  // Where place_pending reads an org's limits as they are when its request comes up (the
+  // identity module's, set by the wiring: the scheduler does not know orgs). Unset: none.
+  using LimitsOf = std::function<BookingLimits(Tx&, const std::string& org_id)>;
+  void read_org_limits_with(LimitsOf limits_of) { limits_of_ = std::move(limits_of); }
+
  private:
+  struct Option;
   struct Checked;
   Checked check(Tx& tx, const BookingRequest& request);
+  std::vector<Option> options_for(Tx& tx, const BookingRequest& request,
+                                  const inventory::ImageRecord& image, Timestamp now);
+  std::optional<Option> option_for(Tx& tx, const inventory::GpuModelRecord& model,
+                                   const BookingRequest& request, Timestamp now);
+  // The soonest start, `first_day` days or more after the option's own, within the horizon.
+  std::optional<Timestamp> earliest_start(Tx& tx, const Option& option, int gpu_count,
+                                          LinkNeed need, int days, int first_day);
   NoCapacity no_capacity(Tx& tx, const BookingRequest& request, const Checked& checked);
 
   const Clock& clock_;
@@ -126,6 +164,7 @@ class Booking {
   RentalStore& rentals_;
   CandidateStore& candidates_;
   BookingOptions options_;
+  LimitsOf limits_of_;
 };
 
 // Thrown by Booking::book when nothing fits now; the API answers 409 insufficient_capacity

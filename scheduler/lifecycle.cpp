@@ -49,26 +49,6 @@ int attempt_of(const AgentTask& t) {
   return t.payload.value("attempt", 0);
 }
 
-// Waiting rentals in the order each org joined, taking one of each org in turn: an org that
-// queued many requests cannot keep another org's single one waiting behind all of them,
-// while each org's own requests keep their order.
-std::vector<RentalRecord> round_robin_by_org(std::vector<RentalRecord> waiting) {
-  std::vector<std::string> org_order;
-  std::map<std::string, std::vector<RentalRecord>> by_org;
-  for (auto& r : waiting) {
-    if (!by_org.contains(r.org_id)) org_order.push_back(r.org_id);
-    by_org[r.org_id].push_back(std::move(r));
-  }
-  std::vector<RentalRecord> out;
-  for (std::size_t round = 0; out.size() < waiting.size(); ++round) {
-    for (const auto& org : org_order) {
-      auto& list = by_org[org];
-      if (round < list.size()) out.push_back(std::move(list[round]));
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {

@@ -2,6 +2,7 @@
 #include "scheduler/lifecycle_rules.h"
 
 #include <algorithm>
+#include <map>
 
 namespace gpurent::scheduler {
 
@@ -23,6 +24,32 @@ ReleasingStep releasing_step(std::optional<TaskState> latest_wipe, int wipes, in
   bool failed = !latest_wipe || *latest_wipe == TaskState::kFailed;
   if (!failed && now < deadline) return ReleasingStep::kWait;
   return wipes < max_attempts ? ReleasingStep::kRetryWipe : ReleasingStep::kEndedUnwiped;
+}
+
+std::vector<RentalRecord> round_robin_by_org(std::vector<RentalRecord> waiting) {
+  std::vector<std::string> org_order;
+  std::map<std::string, std::vector<RentalRecord>> by_org;
+  for (auto& r : waiting) {
+    if (!by_org.contains(r.org_id)) org_order.push_back(r.org_id);
+    by_org[r.org_id].push_back(std::move(r));
+  }
+  std::vector<RentalRecord> out;
+  for (std::size_t round = 0; out.size() < waiting.size(); ++round) {
+    for (const auto& org : org_order) {
+      auto& list = by_org[org];
+      if (round < list.size()) out.push_back(std::move(list[round]));
+    }
+  }
+  return out;
+}
+
+int waitlist_position(const std::vector<RentalRecord>& served_order, const RentalRecord& rental) {
+  int ahead = 0;
+  for (const auto& r : served_order) {
+    if (r.id == rental.id) return ahead + 1;
+    if (r.gpu_model == rental.gpu_model) ++ahead;
+  }
+  return 0;
 }
 
 }  // namespace gpurent::scheduler

@@ -35,4 +35,14 @@ ProvisioningStep provisioning_step(const std::vector<TaskState>& current, int at
 ReleasingStep releasing_step(std::optional<TaskState> latest_wipe, int wipes, int max_attempts,
                              Timestamp now, Timestamp deadline);
 
+// Waiting rentals (given in the order they arrived) in the order the waitlist serves them:
+// the order each org joined, taking one of each org in turn, so an org that queued many
+// requests cannot keep another org's single one waiting behind all of them, while each org's
+// own requests keep their order.
+std::vector<RentalRecord> round_robin_by_org(std::vector<RentalRecord> waiting);
+
+// The 1-based place of `rental` among the requests for its GPU model in `served_order` (as
+// round_robin_by_org gives it); 0 when it is not there.
+int waitlist_position(const std::vector<RentalRecord>& served_order, const RentalRecord& rental);
+
 }  // namespace gpurent::scheduler

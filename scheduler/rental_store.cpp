@@ -154,6 +154,10 @@ constexpr Statement kPendingInOrder = {"rental_pending_in_order",
                                        "SELECT " RENTAL_COLUMNS
                                        " FROM rentals WHERE state = 'pending'"
                                        " ORDER BY created_at, id LIMIT $1 FOR UPDATE"};
+// The same, read without locking, for a waiting rental's standing.
+constexpr Statement kWaiting = {"rental_waiting", "SELECT " RENTAL_COLUMNS
+                                                  " FROM rentals WHERE state = 'pending'"
+                                                  " ORDER BY created_at, id LIMIT $1"};
 // Scheduled rentals whose node was retired or failed before they started, soonest first.
 constexpr Statement kStranded = {"rental_stranded",
                                  "SELECT " RENTAL_COLUMNS
@@ -398,6 +402,10 @@ std::vector<RentalRecord> RentalStore::due(Tx& tx, Timestamp now, int limit) {
 
 std::vector<RentalRecord> RentalStore::pending_in_order(Tx& tx, int limit) {
   return rentals_from(tx.exec(kPendingInOrder, limit));
+}
+
+std::vector<RentalRecord> RentalStore::waiting(Tx& tx, int limit) {
+  return rentals_from(tx.exec(kWaiting, limit));
 }
 
 std::vector<RentalRecord> RentalStore::stranded(Tx& tx, int limit) {

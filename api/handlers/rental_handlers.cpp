@@ -64,6 +64,24 @@ scheduler::Start read_start(JsonObjectReader& in) {
   return *at;
 }
 
+// {min_vram_gb?, bf16?, fp8?, architecture?}: at least one demand.
+scheduler::ModelConstraints read_constraints(const nlohmann::json& value) {
+  JsonObjectReader in(value, "constraints.");
+  scheduler::ModelConstraints c;
+  if (auto v = in.optional_int("min_vram_gb", 1, 4096)) c.min_vram_gb = static_cast<int>(*v);
+  c.bf16 = in.optional_bool("bf16").value_or(false);
+  c.fp8 = in.optional_bool("fp8").value_or(false);
+  if (auto a = in.optional_string("architecture", 64)) {
+    c.architecture = printable_text("constraints.architecture", *a, 64);
+  }
+  in.finish();
+  if (c.empty()) {
+    throw Error::invalid_field("constraints",
+                               "must ask for something: min_vram_gb, bf16, fp8 or architecture");
+  }
+  return c;
+}
+
 // POST /v1/rentals and POST /v1/quotes take the same body.
 scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
   auto body = parse_json_body(req);
@@ -71,7 +89,20 @@ scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
   scheduler::BookingRequest r;
   r.org_id = *p.org_id;
   r.actor = actor_of(req, p);
-  r.gpu_model = in.required_string("gpu_model", 100);
+  // A model by name, or constraints any model it takes must meet; one or the other.
+  auto model = in.optional_string("gpu_model", 100);
+  const auto* constraints = in.optional_value("constraints");
+  if (model && constraints) {
+    throw Error::invalid_field("constraints",
+                               "cannot be given with gpu_model: name one or the other");
+  }
+  if (model) {
+    r.gpu_model = *model;
+  } else if (constraints) {
+    r.constraints = read_constraints(*constraints);
+  } else {
+    throw Error::invalid_field("gpu_model", "is required (or constraints)");
+  }
   r.gpu_count = static_cast<int>(in.required_int("gpu_count", 1, 64));
   auto interconnect = in.optional_string("interconnect", 16);
   if (interconnect) {
@@ -118,10 +149,14 @@ void complete_from_identity(Tx& tx, const RentalRoutesState& state, scheduler::B
   }
 }
 
+nlohmann::json alternative_json(const scheduler::Alternative& a) {
+  return {{"gpu_model", a.gpu_model}, {"gpu_count", a.gpu_count}, {"start", time_json(a.start)}};
+}
+
 Response no_capacity_response(const scheduler::NoCapacity& d) {
   nlohmann::json alternatives = nlohmann::json::array();
   for (const auto& a : d.alternatives) {
-    alternatives.push_back({{"gpu_count", a.gpu_count}, {"start", time_json(a.start)}});
+    alternatives.push_back(alternative_json(a));
   }
   Response r = error_response(
       Error(ErrorCode::kInsufficientCapacity, "No GPUs of that shape are free for that period.",
@@ -193,23 +228,30 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     auto request = read_booking(req, p);
+                    scheduler::NoCapacity none;
                     auto quote = state.pool->read("rental_quote", [&](Tx& tx) {
                       complete_from_identity(tx, state, request);
-                      return state.booking->quote(tx, request);
+                      return state.booking->quote(tx, request, &none);
                     });
+                    nlohmann::json alternatives = nlohmann::json::array();
+                    for (const auto& a : none.alternatives) {
+                      alternatives.push_back(alternative_json(a));
+                    }
                     nlohmann::json preview = nullptr;
                     if (quote.preview) {
                       preview = {{"node_id", quote.preview->node_id},
                                  {"gpu_indices", quote.preview->gpu_indices}};
                     }
                     return json_response(200,
-                                         {{"price",
+                                         {{"gpu_model", quote.gpu_model},
+                                          {"price",
                                            {{"per_day", quote.price_per_day.to_json()},
                                             {"total", quote.total.to_json()}}},
                                           {"available", quote.available},
                                           {"period", period_json(quote.period)},
                                           {"earliest_start", optional_json(quote.earliest_start)},
-                                          {"node_preview", preview}});
+                                          {"node_preview", preview},
+                                          {"alternatives", alternatives}});
                   },
               .needs_org = true,
               .scope = "rentals:read",
@@ -244,11 +286,20 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     std::string id = rental_id(req);
-                    auto rental = state.pool->read("rental_get", [&](Tx& tx) {
-                      return state.rentals->get(tx, *p.org_id, id);
+                    nlohmann::json out;
+                    state.pool->read("rental_get", [&](Tx& tx) {
+                      auto rental = state.rentals->get(tx, *p.org_id, id);
+                      if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
+                      out = rental_json(*rental);
+                      if (rental->state == RentalState::kPending) {
+                        auto standing = state.booking->standing(tx, *rental);
+                        out["waitlist"] = {
+                            {"position", standing.position},
+                            {"estimated_start", optional_json(standing.estimated_start)}};
+                      }
+                      return 0;
                     });
-                    if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
-                    return json_response(200, rental_json(*rental));
+                    return json_response(200, out);
                   },
               .needs_org = true,
               .scope = "rentals:read",

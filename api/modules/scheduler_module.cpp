@@ -27,7 +27,16 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
                      .rentals = &rentals_,
                      .ssh_keys = &ssh_keys_,
                      .orgs = &orgs_,
-                     .views = &views_} {}
+                     .views = &views_} {
+  // A waiting request is held to its org's limit when it comes up, not only when it queued.
+  booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {
+    scheduler::BookingLimits limits;
+    if (auto org = orgs_.get(tx, org_id)) {
+      limits = {org->guardrails.max_concurrent_gpus, org->guardrails.max_days};
+    }
+    return limits;
+  });
+}
 
 SchedulerModule::~SchedulerModule() {
   stop();

@@ -257,6 +257,50 @@ TEST_F(LifecycleTest, TheWaitlistTakesOrgsInTurn) {
   EXPECT_EQ(rental(a_waiting.back()).state, RentalState::kPending);
 }
 
+// The org's limit is read when the request comes up, not only when it queued: lowered
+// meanwhile, the request keeps waiting; raised again, it is placed.
+TEST_F(LifecycleTest, AWaitingRequestIsHeldToItsOrgsLimitWhenItComesUp) {
+  std::string n = node("n1");
+  std::string booked = book(a_, n, {0, 1, 2, 3}, from_now(H(24), H(48)));  // tomorrow
+  std::string waiting = pending(a_, t0_ + H(12));
+  std::optional<int> limit = 4;
+  booking_.read_org_limits_with([&](Tx&, const std::string& org) {
+    EXPECT_EQ(org, a_.org_id);
+    return BookingLimits{.max_concurrent_gpus = limit};
+  });
+  EXPECT_EQ(run(t0_), 0) << "four GPUs held and one more asked: over the limit of four";
+  EXPECT_EQ(rental(waiting).state, RentalState::kPending);
+  EXPECT_TRUE(read([&](Tx& tx) { return rentals_.allocations(tx, waiting); }).empty());
+  limit = 5;
+  EXPECT_EQ(run(t0_), 1);
+  EXPECT_EQ(rental(waiting).state, RentalState::kScheduled);
+  EXPECT_EQ(rental(booked).state, RentalState::kScheduled);
+}
+
+// A waiting request's standing: its place among the requests for its model in the order
+// the waitlist serves them (orgs in turn), and when its shape would fit as the calendar is.
+TEST_F(LifecycleTest, AWaitingRequestKnowsItsPlaceAndItsEstimatedStart) {
+  std::string n = node("n1");
+  std::string full = book(a_, n, {0, 1, 2, 3, 4, 5, 6, 7}, from_now(H(0), H(48)));
+  std::string a1 = pending(a_, t0_ + H(12));
+  std::string a2 = pending(a_, t0_ + H(12));
+  std::string b1 = pending(b_, t0_ + H(12));  // joined last, served second
+  auto standing = [&](const std::string& id) {
+    return read([&](Tx& tx) { return booking_.standing(tx, rental(id)); });
+  };
+  EXPECT_EQ(standing(a1).position, 1);
+  EXPECT_EQ(standing(b1).position, 2);
+  EXPECT_EQ(standing(a2).position, 3);
+  // The node is booked for two days and then cleaned: the first whole day after that.
+  auto estimate = standing(b1).estimated_start;
+  ASSERT_TRUE(estimate.has_value());
+  EXPECT_GE(*estimate, t0_ + H(48) + kWindow);
+  EXPECT_LT(*estimate, t0_ + H(48) + kWindow + H(24));
+  // A rental that is not waiting has no standing.
+  EXPECT_EQ(standing(full).position, 0);
+  EXPECT_FALSE(standing(full).estimated_start.has_value());
+}
+
 TEST_F(LifecycleTest, ADrainingNodeGoesToMaintenanceWhenItsLastRentalEnds) {
   std::string n = node("n1");
   std::string first = book(a_, n, {0}, from_now(H(1), H(25)));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace gpurent::scheduler {
@@ -64,6 +65,63 @@ TEST(ReleasingStepTest, Table) {
     EXPECT_EQ(releasing_step(row.latest, row.wipes, 3, kNow, row.deadline), row.want)
         << "row " << i;
   }
+}
+
+// Waiting rentals named "<org><n>:<model>", in the order they arrived.
+std::vector<RentalRecord> waiting(const std::vector<std::string>& names) {
+  std::vector<RentalRecord> out;
+  for (const auto& name : names) {
+    RentalRecord r;
+    r.id = name.substr(0, name.find(':'));
+    r.org_id = name.substr(0, 1);
+    r.gpu_model = name.substr(name.find(':') + 1);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<std::string> ids(const std::vector<RentalRecord>& rentals) {
+  std::vector<std::string> out;
+  for (const auto& r : rentals) out.push_back(r.id);
+  return out;
+}
+
+TEST(RoundRobinByOrgTest, OrgsTakeTurnsInTheOrderTheyJoinedAndKeepTheirOwnOrder) {
+  struct Row {
+    std::vector<std::string> arrived;
+    std::vector<std::string> served;
+  };
+  const std::vector<Row> rows = {
+      {{}, {}},
+      {{"a1:H100"}, {"a1"}},
+      {{"a1:H100", "a2:H100", "a3:H100", "b1:H100"}, {"a1", "b1", "a2", "a3"}},
+      {{"b1:H100", "a1:H100", "a2:H100", "c1:H100", "b2:H100"}, {"b1", "a1", "c1", "b2", "a2"}},
+      {{"a1:H100", "b1:L4", "b2:L4", "b3:L4", "a2:H100"}, {"a1", "b1", "a2", "b2", "b3"}},
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(ids(round_robin_by_org(waiting(rows[i].arrived))), rows[i].served) << "row " << i;
+  }
+}
+
+TEST(WaitlistPositionTest, CountsOnlyRequestsForTheSameModelAhead) {
+  auto served =
+      round_robin_by_org(waiting({"a1:H100", "a2:L4", "a3:H100", "b1:H100", "b2:L4", "c1:H100"}));
+  // Served: a1 b1 c1 a2 b2 a3; H100s: a1 b1 c1 a3; L4s: a2 b2.
+  auto position = [&](const std::string& id) {
+    for (const auto& r : served) {
+      if (r.id == id) return waitlist_position(served, r);
+    }
+    RentalRecord absent;
+    absent.id = id;
+    return waitlist_position(served, absent);
+  };
+  EXPECT_EQ(position("a1"), 1);
+  EXPECT_EQ(position("b1"), 2);
+  EXPECT_EQ(position("c1"), 3);
+  EXPECT_EQ(position("a3"), 4);
+  EXPECT_EQ(position("a2"), 1);
+  EXPECT_EQ(position("b2"), 2);
+  EXPECT_EQ(position("z9"), 0) << "not waiting";
 }
 
 }  // namespace lifecycle_rules_test

@@ -8,6 +8,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <tuple>
 
 namespace gpurent::testing {
 
@@ -43,12 +44,25 @@ class RentalFleetTest : public ApiTest {
     ASSERT_EQ(priced.status, 200) << priced.body;
   }
 
-  // An 8-GPU H100 node that takes rentals. Until the agent capability lands, its enrolment
-  // and first healthy heartbeat are written as the agent's would be.
-  std::string add_node(const std::string& hostname) {
+  // Replaces the price list: {gpu_model, gpu_count, amount_minor} rows, in RUB.
+  void set_prices(std::initializer_list<std::tuple<std::string, int, long long>> rows) {
+    nlohmann::json prices = nlohmann::json::array();
+    for (const auto& [model, count, amount] : rows) {
+      prices.push_back({{"gpu_model", model},
+                        {"gpu_count", count},
+                        {"price_per_day", {{"amount_minor", amount}, {"currency", "RUB"}}}});
+    }
+    auto priced = put("/v1/admin/prices", prices, session(admin_));
+    ASSERT_EQ(priced.status, 200) << priced.body;
+  }
+
+  // A node (by default an 8-GPU H100) that takes rentals. Until the agent capability lands,
+  // its enrolment and first healthy heartbeat are written as the agent's would be.
+  std::string add_node(const std::string& hostname, const std::string& model = kModel,
+                       int gpus = 8) {
     auto r = post(
         "/v1/admin/nodes",
-        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", kModel}, {"gpu_count", 8}},
+        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", model}, {"gpu_count", gpus}},
         session(admin_));
     EXPECT_EQ(r.status, 201) << r.body;
     std::string id = r.json()["node"]["id"];
