@@ -65,6 +65,10 @@ int run_server(const Config& config) {
   inventory.show_node_rentals_with([&scheduler](Tx& tx, const std::string& node_id) {
     return scheduler.node_rentals(tx, node_id);
   });
+  inventory.check_node_transitions_with(
+      [&scheduler](Tx& tx, const std::string& node_id, inventory::NodeAction action) {
+        scheduler.check_node_transition(tx, node_id, action);
+      });
   AnnouncementBarrier barrier(listener, pool);
 
   http::Router router;

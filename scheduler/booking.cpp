@@ -418,11 +418,13 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
   return out;
 }
 
+bool Booking::within_limits(Tx& tx, const RentalRecord& r) {
+  if (!limits_of_) return true;
+  auto limit = limits_of_(tx, r.org_id).max_concurrent_gpus;
+  return !limit || rentals_.active_gpu_count(tx, r.org_id) + r.gpu_count <= *limit;
+}
+
 bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
-  if (limits_of_) {
-    auto limit = limits_of_(tx, r.org_id).max_concurrent_gpus;
-    if (limit && rentals_.active_gpu_count(tx, r.org_id) + r.gpu_count > *limit) return false;
-  }
   LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
   Timestamp start = std::max(r.period.start, clock_.now());
   std::vector<std::pair<Timestamp, std::vector<std::string>>> starts{{start, {}}};

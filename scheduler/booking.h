@@ -130,17 +130,21 @@ class Booking {
   // The waitlist's placement: allocates GPUs for a `pending` rental, as book() would for its
   // shape, starting at its requested start or now when that has passed (the days stay as
   // booked), and sets its node, GPUs and period. The rental stays `pending`: the caller moves
-  // it to `scheduled` in the same transaction. False when nothing fits now, or when placing
-  // it would take the org past its max_concurrent_gpus as the limit stands now (it keeps
-  // waiting, and expires if that lasts); nothing written.
+  // it to `scheduled` in the same transaction. False when nothing fits now; nothing written.
+  // Also moves a scheduled rental whose node left service (its allocations dropped first).
   bool place_pending(Tx& tx, const RentalRecord& rental);
+
+  // Whether a waiting rental may be placed as its org's max_concurrent_gpus stands now: a
+  // request is held to the limit when it comes up, not only when it queued (it keeps
+  // waiting, and expires if that lasts).
+  bool within_limits(Tx& tx, const RentalRecord& rental);
 
   // A pending rental's place in the waitlist and its estimated start.
   WaitlistStanding standing(Tx& tx, const RentalRecord& rental);
 
   const BookingOptions& options() const { return options_; }
 
-  // Where place_pending reads an org's limits as they are when its request comes up (the
+  // Where within_limits reads an org's limits as they are when its request comes up (the
   // identity module's, set by the wiring: the scheduler does not know orgs). Unset: none.
   using LimitsOf = std::function<BookingLimits(Tx&, const std::string& org_id)>;
   void read_org_limits_with(LimitsOf limits_of) { limits_of_ = std::move(limits_of); }

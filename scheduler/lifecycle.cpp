@@ -1,6 +1,7 @@
 // The rental lifecycle worker: one transaction per step, tasks for the agent with each move.
 #include "scheduler/lifecycle.h"
 
+#include "core/error.h"
 #include "core/sql.h"
 #include "inventory/node_state.h"
 #include "scheduler/lifecycle_rules.h"
@@ -21,6 +22,9 @@ constexpr Statement kLiveOnNode = {
 // Whether a run has anything to do: one statement outside any transaction, so an idle fleet
 // costs every replica one round trip per interval rather than three transactions. Whatever
 // becomes due just after it is the next run's.
+constexpr Statement kNodeStateShared = {"lifecycle_node_state",
+                                        "SELECT state FROM nodes WHERE id = $1 FOR SHARE"};
+
 constexpr Statement kAnyWork = {
     "lifecycle_any_work",
     "SELECT EXISTS (SELECT 1 FROM rentals WHERE due_at <= $1::timestamptz)"
@@ -78,28 +82,32 @@ int Lifecycle::expire_waitlist(PgPool& pool, Timestamp now) {
 }
 
 int Lifecycle::replace_stranded(PgPool& pool) {
-  // A rental booked on a node that was retired or failed before its start moves to another
-  // node that fits the same period, keeping its price; with none free it is cancelled, and
-  // since it never started nothing is charged. One transaction: the old allocations are
-  // dropped and the new ones taken together, so the rental never holds both or neither.
   return pool.transact("lifecycle_stranded", [&](Tx& tx) {
     int moved = 0;
     for (const auto& r : rentals_.stranded(tx, options_.waitlist_batch)) {
-      std::string from = r.node_id.value_or("");
-      rentals_.drop_allocations(tx, r.id);
-      if (booking_.place_pending(tx, r)) {
-        rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kScheduled,
-                            "moved from node " + from + ", which was retired or failed");
-      } else {
-        rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kCancelled,
-                            "node " + from +
-                                " was retired or failed and no other node is free for the "
-                                "period; nothing is charged");
-      }
+      relocate(tx, r);
       ++moved;
     }
     return moved;
   });
+}
+
+void Lifecycle::relocate(Tx& tx, const RentalRecord& r) {
+  // A rental booked on a node that was retired or failed before its start moves to another
+  // node that fits the same period, keeping its price; with none free it is cancelled, and
+  // since it never started nothing is charged. In one transaction: the old allocations are
+  // dropped and the new ones taken together, so the rental never holds both or neither.
+  std::string from = r.node_id.value_or("");
+  rentals_.drop_allocations(tx, r.id);
+  if (booking_.place_pending(tx, r)) {
+    rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kScheduled,
+                        "moved from node " + from + ", which was retired or failed");
+  } else {
+    rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kCancelled,
+                        "node " + from +
+                            " was retired or failed and no other node is free for the "
+                            "period; nothing is charged");
+  }
 }
 
 int Lifecycle::place_waitlist(PgPool& pool) {
@@ -110,7 +118,7 @@ int Lifecycle::place_waitlist(PgPool& pool) {
     int placed = 0;
     for (const auto& r :
          round_robin_by_org(rentals_.pending_in_order(tx, options_.waitlist_batch))) {
-      if (!booking_.place_pending(tx, r)) continue;
+      if (!booking_.within_limits(tx, r) || !booking_.place_pending(tx, r)) continue;
       if (rentals_.transition(tx, r.id, RentalState::kPending, RentalState::kScheduled,
                               "capacity available")) {
         ++placed;
@@ -154,6 +162,17 @@ void Lifecycle::wipe_task(Tx& tx, const RentalRecord& r, int attempt) {
 }
 
 bool Lifecycle::start(Tx& tx, const RentalRecord& r, Timestamp now) {
+  // The node's row, shared: a retirement either committed before (the rental moves on
+  // rather than starting on a node out of service) or waits for this start and then sees
+  // the rental running, and is refused.
+  auto node = tx.exec(kNodeStateShared, *r.node_id);
+  if (!node.empty()) {
+    std::string state = node[0][0].as<std::string>();
+    if (state == "retired" || state == "failed") {
+      relocate(tx, r);
+      return true;
+    }
+  }
   if (!rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kProvisioning,
                            "start time reached")) {
     return false;
@@ -212,11 +231,47 @@ bool Lifecycle::release(Tx& tx, const RentalRecord& r, Timestamp now) {
                            "end time reached")) {
     return false;
   }
+  releasing_tasks(tx, r, now);
+  return true;
+}
+
+void Lifecycle::releasing_tasks(Tx& tx, const RentalRecord& r, Timestamp now) {
   // Access first, then the wipe: the agent runs a node's tasks in the order they were made.
   tasks_.create(tx, *r.node_id, r.id, TaskKind::kRevokeAccess, {{"ssh_key_ids", r.ssh_key_ids}});
   wipe_task(tx, r, 0);
   rentals_.set_next_check(tx, r.id, now + options_.poll);
-  return true;
+}
+
+RentalState Lifecycle::terminate(Tx& tx, const RentalRecord& r, Timestamp now,
+                                 const std::string& reason,
+                                 const std::optional<std::string>& by_user) {
+  switch (r.state) {
+    case RentalState::kPending:
+    case RentalState::kScheduled:
+      // Before the start nothing ran: cancelled, and the GPUs free at once.
+      rentals_.drop_allocations(tx, r.id);
+      rentals_.transition(tx, r.id, r.state, RentalState::kCancelled, reason, by_user);
+      return RentalState::kCancelled;
+    case RentalState::kProvisioning:
+    case RentalState::kActive: {
+      if (r.state == RentalState::kProvisioning) {
+        std::vector<AgentTask> open;
+        for (const auto& t : tasks_.for_rental(tx, r.id)) {
+          if (is_provisioning_kind(t.kind)) open.push_back(t);
+        }
+        close_superseded(tx, tasks_, open);
+      }
+      rentals_.end_allocations(tx, r.id, now, booking_.options().cleaning_window);
+      rentals_.transition(tx, r.id, r.state, RentalState::kReleasing, reason, by_user);
+      releasing_tasks(tx, r, now);
+      return RentalState::kReleasing;
+    }
+    default:
+      throw Error(
+          ErrorCode::kInvalidState,
+          "The rental is " + std::string(to_string(r.state)) + "; there is nothing to terminate.",
+          {{"state", to_string(r.state)}});
+  }
 }
 
 bool Lifecycle::check_releasing(Tx& tx, const RentalRecord& r, Timestamp now) {

@@ -51,6 +51,14 @@ class Lifecycle {
 
   const LifecycleOptions& options() const { return options_; }
 
+  // The customer's terminate, on a rental locked by the caller. Before its start: cancelled,
+  // its GPUs free at once. Once started: released now, as at the end of its period (access
+  // revoked and the node wiped, an unfinished provisioning abandoned), its GPUs free after
+  // the cleaning window from now. Throws invalid_state when it is already ending or over.
+  // The state it moved to.
+  RentalState terminate(Tx& tx, const RentalRecord& locked, Timestamp now,
+                        const std::string& reason, const std::optional<std::string>& by_user);
+
  private:
   int expire_waitlist(PgPool& pool, Timestamp now);
   int place_waitlist(PgPool& pool);
@@ -58,11 +66,15 @@ class Lifecycle {
   // Claims one due rental and steps it: whether it moved, nullopt when none is due.
   std::optional<bool> step(PgPool& pool, Timestamp now);
   bool start(Tx& tx, const RentalRecord& r, Timestamp now);
+  // Moves a scheduled rental off a node out of service, or cancels it.
+  void relocate(Tx& tx, const RentalRecord& r);
   bool check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now);
   bool release(Tx& tx, const RentalRecord& r, Timestamp now);
   bool check_releasing(Tx& tx, const RentalRecord& r, Timestamp now);
   void provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt);
   void wipe_task(Tx& tx, const RentalRecord& r, int attempt);
+  // Revoke access and wipe, and the first check of them.
+  void releasing_tasks(Tx& tx, const RentalRecord& r, Timestamp now);
   void settle_node(Tx& tx, const std::string& node_id, bool unwiped);
 
   RentalStore& rentals_;

@@ -154,6 +154,10 @@ constexpr Statement kPendingInOrder = {"rental_pending_in_order",
                                        "SELECT " RENTAL_COLUMNS
                                        " FROM rentals WHERE state = 'pending'"
                                        " ORDER BY created_at, id LIMIT $1 FOR UPDATE"};
+constexpr Statement kRunningOn = {
+    "rental_running_on",
+    "SELECT id FROM rentals WHERE node_id = $1"
+    " AND state IN ('provisioning', 'active', 'releasing') ORDER BY id"};
 // The same, read without locking, for a waiting rental's standing.
 constexpr Statement kWaiting = {"rental_waiting", "SELECT " RENTAL_COLUMNS
                                                   " FROM rentals WHERE state = 'pending'"
@@ -402,6 +406,12 @@ std::vector<RentalRecord> RentalStore::due(Tx& tx, Timestamp now, int limit) {
 
 std::vector<RentalRecord> RentalStore::pending_in_order(Tx& tx, int limit) {
   return rentals_from(tx.exec(kPendingInOrder, limit));
+}
+
+std::vector<std::string> RentalStore::running_on(Tx& tx, const std::string& node_id) {
+  std::vector<std::string> out;
+  for (const auto& row : tx.exec(kRunningOn, node_id)) out.push_back(row[0].as<std::string>());
+  return out;
 }
 
 std::vector<RentalRecord> RentalStore::waiting(Tx& tx, int limit) {

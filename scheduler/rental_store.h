@@ -142,6 +142,8 @@ class RentalStore {
   // second replica waits for the first rather than serving a later request ahead of an
   // earlier one.
   std::vector<RentalRecord> pending_in_order(Tx& tx, int limit);
+  // Ids of the rentals running on a node now: provisioning, active or releasing.
+  std::vector<std::string> running_on(Tx& tx, const std::string& node_id);
   // The same, unlocked, for reading a waiting rental's place.
   std::vector<RentalRecord> waiting(Tx& tx, int limit = 1000);
   // Scheduled rentals (not started yet) whose node was retired or failed, soonest start

@@ -157,7 +157,10 @@ void add_transition_route(Router& router, NodeAdminRoutesState& state, const cha
                     std::string id = node_id_param(req);
                     std::string reason = read_reason(req);
                     auto node = state.pool->transact("node_transition", [&](Tx& tx) {
-                      return state.nodes->transition(tx, id, action, reason, actor_of(req, p));
+                      auto moved =
+                          state.nodes->transition(tx, id, action, reason, actor_of(req, p));
+                      if (moved && state.check_transition) state.check_transition(tx, id, action);
+                      return moved;
                     });
                     if (!node) throw no_such_node();
                     return json_response(200, node_detail_json(*node));

@@ -23,6 +23,10 @@ struct NodeAdminRoutesState {
   // The node's rentals as the scheduler prints them, newest first, read in the same use
   // case; set by the process's wiring (inventory knows nothing of rentals). Unset: none.
   std::function<nlohmann::json(Tx&, const std::string& node_id)> rentals;
+  // Runs in the transition's transaction after the node's row is locked and moved, and may
+  // refuse the move by throwing (the scheduler refuses to retire a node with a rental
+  // running on it). Unset: every move the node's state machine allows.
+  std::function<void(Tx&, const std::string& node_id, inventory::NodeAction)> check_transition;
 };
 
 void add_node_admin_routes(Router& router, NodeAdminRoutesState& state);

@@ -353,30 +353,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                     auto rental = state.pool->transact("rental_terminate", [&](Tx& tx) {
                       auto r = state.rentals->lock(tx, *p.org_id, id);
                       if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
-                      RentalState to;
-                      switch (r->state) {
-                        case RentalState::kPending:
-                        case RentalState::kScheduled:
-                          // Before the start nothing ran: cancelled, and the GPUs free at once.
-                          state.rentals->drop_allocations(tx, id);
-                          to = RentalState::kCancelled;
-                          break;
-                        case RentalState::kProvisioning:
-                        case RentalState::kActive:
-                          // Access is revoked and the node wiped next; the GPUs are free once the
-                          // cleaning window after now has passed.
-                          state.rentals->end_allocations(tx, id, state.clock->now(),
-                                                         state.booking->options().cleaning_window);
-                          to = RentalState::kReleasing;
-                          break;
-                        default:
-                          throw Error(ErrorCode::kInvalidState,
-                                      "The rental is " +
-                                          std::string(scheduler::to_string(r->state)) +
-                                          "; there is nothing to terminate.",
-                                      {{"state", scheduler::to_string(r->state)}});
-                      }
-                      state.rentals->transition(tx, id, r->state, to, reason, actor.user_id);
+                      state.lifecycle->terminate(tx, *r, state.clock->now(), reason, actor.user_id);
                       return *state.rentals->get(tx, *p.org_id, id);
                     });
                     return json_response(200, rental_json(rental));

@@ -9,6 +9,7 @@
 #include "identity/ssh_key_store.h"
 #include "scheduler/booking.h"
 #include "scheduler/catalog_views.h"
+#include "scheduler/lifecycle.h"
 #include "scheduler/rental_store.h"
 
 namespace gpurent::http {
@@ -17,6 +18,7 @@ struct RentalRoutesState {
   PgPool* pool = nullptr;
   const Clock* clock = nullptr;
   scheduler::Booking* booking = nullptr;
+  scheduler::Lifecycle* lifecycle = nullptr;
   scheduler::RentalStore* rentals = nullptr;
   identity::SshKeyStore* ssh_keys = nullptr;
   identity::OrgAdminStore* orgs = nullptr;

@@ -27,6 +27,11 @@ class InventoryModule {
   void show_node_rentals_with(std::function<nlohmann::json(Tx&, const std::string&)> rentals) {
     node_admin_routes_.rentals = std::move(rentals);
   }
+  // A node's state change is also refused by this (the scheduler's), when wired.
+  void check_node_transitions_with(
+      std::function<void(Tx&, const std::string&, inventory::NodeAction)> check) {
+    node_admin_routes_.check_transition = std::move(check);
+  }
   void add_metrics(http::Metrics& metrics) const;
 
   // For `make run`'s demo fleet.

@@ -1,6 +1,7 @@
 // The scheduler's wiring and the lifecycle worker's thread.
 #include "api/modules/scheduler_module.h"
 
+#include "core/error.h"
 #include "core/log.h"
 
 namespace gpurent {
@@ -24,6 +25,7 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .booking = &booking_,
+                     .lifecycle = &lifecycle_,
                      .rentals = &rentals_,
                      .ssh_keys = &ssh_keys_,
                      .orgs = &orgs_,
@@ -36,6 +38,17 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
     }
     return limits;
   });
+}
+
+void SchedulerModule::check_node_transition(Tx& tx, const std::string& node_id,
+                                            inventory::NodeAction action) {
+  if (action != inventory::NodeAction::kRetire) return;
+  auto running = rentals_.running_on(tx, node_id);
+  if (running.empty()) return;
+  throw Error(ErrorCode::kInvalidState,
+              "The node has " + std::to_string(running.size()) +
+                  " rental(s) running; drain it and retire it once they have ended.",
+              {{"running_rentals", running}});
 }
 
 SchedulerModule::~SchedulerModule() {

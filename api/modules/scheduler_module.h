@@ -36,6 +36,11 @@ class SchedulerModule {
     return http::node_rentals_json(tx, rentals_, node_id);
   }
 
+  // Refuses to retire a node while a rental runs on it (409 invalid_state naming them): its
+  // customer would lose the GPUs mid-rental. Drain it instead; it can be retired once its
+  // rentals have ended. Scheduled rentals do not stop it: they move to another node.
+  void check_node_transition(Tx& tx, const std::string& node_id, inventory::NodeAction action);
+
   // Starts the lifecycle worker's thread: run_once every lifecycle_interval. Every replica
   // runs one; their claims never overlap (scheduler/lifecycle.h).
   void start();

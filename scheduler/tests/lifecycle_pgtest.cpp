@@ -6,6 +6,7 @@
 // last rental ends, and an unconfirmed wipe sends the node there too.
 #include "scheduler/lifecycle.h"
 
+#include "core/error.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/tests/scheduler_fixture.h"
@@ -351,6 +352,111 @@ TEST_F(LifecycleTest, ARentalOnARetiredNodeMovesToAnotherOrIsCancelled) {
   EXPECT_TRUE(read([&](Tx& tx) { return rentals_.allocations(tx, stuck); }).empty());
   EXPECT_EQ(rental(blocker).state, RentalState::kScheduled);
   EXPECT_EQ(run(t0_ + kAfter), 0) << "nothing is stranded any more";
+}
+
+// Terminate in each state: before the start a cancellation that frees the GPUs; once
+// started a release now, with access revoked and the node wiped as at the period's end
+// (an unfinished provisioning abandoned); once ending or over, refused.
+TEST_F(LifecycleTest, TerminateInEachState) {
+  std::string n = node("n1");
+  auto terminate = [&](const std::string& id) {
+    return transact([&](Tx& tx) {
+      return lifecycle_.terminate(tx, *rentals_.lock_any(tx, id), clock_.now(), "customer asked",
+                                  a_.user_id);
+    });
+  };
+  auto kinds = [&](const std::string& id, TaskState state) {
+    std::vector<TaskKind> out;
+    for (const auto& t : tasks(id)) {
+      if (t.state == state) out.push_back(t.kind);
+    }
+    return out;
+  };
+
+  std::string waiting = pending(a_, t0_ + H(12));
+  EXPECT_EQ(terminate(waiting), RentalState::kCancelled);
+
+  std::string tomorrow = book(a_, n, {0}, from_now(H(24), H(48)));
+  EXPECT_EQ(terminate(tomorrow), RentalState::kCancelled);
+  EXPECT_TRUE(read([&](Tx& tx) { return rentals_.allocations(tx, tomorrow); }).empty());
+
+  std::string starting = book(a_, n, {1}, from_now(H(1), H(25)));
+  std::string running = book(a_, n, {2}, from_now(H(1), H(25)));
+  EXPECT_EQ(run(t0_ + H(1)), 2);
+  complete_all(running, true);
+  EXPECT_EQ(run(t0_ + H(1) + kAfter), 1);
+  ASSERT_EQ(rental(starting).state, RentalState::kProvisioning);
+  ASSERT_EQ(rental(running).state, RentalState::kActive);
+
+  for (const auto& id : {starting, running}) {
+    Timestamp now = clock_.now();
+    EXPECT_EQ(terminate(id), RentalState::kReleasing);
+    auto r = rental(id);
+    EXPECT_EQ(r.state, RentalState::kReleasing);
+    EXPECT_EQ(kinds(id, TaskState::kQueued),
+              (std::vector<TaskKind>{TaskKind::kRevokeAccess, TaskKind::kWipe}));
+    auto held = read([&](Tx& tx) { return rentals_.allocations(tx, id); });
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_LE(held[0].second.end, clock_.now() + kWindow) << "free after the window from now";
+    EXPECT_GE(held[0].second.end, now + kWindow);
+    EXPECT_EQ(states(a_, id).back(), RentalState::kReleasing);
+  }
+  EXPECT_EQ(kinds(starting, TaskState::kFailed),
+            (std::vector<TaskKind>{TaskKind::kProvision, TaskKind::kInstallAccess}))
+      << "the provisioning in progress is abandoned";
+  // The worker looks at the wipe soon, not at some far check time, and ends the rental.
+  complete_all(running, true);
+  EXPECT_EQ(run(clock_.now() + kAfter), 1);
+  EXPECT_EQ(rental(running).state, RentalState::kEnded);
+
+  for (const auto& id : {starting, running}) {
+    try {
+      terminate(id);
+      ADD_FAILURE() << "terminated twice";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidState);
+    }
+  }
+}
+
+// A retirement and a start racing: the retirement's transaction has moved the node but not
+// committed when the worker claims the rental, so the worker's look for stranded rentals
+// misses it; the start waits on the node's row and, once the retirement commits, moves the
+// rental to another node instead of starting it on the retired one.
+TEST_F(LifecycleTest, AStartRacingTheNodesRetirementMovesTheRentalInstead) {
+  std::string n1 = node("n1");
+  std::string n2 = node("n2");
+  std::string id = book(a_, n1, {0, 1}, from_now(H(1), H(25)));
+  clock_.advance(H(1));
+  pqxx::connection retiring(db_.url());
+  pqxx::work retire(retiring);
+  retire.exec_params("UPDATE nodes SET state = 'retired' WHERE id = $1", n1);
+  std::thread worker([&] { lifecycle_.run_once(pool_, clock_.now()); });
+  // Until the worker waits on the node's row lock, held by the retirement.
+  pqxx::connection watch(db_.url());
+  bool waiting = false;
+  for (int i = 0; i < 500 && !waiting; ++i) {
+    pqxx::nontransaction q(watch);
+    waiting = q.exec1(
+                   "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                   " AND query LIKE '%FROM nodes WHERE id = $1 FOR SHARE%'")[0]
+                  .as<int>() > 0;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  retire.commit();
+  worker.join();
+  ASSERT_TRUE(waiting) << "the worker never waited on the retiring node";
+  auto r = rental(id);
+  EXPECT_EQ(r.node_id, n2);
+  EXPECT_EQ(r.state, RentalState::kScheduled) << "moved, not started";
+  EXPECT_TRUE(tasks(id).empty()) << "nothing was asked of n1's agent";
+  EXPECT_EQ(states(a_, id),
+            (std::vector<RentalState>{RentalState::kScheduled, RentalState::kScheduled}))
+      << "the move is an event";
+  // The next run starts it on its new node.
+  EXPECT_EQ(run(clock_.now() + std::chrono::seconds(1)), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
+  for (const auto& t : tasks(id)) EXPECT_EQ(t.node_id, n2);
 }
 
 TEST_F(LifecycleTest, AnUnconfirmedWipeEndsTheRentalAndSendsTheNodeToMaintenance) {

@@ -118,4 +118,52 @@ TEST_F(LifecycleRentalsE2E, ABookedRentalWalksFromScheduledToEnded) {
                                               "ended"}));
 }
 
+// A node with a rental running on it cannot be retired: its customer would lose the GPUs
+// mid-rental. Drained instead, it goes to maintenance when the rental has ended, and can
+// then be retired.
+TEST_F(LifecycleRentalsE2E, ANodeWithARunningRentalIsDrainedNotRetired) {
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", "H100-SXM5-80GB"},
+                      {"gpu_count", 2},
+                      {"start", "now"},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string id = booked.json()["id"];
+  advance(1);
+  EXPECT_EQ(run_lifecycle(), 1);
+  ASSERT_EQ(state_of(owner, id), "provisioning");
+
+  std::string node = "/v1/admin/nodes/" + node_id_;
+  auto refused = post(node + "/retire", {{"reason", "end of life"}}, session(admin_));
+  ASSERT_EQ(refused.status, 409) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["code"], "invalid_state");
+  EXPECT_EQ(refused.json()["error"]["details"]["running_rentals"], json::array({id}));
+  EXPECT_EQ(get(node, session(admin_)).json()["state"], "available") << "nothing changed";
+
+  auto drained = post(node + "/drain", {{"reason", "end of life"}}, session(admin_));
+  ASSERT_EQ(drained.status, 200) << drained.body;
+  complete_queued(id);
+  advance(61);
+  EXPECT_EQ(run_lifecycle(), 1);
+  ASSERT_EQ(state_of(owner, id), "active");
+  refused = post(node + "/retire", {{"reason", "end of life"}}, session(admin_));
+  EXPECT_EQ(refused.status, 409) << "still running: " << refused.body;
+
+  auto ended = post("/v1/rentals/" + id + "/terminate", json::object(), session(owner));
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  // The worker asks for the wipe on its next look, and ends the rental once it is done.
+  run_lifecycle();
+  EXPECT_EQ(complete_queued(id), (std::vector<std::string>{"revoke_access", "wipe"}));
+  advance(61);
+  EXPECT_EQ(run_lifecycle(), 1);
+  ASSERT_EQ(state_of(owner, id), "ended");
+  EXPECT_EQ(get(node, session(admin_)).json()["state"], "maintenance");
+  auto retired = post(node + "/retire", {{"reason", "end of life"}}, session(admin_));
+  ASSERT_EQ(retired.status, 200) << retired.body;
+  EXPECT_EQ(retired.json()["state"], "retired");
+}
+
 }  // namespace gpurent::testing::lifecycle_rentals_e2e
