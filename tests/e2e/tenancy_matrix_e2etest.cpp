@@ -75,6 +75,9 @@ struct EndpointCase {
   bool names_object;
   // Only a panel session may call it: an API token gets 403 (a token cannot switch orgs).
   bool sessions_only = false;
+  // A GET without an object lists what the org owns (checked for leaks of another org's
+  // ids and for changes); false for the catalog's capacity views, which list none.
+  bool lists_org_objects = true;
 
   std::string target(const Prepared& p) const {
     auto open = path.find('{');
@@ -305,7 +308,7 @@ class TenancyMatrixE2E : public ::testing::Test {
   std::string org_listings(const Actor& owner) {
     std::string out;
     for (const auto& c : endpoint_cases()) {
-      if (c.method != "GET" || c.names_object) continue;
+      if (c.method != "GET" || c.names_object || !c.lists_org_objects) continue;
       auto r = send("GET", c.path, std::nullopt, owner.credentials());
       out += c.path + " " + std::to_string(r.status) + " " + r.body + "\n";
     }
@@ -498,6 +501,20 @@ const std::vector<EndpointCase>& endpoint_cases() {
        {"owner", "admin", "member"},
        200,
        true},
+      // The catalog's capacity views: any signed-in caller of any org, no scope; they show
+      // how much fits, never whose bookings take the rest.
+      {"GET", "/v1/offers",
+       [](T& t, const Actor&) {
+         t.fleet_image();  // the fleet is on sale
+         return Prepared{std::nullopt, "", "?gpu_model=H100-SXM5-80GB&gpu_count=1"};
+       },
+       std::nullopt, kEveryRole, 200, false, false, false},
+      {"GET", "/v1/availability",
+       [](T& t, const Actor&) {
+         t.fleet_image();
+         return Prepared{std::nullopt, "", "?gpu_model=H100-SXM5-80GB&gpu_count=1&days=7"};
+       },
+       std::nullopt, kEveryRole, 200, false, false, false},
   };
   return cases;
 }
@@ -512,12 +529,16 @@ std::string upper(std::string s) {
 }
 
 // The matrix is only as good as its table: every documented route outside sign-in, platform
-// administration, the public catalog and operations acts for an org and needs a row.
+// administration, the catalog's static documents and operations acts for an org and needs a
+// row; so do the catalog's capacity views (offers, availability), which any org may call.
 TEST_F(TenancyMatrixE2E, TableHasARowForEveryTenantRoute) {
-  const std::vector<std::string> not_tenant_owned = {
-      "/v1/auth/",        "/v1/admin/",  "/v1/openapi.json",
-      "/v1/gpu-models",   "/v1/offers",  "/v1/images",
-      "/v1/availability", "/v1/advisor", "/v1/billing/payments/webhook"};
+  const std::vector<std::string> not_tenant_owned = {"/v1/auth/",
+                                                     "/v1/admin/",
+                                                     "/v1/openapi.json",
+                                                     "/v1/gpu-models",
+                                                     "/v1/images",
+                                                     "/v1/advisor",
+                                                     "/v1/billing/payments/webhook"};
   auto r = send("GET", "/v1/openapi.json", std::nullopt, {});
   ASSERT_EQ(r.status, 200) << r.body;
   std::set<std::string> documented, in_table;
@@ -610,7 +631,7 @@ TEST_F(TenancyMatrixE2E, AnotherOrgGets404ForEveryObjectAndChangesNothing) {
   ASSERT_GE(a_ids.size(), 6u);
   for (const Actor* actor : {&b, &b_token}) {
     for (const auto& c : endpoint_cases()) {
-      if (c.method != "GET" || c.names_object) continue;
+      if (c.method != "GET" || c.names_object || !c.lists_org_objects) continue;
       auto r = send("GET", c.path, std::nullopt, actor->credentials());
       EXPECT_EQ(r.status, 200) << c.cell(actor->label);
       for (const auto& id : a_ids) {
