@@ -52,6 +52,9 @@ struct Field {
   std::function<std::string(HostileInputE2E&, const std::string&)> shape;
   std::int64_t min = 0;  // kInt bounds
   std::int64_t max = 0;
+  // Whether the maximum is accepted, or refused naming the field for what it means (a GPU
+  // count no shape is sold in, an extension past the longest rental).
+  bool max_accepted = true;
 };
 
 // A fresh valid request: where to send it and its body.
@@ -242,6 +245,45 @@ class HostileInputE2E : public ::testing::Test {
     tx().exec_params("UPDATE nodes SET state = 'available' WHERE id = $1", id);
     return id;
   }
+  // A node that takes a one-GPU L4 rental now, with the image and the price a booking
+  // needs (made once); a fresh node per case, so every accepted booking finds room.
+  std::string bookable_node() {
+    if (image_id_.empty()) {
+      auto image = post("/v1/admin/images",
+                        {{"name", "hostile-cuda-12.4"},
+                         {"os", "Ubuntu 22.04"},
+                         {"driver_version", "550.54.15"},
+                         {"cuda_version", "12.4"}},
+                        owner().credentials());
+      EXPECT_EQ(image.status, 201) << image.body;
+      image_id_ = image.json().value("id", "");
+      auto priced = http_request(
+          server_->port(), "PUT", "/v1/admin/prices",
+          Json::array({{{"gpu_model", "L4-24GB"},
+                        {"gpu_count", 1},
+                        {"price_per_day", {{"amount_minor", 100000}, {"currency", "RUB"}}}}})
+              .dump(),
+          with_json(owner().credentials()));
+      EXPECT_EQ(priced.status, 200) << priced.body;
+    }
+    std::string id = available_node();
+    tx().exec_params("UPDATE nodes SET health = 'ok' WHERE id = $1", id);
+    return id;
+  }
+  Json rental_body() {
+    bookable_node();
+    return {{"gpu_model", "L4-24GB"}, {"gpu_count", 1},   {"start", "now"}, {"days", 1},
+            {"image_id", image_id_},  {"name", "hostile"}};
+  }
+  std::string booked_rental() {
+    auto r = post("/v1/rentals", rental_body(), owner().credentials());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.json().value("id", "");
+  }
+  static Headers with_json(Headers h) {
+    h["Content-Type"] = "application/json";
+    return h;
+  }
   std::string fresh_public_key() {
     if (key_dir_.empty()) key_dir_ = make_temp_dir("gpurent-hostile-keys");
     std::string path = key_dir_ + "/" + unique("k");
@@ -278,7 +320,10 @@ class HostileInputE2E : public ::testing::Test {
              {"gpu_links", "node_id, gpu_a, gpu_b, kind"},
              {"node_enrollment_tokens", "token_hash, node_id, used_at"},
              {"images", "id, name, os, driver_version, cuda_version, frameworks, status"},
-             {"prices", "id, gpu_model, gpu_count, amount_minor, currency, valid_until"}}) {
+             {"prices", "id, gpu_model, gpu_count, amount_minor, currency, valid_until"},
+             {"rentals", "id, org_id, name, state, node_id, gpu_indices, period, days"},
+             {"allocations", "rental_id, gpu_id, period"},
+             {"rental_events", "id, rental_id, to_state, reason"}}) {
       auto r = t.exec(
           "SELECT count(*), md5(coalesce(string_agg(x::text, '|' ORDER BY x::text),"
           " '')) FROM (SELECT " +
@@ -352,6 +397,7 @@ class HostileInputE2E : public ::testing::Test {
   std::optional<Session> owner_;
   std::string key_dir_;
   std::string site_id_;
+  std::string image_id_;
   int counter_ = 0;
   int cells_ = 0;
 };
@@ -430,7 +476,8 @@ std::vector<HostileCase> HostileInputE2E::cases_for(const BodyEndpoint& ep) {
                  {"INT64_MAX", std::numeric_limits<std::int64_t>::max()},
                  {"UINT64_MAX", std::numeric_limits<std::uint64_t>::max()}};
         out.push_back({named("= its minimum"), set(f.name, f.min), ok});
-        out.push_back({named("= its maximum"), set(f.name, f.max), ok});
+        out.push_back(
+            {named("= its maximum"), set(f.name, f.max), f.max_accepted ? ok : refused(f.name)});
         // Beyond 64 bits the parser yields a float, which is not an integer.
         out.push_back(
             {named("with 20 digits"), set_raw(f.name, "99999999999999999999"), refused(f.name)});
@@ -803,8 +850,72 @@ const std::vector<BodyEndpoint>& body_endpoints() {
        [](T&, const Json& response, const std::string& field) -> std::optional<std::string> {
          return response[field].get<std::string>();
        }},
+      // Rentals. ssh_key_ids and constraints are not text fields: their malformed shapes have
+      // their own cases in rentals_e2etest.cpp and rental_requests_e2etest.cpp.
+      {"POST",
+       "/v1/rentals",
+       true,
+       201,
+       {{"gpu_model", Kind::kString, true, V::kRefused, V::kRefused},
+        {"gpu_count", Kind::kInt, true, V::kRefused, V::kRefused, nullptr, 1, 64, false},
+        {"interconnect", Kind::kString, false, V::kRefused, V::kRefused},
+        {"start", Kind::kString, false, V::kRefused, V::kRefused},
+        {"days", Kind::kInt, true, V::kRefused, V::kRefused, nullptr, 1, 365},
+        {"image_id", Kind::kString, true, V::kRefused, V::kRefused},
+        {"name", Kind::kString, false, V::kStored, V::kRefused}},
+       [](T& t) {
+         return ValidRequest{"/v1/rentals", t.rental_body()};
+       },
+       [](T& t, const Json& response, const Json&, const std::string& field) {
+         if (field != "name") return "no query for " + field;
+         return t.query_one("SELECT name FROM rentals WHERE id = $1",
+                            response["id"].get<std::string>());
+       },
+       [](T&, const Json& response, const std::string& field) -> std::optional<std::string> {
+         return response[field].get<std::string>();
+       }},
+      {"POST",
+       "/v1/quotes",
+       true,
+       200,
+       {{"gpu_model", Kind::kString, true, V::kRefused, V::kRefused},
+        {"gpu_count", Kind::kInt, true, V::kRefused, V::kRefused, nullptr, 1, 64, false},
+        {"interconnect", Kind::kString, false, V::kRefused, V::kRefused},
+        {"start", Kind::kString, false, V::kRefused, V::kRefused},
+        {"days", Kind::kInt, true, V::kRefused, V::kRefused, nullptr, 1, 365},
+        {"image_id", Kind::kString, true, V::kRefused, V::kRefused}},
+       [](T& t) {
+         Json body = t.rental_body();
+         body.erase("name");
+         return ValidRequest{"/v1/quotes", body};
+       },
+       nullptr,
+       nullptr},
+      // One more day is the least; a year more than a day's rental is past the longest.
+      {"POST",
+       "/v1/rentals/{id}/extend",
+       true,
+       200,
+       {{"days", Kind::kInt, true, V::kRefused, V::kRefused, nullptr, 1, 365, false}},
+       [](T& t) {
+         return ValidRequest{"/v1/rentals/" + t.booked_rental() + "/extend", {{"days", 1}}};
+       },
+       nullptr,
+       nullptr},
   };
   return endpoints;
+}
+
+TEST_F(HostileInputE2E, RentalBodies) {
+  check_endpoint(endpoint("POST", "/v1/rentals"));
+}
+
+TEST_F(HostileInputE2E, QuoteBodies) {
+  check_endpoint(endpoint("POST", "/v1/quotes"));
+}
+
+TEST_F(HostileInputE2E, ExtendBodies) {
+  check_endpoint(endpoint("POST", "/v1/rentals/{id}/extend"));
 }
 
 TEST_F(HostileInputE2E, SiteBodies) {
@@ -1040,6 +1151,83 @@ TEST_F(HostileInputListsE2E, NodeListQueryParameters) {
 
 // The catalog lists cut their pages from the cached snapshot; their cursors are checked
 // like every other list's.
+TEST_F(HostileInputListsE2E, RentalListQueryParameters) {
+  booked_rental();
+  booked_rental();
+  std::string rental = new_id(id_prefix::kRental);
+  auto cases = common_list_cases();
+  cases.insert(cases.end(), {
+                                {"cursor=1." + new_id(id_prefix::kSshKey), "cursor"},
+                                {"cursor=0." + rental, ""},
+                                {"state=asleep", "state"},
+                                {"state=ACTIVE", "state"},
+                                {"state=%27%20OR%201%3D1--", "state"},
+                                {"state=active&state=ended", "state"},
+                                {"state=scheduled", ""},
+                                {"gpu_model=x", "gpu_model"},
+                            });
+  check_list("/v1/rentals", cases);
+  cases.insert(cases.end(), {
+                                {"org_id=org_%25", "org_id"},
+                                {"org_id=" + owner().org_id, ""},
+                                {"node_id=" + new_id(id_prefix::kNode), ""},
+                                {"node_id=%00", "node_id"},
+                            });
+  check_list("/v1/admin/rentals", cases);
+  std::printf("[ cells    ] GET /v1/rentals, /v1/admin/rentals: %d\n", cells_);
+}
+
+// The capacity views take no paging; their own parameters are numbers in a range, a link
+// kind, and a date or time.
+TEST_F(HostileInputListsE2E, CapacityViewQueryParameters) {
+  bookable_node();
+  const std::vector<QueryCase> shared = {
+      {"gpu_count=0", "gpu_count"},
+      {"gpu_count=65", "gpu_count"},
+      {"gpu_count=1.5", "gpu_count"},
+      {"gpu_count=%2B1", "gpu_count"},
+      {"gpu_count=99999999999999999999", "gpu_count"},
+      {"gpu_count=1%00", "gpu_count"},
+      {"interconnect=NVLINK", "interconnect"},
+      {"interconnect=%27%3B--", "interconnect"},
+      {"days=0", "days"},
+      {"days=abc", "days"},
+      {"gpu_count=1&gpu_count=2", "gpu_count"},
+      {"gpu_model=%27%3B%20DROP%20TABLE%20nodes%3B--&gpu_count=1", ""},
+      {"limit=5", "limit"},
+  };
+  auto offers = shared;
+  offers.insert(offers.end(), {
+                                  {"", ""},
+                                  {"gpu_model=L4-24GB&gpu_count=1&days=365", ""},
+                                  {"days=366", "days"},
+                                  {"start=tomorrow", "start"},
+                                  {"start=2026-13-45", "start"},
+                                  {"start=" + std::string(300, '9'), "start"},
+                                  {"start=now", ""},
+                              });
+  check_list("/v1/offers", offers);
+  auto calendar = shared;
+  for (auto& c : calendar) {
+    // The calendar needs a model of the catalog, where the offers list none for another.
+    if (c.first.rfind("gpu_model=", 0) == 0) {
+      c.second = "gpu_model";
+    } else {
+      c.first = "gpu_model=L4-24GB&" + c.first;
+    }
+  }
+  calendar.insert(calendar.end(), {
+                                      {"", "gpu_model"},
+                                      {"gpu_model=L4-24GB&days=90", ""},
+                                      {"gpu_model=L4-24GB&days=91", "days"},
+                                      {"gpu_model=L4-24GB&from=2026-13-45", "from"},
+                                      {"gpu_model=L4-24GB&from=%27%3B--", "from"},
+                                      {"gpu_model=L4-24GB&from=" + std::string(300, '9'), "from"},
+                                  });
+  check_list("/v1/availability", calendar);
+  std::printf("[ cells    ] GET /v1/offers, /v1/availability: %d\n", cells_);
+}
+
 TEST_F(HostileInputListsE2E, CatalogListQueryParameters) {
   for (const std::string list : {"/v1/gpu-models", "/v1/images", "/v1/admin/sites"}) {
     check_list(list, common_list_cases());
