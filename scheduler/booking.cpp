@@ -484,6 +484,35 @@ Quote Booking::quote(Tx& tx, const BookingRequest& r, NoCapacity* when_unavailab
   return q;
 }
 
+RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
+                             std::optional<int> max_days) {
+  if (r.state != RentalState::kScheduled && r.state != RentalState::kProvisioning &&
+      r.state != RentalState::kActive) {
+    throw Error(ErrorCode::kInvalidState,
+                "A rental that is " + std::string(to_string(r.state)) + " cannot be extended.",
+                {{"state", to_string(r.state)}});
+  }
+  int days = r.days + more_days;
+  if (days > kMaxDays) throw Error::invalid_field("days", "would make it longer than 365 days");
+  if (max_days && days > *max_days) {
+    throw Error(ErrorCode::kQuotaExceeded,
+                "A rental may last at most " + std::to_string(*max_days) + " days here.",
+                {{"limit", "max_days"}, {"max_days", *max_days}, {"requested", days}});
+  }
+  // The same GPUs must be free after the current end: another booking of them is an
+  // exclusion violation, which only rolls back the savepoint.
+  auto attempt = tx.attempt("rental_extend", [&](Tx& sub) {
+    return rentals_.extend_allocations(sub, r.id, plus_days(r.period.start, days), days,
+                                       options_.cleaning_window);
+  });
+  if (!attempt) {
+    if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+    throw InsufficientCapacity(
+        {}, "The rental's GPUs are booked after it; it cannot be extended by that much.");
+  }
+  return *rentals_.get_any(tx, r.id);
+}
+
 WaitlistStanding Booking::standing(Tx& tx, const RentalRecord& rental) {
   WaitlistStanding out;
   if (rental.state != RentalState::kPending) return out;

@@ -139,6 +139,14 @@ class Booking {
   // waiting, and expires if that lasts).
   bool within_limits(Tx& tx, const RentalRecord& rental);
 
+  // Adds `more_days` to a rental that has not ended (scheduled, provisioning or active), on
+  // the same GPUs: its period, the allocations' end and its days move together. Throws
+  // invalid_state for a rental in another state, invalid_request (days) past 365 days,
+  // quota_exceeded past `max_days`, and InsufficientCapacity when the GPUs are booked after
+  // it (nothing changed). The rental as extended. Not a state change, so no event row.
+  RentalRecord extend(Tx& tx, const RentalRecord& locked, int more_days,
+                      std::optional<int> max_days);
+
   // A pending rental's place in the waitlist and its estimated start.
   WaitlistStanding standing(Tx& tx, const RentalRecord& rental);
 
@@ -175,9 +183,10 @@ class Booking {
 // with Retry-After.
 class InsufficientCapacity : public std::runtime_error {
  public:
-  explicit InsufficientCapacity(NoCapacity details)
-      : std::runtime_error("No GPUs of that shape are free for that period."),
-        details_(std::move(details)) {}
+  explicit InsufficientCapacity(
+      NoCapacity details,
+      const std::string& message = "No GPUs of that shape are free for that period.")
+      : std::runtime_error(message), details_(std::move(details)) {}
   const NoCapacity& details() const { return details_; }
 
  private:

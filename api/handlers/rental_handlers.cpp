@@ -153,13 +153,14 @@ nlohmann::json alternative_json(const scheduler::Alternative& a) {
   return {{"gpu_model", a.gpu_model}, {"gpu_count", a.gpu_count}, {"start", time_json(a.start)}};
 }
 
-Response no_capacity_response(const scheduler::NoCapacity& d) {
+Response no_capacity_response(const scheduler::InsufficientCapacity& refusal) {
+  const auto& d = refusal.details();
   nlohmann::json alternatives = nlohmann::json::array();
   for (const auto& a : d.alternatives) {
     alternatives.push_back(alternative_json(a));
   }
   Response r = error_response(
-      Error(ErrorCode::kInsufficientCapacity, "No GPUs of that shape are free for that period.",
+      Error(ErrorCode::kInsufficientCapacity, refusal.what(),
             {{"earliest_start", optional_json(d.earliest_start)}, {"alternatives", alternatives}}));
   // A booking that ended or a node back from maintenance can free GPUs at any time.
   r.set_header("Retry-After", "60");
@@ -215,7 +216,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                });
                return json_response(201, rental_json(rental));
              } catch (const scheduler::InsufficientCapacity& e) {
-               return no_capacity_response(e.details());
+               return no_capacity_response(e);
              }
            },
        .needs_org = true,
@@ -373,49 +374,16 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
              JsonObjectReader in(body);
              int more = static_cast<int>(in.required_int("days", 1, 365));
              in.finish();
-             auto cleaning = state.booking->options().cleaning_window;
-             std::optional<RentalRecord> extended;
-             bool booked_after = state.pool->transact("rental_extend", [&](Tx& tx) {
-               auto r = state.rentals->lock(tx, *p.org_id, id);
-               if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
-               if (r->state != RentalState::kScheduled && r->state != RentalState::kProvisioning &&
-                   r->state != RentalState::kActive) {
-                 throw Error(ErrorCode::kInvalidState,
-                             "A rental that is " + std::string(scheduler::to_string(r->state)) +
-                                 " cannot be extended.",
-                             {{"state", scheduler::to_string(r->state)}});
-               }
-               int days = r->days + more;
-               if (days > 365)
-                 throw Error::invalid_field("days", "would make it longer than 365 days");
-               if (auto limit = max_days_for(tx, state, p); limit && days > *limit) {
-                 throw Error(ErrorCode::kQuotaExceeded,
-                             "A rental may last at most " + std::to_string(*limit) + " days here.",
-                             {{"limit", "max_days"}, {"max_days", *limit}, {"requested", days}});
-               }
-               Timestamp new_end = r->period.start + std::chrono::hours(24) * days;
-               // The same GPUs must be free after the current end: another booking of them
-               // is an exclusion violation, which only rolls back the savepoint.
-               auto attempt = tx.attempt("rental_extend", [&](Tx& sub) {
-                 return state.rentals->extend_allocations(sub, id, new_end, days, cleaning);
+             try {
+               auto extended = state.pool->transact("rental_extend", [&](Tx& tx) {
+                 auto r = state.rentals->lock(tx, *p.org_id, id);
+                 if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
+                 return state.booking->extend(tx, *r, more, max_days_for(tx, state, p));
                });
-               if (!attempt) {
-                 if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
-                 return true;
-               }
-               // Not a state change, so no event row: the period and days show the extension.
-               extended = state.rentals->get(tx, *p.org_id, id);
-               return false;
-             });
-             if (booked_after) {
-               Response r = error_response(Error(
-                   ErrorCode::kInsufficientCapacity,
-                   "The rental's GPUs are booked after it; it cannot be extended by that much.",
-                   {{"earliest_start", nullptr}, {"alternatives", nlohmann::json::array()}}));
-               r.set_header("Retry-After", "60");
-               return r;
+               return json_response(200, rental_json(extended));
+             } catch (const scheduler::InsufficientCapacity& e) {
+               return no_capacity_response(e);
              }
-             return json_response(200, rental_json(*extended));
            },
        .needs_org = true,
        .scope = "rentals:write",

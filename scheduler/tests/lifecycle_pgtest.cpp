@@ -419,6 +419,59 @@ TEST_F(LifecycleTest, TerminateInEachState) {
   }
 }
 
+// Extend in each state: before the end, on the same GPUs (the allocations' end moves with
+// the period); refused when the GPUs are booked after it, changing nothing; refused for a
+// rental waiting, ending or over.
+TEST_F(LifecycleTest, ExtendInEachState) {
+  std::string n = node("n1");
+  auto extend = [&](const std::string& id, int days, std::optional<int> max_days = {}) {
+    return transact(
+        [&](Tx& tx) { return booking_.extend(tx, *rentals_.lock_any(tx, id), days, max_days); });
+  };
+  auto code_of = [&](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(error_code_name(e.code()));
+    } catch (const InsufficientCapacity&) {
+      return std::string("insufficient_capacity");
+    }
+    return std::string("none");
+  };
+
+  std::string provisioning = book(a_, n, {0}, from_now(H(1), H(25)));
+  std::string started = book(a_, n, {1}, from_now(H(1), H(25)));
+  std::string after = book(b_, n, {1}, from_now(H(72), H(96)));  // GPU 1 two days on
+  std::string tomorrow = book(a_, n, {2}, from_now(H(24), H(48)));
+  EXPECT_EQ(run(t0_ + H(1)), 2);
+  complete_all(started, true);
+  EXPECT_EQ(run(t0_ + H(1) + kAfter), 1);
+  ASSERT_EQ(rental(started).state, RentalState::kActive);
+  ASSERT_EQ(rental(provisioning).state, RentalState::kProvisioning);
+  EXPECT_EQ(extend(provisioning, 3).days, 4);
+  EXPECT_EQ(extend(tomorrow, 2).period, from_now(H(24), H(96)));
+
+  auto longer = extend(started, 1);
+  EXPECT_EQ(longer.days, 2);
+  EXPECT_EQ(longer.period, from_now(H(1), H(49)));
+  auto held = read([&](Tx& tx) { return rentals_.allocations(tx, started); });
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].second.end, t0_ + H(49) + kWindow);
+  // A second day more would run into org b's booking of GPU 1 (and its cleaning window).
+  EXPECT_EQ(code_of([&] { extend(started, 1); }), "insufficient_capacity");
+  EXPECT_EQ(rental(started).days, 2) << "nothing changed";
+  EXPECT_EQ(code_of([&] { extend(tomorrow, 1, 3); }), "quota_exceeded");
+  EXPECT_EQ(code_of([&] { extend(tomorrow, 363); }), "invalid_request");
+  EXPECT_EQ(rental(tomorrow).days, 3) << "nothing changed";
+
+  std::string waiting = pending(a_, t0_ + H(12));
+  EXPECT_EQ(code_of([&] { extend(waiting, 1); }), "invalid_state");
+  transact([&](Tx& tx) {
+    lifecycle_.terminate(tx, *rentals_.lock_any(tx, started), clock_.now(), "done", a_.user_id);
+  });
+  EXPECT_EQ(code_of([&] { extend(started, 1); }), "invalid_state");
+}
+
 // A retirement and a start racing: the retirement's transaction has moved the node but not
 // committed when the worker claims the rental, so the worker's look for stranded rentals
 // misses it; the start waits on the node's row and, once the retirement commits, moves the
