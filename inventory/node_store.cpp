@@ -222,11 +222,7 @@ CreatedNode NodeStore::create(Tx& tx, const NewNode& node, const Actor& actor) {
           "enrolling", "created", actor.user_id);
 
   CreatedNode out;
-  out.enrollment_token = new_enrollment_token();
-  out.enrollment_expires_at =
-      now + std::chrono::duration_cast<std::chrono::microseconds>(enrollment_ttl_);
-  tx.exec(kInsertToken, crypto::sha256_hex(out.enrollment_token), id, sql_timestamp(now),
-          sql_timestamp(out.enrollment_expires_at));
+  static_cast<EnrollmentToken&>(out) = insert_enrollment_token(tx, id, now);
   write_audit(tx, now, actor,
               {.org_id = std::nullopt,
                .action = "node.created",
@@ -346,6 +342,31 @@ std::optional<NodeDetail> NodeStore::set_topology(Tx& tx, const std::string& id,
        .target = id,
        .details = {{"source", source}, {"gpus", matrix.gpus}, {"nvlink_pairs", nvlink_pairs}}});
   return read_detail(tx, id);
+}
+
+EnrollmentToken NodeStore::insert_enrollment_token(Tx& tx, const std::string& id, Timestamp now) {
+  EnrollmentToken out;
+  out.enrollment_token = new_enrollment_token();
+  out.enrollment_expires_at =
+      now + std::chrono::duration_cast<std::chrono::microseconds>(enrollment_ttl_);
+  tx.exec(kInsertToken, crypto::sha256_hex(out.enrollment_token), id, sql_timestamp(now),
+          sql_timestamp(out.enrollment_expires_at));
+  return out;
+}
+
+std::optional<EnrollmentToken> NodeStore::issue_enrollment_token(Tx& tx, const std::string& id,
+                                                                 const Actor& actor) {
+  auto locked = tx.exec(kLockNode, id);
+  if (locked.empty()) return std::nullopt;
+  if (locked[0][0].as<std::string>() == "retired") {
+    throw Error(ErrorCode::kInvalidState, "The node is retired; its agent cannot enrol.",
+                {{"state", "retired"}});
+  }
+  auto now = clock_.now();
+  auto out = insert_enrollment_token(tx, id, now);
+  write_audit(tx, now, actor,
+              {.org_id = std::nullopt, .action = "node.enrollment_token", .target = id});
+  return out;
 }
 
 std::optional<std::string> NodeStore::consume_enrollment_token(Tx& tx, const std::string& token) {

@@ -58,10 +58,13 @@ struct NodeFilter {
   std::optional<std::string> gpu_model;
 };
 
-struct CreatedNode {
-  NodeDetail node;
+struct EnrollmentToken {
   std::string enrollment_token;  // shown once; only its SHA-256 is stored
   Timestamp enrollment_expires_at;
+};
+
+struct CreatedNode : EnrollmentToken {
+  NodeDetail node;
 };
 
 class NodeStore {
@@ -101,6 +104,12 @@ class NodeStore {
                                          const topology::Matrix& matrix, const std::string& source,
                                          const Actor& actor);
 
+  // A fresh enrolment token for an existing node (its agent was reinstalled, or the first
+  // token expired unused), with an audit row; earlier unused tokens stay valid until they
+  // expire. Nullopt for an unknown node; invalid_state for a retired one.
+  std::optional<EnrollmentToken> issue_enrollment_token(Tx& tx, const std::string& id,
+                                                        const Actor& actor);
+
   // The node a valid enrolment token belongs to, marking the token used: a second use, an
   // expired token or an unknown one gives nullopt.
   std::optional<std::string> consume_enrollment_token(Tx& tx, const std::string& token);
@@ -110,6 +119,8 @@ class NodeStore {
   void set_health(Tx& tx, const std::string& id, const std::string& health);
 
  private:
+  EnrollmentToken insert_enrollment_token(Tx& tx, const std::string& id, Timestamp now);
+
   const Clock& clock_;
   std::chrono::seconds enrollment_ttl_;
 };
