@@ -1,0 +1,383 @@
+// JSON form of GPU telemetry and XID events, and its strict readers: what an agent sends is
+// untrusted, so every member is type- and range-checked and anything unknown is refused.
+#include "agent_proto/telemetry.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string_view>
+
+namespace gpurent::agent_proto {
+namespace {
+
+using nlohmann::json;
+
+// Names, UUIDs and bus ids are short; a longer string is not nvidia-smi's.
+constexpr std::size_t kMaxStringBytes = 128;
+// The text after the XID code is longer (an MMU fault names engine, address and fault type);
+// xid_log keeps at most this much of it.
+constexpr std::size_t kMaxMessageBytes = 512;
+// Keys and values quoted back in errors are cut to this; the error ends up in logs.
+constexpr std::size_t kMaxQuote = 40;
+// Counters stay below 2^53 so that every JSON reader (doubles included) reads them exactly.
+constexpr std::int64_t kMaxCount = (std::int64_t{1} << 53) - 1;
+constexpr int kMaxGpuIndex = 1023;
+constexpr int kMaxNvlinks = 1024;
+constexpr std::size_t kMaxThrottleReasons = 32;
+constexpr double kMinTemperatureC = -50;
+constexpr double kMaxTemperatureC = 200;
+// Well above any board or module (a GB200 superchip module is a few kW).
+constexpr double kMaxPowerW = 100000;
+constexpr int kMaxXid = 9999;
+// Linux pids fit in 22 bits; anything in int range is accepted as a pid.
+constexpr int kMaxPid = std::numeric_limits<int>::max();
+
+// ---- Errors ----
+
+// A member name as it may appear in an error: printable ASCII, cut short.
+std::string quote(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    out += (c >= 0x20 && c < 0x7f) ? ch : '?';
+    if (out.size() >= kMaxQuote) {
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
+std::string member_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+[[noreturn]] void fail(std::string path, const std::string& reason) {
+  throw ProtocolError(std::move(path), reason);
+}
+
+std::string type_name(const json& value) {
+  if (value.is_number()) return "a number";
+  if (value.is_array() || value.is_object()) return std::string("an ") + value.type_name();
+  return std::string("a ") + value.type_name();
+}
+
+// ---- Typed readers: each takes the member's full path for its errors ----
+
+std::int64_t read_integer(const json& value, const std::string& path, std::int64_t min,
+                          std::int64_t max) {
+  if (!value.is_number_integer()) fail(path, "must be an integer, not " + type_name(value));
+  // A value beyond int64 arrives as unsigned; it is out of range whatever the bounds.
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() > static_cast<std::uint64_t>(max < 0 ? 0 : max)) {
+    fail(path, "must be from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  auto n = value.get<std::int64_t>();
+  if (n < min || n > max) {
+    fail(path, "must be from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  return n;
+}
+
+double read_number(const json& value, const std::string& path, double min, double max) {
+  if (!value.is_number()) fail(path, "must be a number, not " + type_name(value));
+  auto x = value.get<double>();
+  if (!std::isfinite(x) || x < min || x > max) {
+    char bounds[64];
+    std::snprintf(bounds, sizeof bounds, "must be from %g to %g", min, max);
+    fail(path, bounds);
+  }
+  return x;
+}
+
+bool read_bool(const json& value, const std::string& path) {
+  if (!value.is_boolean()) fail(path, "must be true or false, not " + type_name(value));
+  return value.get<bool>();
+}
+
+// Printable text without control characters; the JSON parser already guarantees UTF-8.
+std::string read_string(const json& value, const std::string& path, std::size_t max_bytes,
+                        bool may_be_empty) {
+  if (!value.is_string()) fail(path, "must be a string, not " + type_name(value));
+  const auto& s = value.get_ref<const std::string&>();
+  if (s.size() > max_bytes) {
+    fail(path, "must be at most " + std::to_string(max_bytes) + " bytes, not " +
+                   std::to_string(s.size()));
+  }
+  if (s.empty() && !may_be_empty) fail(path, "must not be empty");
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) fail(path, "must not contain control characters");
+  }
+  return s;
+}
+
+// "hw_thermal_slowdown": lower-case letters, digits and underscores, as telemetry.h names them.
+std::string read_reason(const json& value, const std::string& path) {
+  auto s = read_string(value, path, kMaxQuote, false);
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+      fail(path, "must be a reason name like \"sw_power_cap\", not \"" + quote(s) + "\"");
+    }
+  }
+  return s;
+}
+
+// ---- Timestamps: RFC 3339 in UTC, microseconds when there are any ----
+
+std::string format_time(Timestamp t) {
+  using namespace std::chrono;
+  auto day = floor<days>(t);
+  year_month_day ymd(day);
+  auto in_day = t - day;
+  auto h = duration_cast<hours>(in_day);
+  auto m = duration_cast<minutes>(in_day - h);
+  auto s = duration_cast<seconds>(in_day - h - m);
+  auto us = (in_day - h - m - s).count();
+  char buf[48];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02lld", int(ymd.year()),
+                        unsigned(ymd.month()), unsigned(ymd.day()), int(h.count()), int(m.count()),
+                        static_cast<long long>(s.count()));
+  if (us != 0) {
+    std::snprintf(buf + n, sizeof buf - n, ".%06lld", static_cast<long long>(us));
+  }
+  return std::string(buf) + "Z";
+}
+
+bool read_digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (std::size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+// Exactly what format_time writes (up to six fraction digits): the agent is ours, so any
+// other shape is a bug or a forgery, not a dialect to accept.
+std::optional<Timestamp> parse_time(std::string_view s) {
+  using namespace std::chrono;
+  int y, mo, d, h, mi, sec;
+  if (s.size() < 20 || !read_digits(s, 0, 4, y) || s[4] != '-' || !read_digits(s, 5, 2, mo) ||
+      s[7] != '-' || !read_digits(s, 8, 2, d) || s[10] != 'T' || !read_digits(s, 11, 2, h) ||
+      s[13] != ':' || !read_digits(s, 14, 2, mi) || s[16] != ':' || !read_digits(s, 17, 2, sec) ||
+      h > 23 || mi > 59 || sec > 59) {
+    return std::nullopt;
+  }
+  year_month_day ymd{year(y), month(unsigned(mo)), day(unsigned(d))};
+  if (!ymd.ok()) return std::nullopt;
+  std::size_t pos = 19;
+  long long us = 0;
+  if (s[pos] == '.') {
+    std::size_t start = ++pos;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
+    std::size_t n = pos - start;
+    if (n < 1 || n > 6) return std::nullopt;
+    for (std::size_t i = 0; i < 6; ++i) us = us * 10 + (i < n ? s[start + i] - '0' : 0);
+  }
+  if (pos + 1 != s.size() || s[pos] != 'Z') return std::nullopt;
+  return Timestamp(sys_days(ymd).time_since_epoch() + hours(h) + minutes(mi) + seconds(sec) +
+                   microseconds(us));
+}
+
+// ---- Object walking ----
+
+// Calls `read(key, value, member_path)` for each member, after refusing a non-object and
+// unknown members, so that a reader only handles names it knows.
+template <typename Read>
+void read_members(const json& value, const std::string& path,
+                  std::initializer_list<std::string_view> known, Read read) {
+  if (!value.is_object()) fail(path, "must be an object, not " + type_name(value));
+  for (const auto& [key, member] : value.items()) {
+    bool is_known = false;
+    for (auto k : known) is_known = is_known || k == key;
+    if (!is_known) fail(member_path(path, quote(key)), "unknown member");
+    read(std::string_view(key), member, member_path(path, key));
+  }
+}
+
+template <typename T>
+void put(json& out, const char* key, const std::optional<T>& value) {
+  if (value) out[key] = *value;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const GpuTelemetry& gpu) {
+  json out = json::object();
+  out["index"] = gpu.index;
+  put(out, "uuid", gpu.uuid);
+  put(out, "name", gpu.name);
+  put(out, "pci_bus_id", gpu.pci_bus_id);
+  put(out, "temperature_c", gpu.temperature_c);
+  put(out, "shutdown_temperature_c", gpu.shutdown_temperature_c);
+  put(out, "power_w", gpu.power_w);
+  put(out, "power_limit_w", gpu.power_limit_w);
+  put(out, "utilization_pct", gpu.utilization_pct);
+  put(out, "memory_used_mib", gpu.memory_used_mib);
+  put(out, "memory_total_mib", gpu.memory_total_mib);
+  put(out, "ecc_volatile_sbe", gpu.ecc_volatile_sbe);
+  put(out, "ecc_volatile_dbe", gpu.ecc_volatile_dbe);
+  put(out, "ecc_aggregate_dbe", gpu.ecc_aggregate_dbe);
+  put(out, "retired_pages_sbe", gpu.retired_pages_sbe);
+  put(out, "retired_pages_dbe", gpu.retired_pages_dbe);
+  put(out, "retired_pages_pending", gpu.retired_pages_pending);
+  put(out, "remapped_rows_correctable", gpu.remapped_rows_correctable);
+  put(out, "remapped_rows_uncorrectable", gpu.remapped_rows_uncorrectable);
+  put(out, "remapped_rows_pending", gpu.remapped_rows_pending);
+  put(out, "remapped_rows_failure", gpu.remapped_rows_failure);
+  // Left out when empty like an absent optional: most GPUs, most of the time, have none.
+  if (!gpu.throttle_reasons.empty()) out["throttle_reasons"] = gpu.throttle_reasons;
+  put(out, "nvlink_crc_errors", gpu.nvlink_crc_errors);
+  put(out, "nvlink_links_down", gpu.nvlink_links_down);
+  put(out, "pcie_replays", gpu.pcie_replays);
+  return out;
+}
+
+nlohmann::json to_json(const XidEvent& event) {
+  json out = json::object();
+  out["pci"] = event.pci;
+  out["xid"] = event.xid;
+  put(out, "pid", event.pid);
+  put(out, "process", event.process);
+  out["message"] = event.message;
+  if (event.at) out["at"] = format_time(*event.at);
+  return out;
+}
+
+GpuTelemetry gpu_telemetry_from_json(const nlohmann::json& value, const std::string& path) {
+  GpuTelemetry gpu;
+  bool has_index = false;
+  auto count = [](const json& v, const std::string& p) { return read_integer(v, p, 0, kMaxCount); };
+  read_members(
+      value, path,
+      {"index",
+       "uuid",
+       "name",
+       "pci_bus_id",
+       "temperature_c",
+       "shutdown_temperature_c",
+       "power_w",
+       "power_limit_w",
+       "utilization_pct",
+       "memory_used_mib",
+       "memory_total_mib",
+       "ecc_volatile_sbe",
+       "ecc_volatile_dbe",
+       "ecc_aggregate_dbe",
+       "retired_pages_sbe",
+       "retired_pages_dbe",
+       "retired_pages_pending",
+       "remapped_rows_correctable",
+       "remapped_rows_uncorrectable",
+       "remapped_rows_pending",
+       "remapped_rows_failure",
+       "throttle_reasons",
+       "nvlink_crc_errors",
+       "nvlink_links_down",
+       "pcie_replays"},
+      [&](std::string_view key, const json& v, const std::string& p) {
+        if (key == "index") {
+          gpu.index = static_cast<int>(read_integer(v, p, 0, kMaxGpuIndex));
+          has_index = true;
+        } else if (key == "uuid") {
+          gpu.uuid = read_string(v, p, kMaxStringBytes, false);
+        } else if (key == "name") {
+          gpu.name = read_string(v, p, kMaxStringBytes, false);
+        } else if (key == "pci_bus_id") {
+          gpu.pci_bus_id = read_string(v, p, kMaxStringBytes, false);
+        } else if (key == "temperature_c") {
+          gpu.temperature_c = read_number(v, p, kMinTemperatureC, kMaxTemperatureC);
+        } else if (key == "shutdown_temperature_c") {
+          gpu.shutdown_temperature_c = read_number(v, p, kMinTemperatureC, kMaxTemperatureC);
+        } else if (key == "power_w") {
+          gpu.power_w = read_number(v, p, 0, kMaxPowerW);
+        } else if (key == "power_limit_w") {
+          gpu.power_limit_w = read_number(v, p, 0, kMaxPowerW);
+        } else if (key == "utilization_pct") {
+          gpu.utilization_pct = static_cast<int>(read_integer(v, p, 0, 100));
+        } else if (key == "memory_used_mib") {
+          gpu.memory_used_mib = count(v, p);
+        } else if (key == "memory_total_mib") {
+          gpu.memory_total_mib = count(v, p);
+        } else if (key == "ecc_volatile_sbe") {
+          gpu.ecc_volatile_sbe = count(v, p);
+        } else if (key == "ecc_volatile_dbe") {
+          gpu.ecc_volatile_dbe = count(v, p);
+        } else if (key == "ecc_aggregate_dbe") {
+          gpu.ecc_aggregate_dbe = count(v, p);
+        } else if (key == "retired_pages_sbe") {
+          gpu.retired_pages_sbe = count(v, p);
+        } else if (key == "retired_pages_dbe") {
+          gpu.retired_pages_dbe = count(v, p);
+        } else if (key == "retired_pages_pending") {
+          gpu.retired_pages_pending = read_bool(v, p);
+        } else if (key == "remapped_rows_correctable") {
+          gpu.remapped_rows_correctable = count(v, p);
+        } else if (key == "remapped_rows_uncorrectable") {
+          gpu.remapped_rows_uncorrectable = count(v, p);
+        } else if (key == "remapped_rows_pending") {
+          gpu.remapped_rows_pending = read_bool(v, p);
+        } else if (key == "remapped_rows_failure") {
+          gpu.remapped_rows_failure = read_bool(v, p);
+        } else if (key == "throttle_reasons") {
+          if (!v.is_array()) fail(p, "must be an array, not " + type_name(v));
+          if (v.size() > kMaxThrottleReasons) {
+            fail(p, "must have at most " + std::to_string(kMaxThrottleReasons) + " entries");
+          }
+          for (std::size_t i = 0; i < v.size(); ++i) {
+            auto item_path = p + "[" + std::to_string(i) + "]";
+            auto reason = read_reason(v[i], item_path);
+            for (const auto& seen : gpu.throttle_reasons) {
+              if (seen == reason) fail(item_path, "\"" + reason + "\" is listed twice");
+            }
+            gpu.throttle_reasons.push_back(std::move(reason));
+          }
+        } else if (key == "nvlink_crc_errors") {
+          gpu.nvlink_crc_errors = count(v, p);
+        } else if (key == "nvlink_links_down") {
+          gpu.nvlink_links_down = static_cast<int>(read_integer(v, p, 0, kMaxNvlinks));
+        } else if (key == "pcie_replays") {
+          gpu.pcie_replays = count(v, p);
+        }
+      });
+  if (!has_index) fail(member_path(path, "index"), "is required");
+  return gpu;
+}
+
+XidEvent xid_event_from_json(const nlohmann::json& value, const std::string& path) {
+  XidEvent event;
+  bool has_pci = false, has_xid = false, has_message = false;
+  read_members(value, path, {"pci", "xid", "pid", "process", "message", "at"},
+               [&](std::string_view key, const json& v, const std::string& p) {
+                 if (key == "pci") {
+                   event.pci = read_string(v, p, kMaxStringBytes, false);
+                   has_pci = true;
+                 } else if (key == "xid") {
+                   event.xid = static_cast<int>(read_integer(v, p, 1, kMaxXid));
+                   has_xid = true;
+                 } else if (key == "pid") {
+                   event.pid = static_cast<int>(read_integer(v, p, 0, kMaxPid));
+                 } else if (key == "process") {
+                   event.process = read_string(v, p, kMaxStringBytes, false);
+                 } else if (key == "message") {
+                   event.message = read_string(v, p, kMaxMessageBytes, true);
+                   has_message = true;
+                 } else if (key == "at") {
+                   auto text = read_string(v, p, kMaxQuote, false);
+                   event.at = parse_time(text);
+                   if (!event.at) {
+                     fail(p, "must be a UTC time like \"2026-07-03T22:10:46.123456Z\", not \"" +
+                                 quote(text) + "\"");
+                   }
+                 }
+               });
+  if (!has_pci) fail(member_path(path, "pci"), "is required");
+  if (!has_xid) fail(member_path(path, "xid"), "is required");
+  if (!has_message) fail(member_path(path, "message"), "is required");
+  return event;
+}
+
+}  // namespace gpurent::agent_proto
