@@ -59,8 +59,9 @@ class CatalogViews {
   std::vector<Offer> offers(Tx& tx, const OfferQuery& query);
 
   // For each of `days` dates from `from` (YYYY-MM-DD): how many rentals of the shape, one
-  // day long, could start at that date's midnight at their node's site, counted by placing
-  // them one after another on a copy of the calendar. At most `cap` a day.
+  // day long, could start at that date's midnight at their node's site: as many as placing
+  // them one after another would place (counted per node, since nodes share no GPUs). At
+  // most `cap` a day per site.
   std::vector<DayAvailability> availability(Tx& tx, const std::string& gpu_model, int gpu_count,
                                             LinkNeed need, const std::string& from, int days,
                                             int cap = 1000);
