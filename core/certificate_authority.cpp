@@ -326,7 +326,9 @@ IssuedKeyPair CertificateAuthority::issue_server_certificate(const std::vector<s
     unsigned char addr[16];
     bool ip =
         inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1;
-    names += (names.empty() ? "" : ",") + std::string(ip ? "IP:" : "DNS:") + host;
+    if (!names.empty()) names += ',';
+    names += ip ? "IP:" : "DNS:";
+    names += host;
   }
   add_extension(cert.get(), state_->cert.get(), NID_basic_constraints, "critical,CA:FALSE");
   add_extension(cert.get(), state_->cert.get(), NID_key_usage, "critical,digitalSignature");
