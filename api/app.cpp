@@ -9,6 +9,7 @@
 #include "api/handlers/test_handlers.h"
 #include "api/http_server.h"
 #include "api/idempotency.h"
+#include "api/modules/agent_module.h"
 #include "api/modules/identity_module.h"
 #include "api/modules/inventory_module.h"
 #include "api/modules/scheduler_module.h"
@@ -33,10 +34,15 @@ namespace {
 
 constexpr std::size_t kWorkerQueueLimit = 4096;
 
-// Write then rename, so a reader never sees a half-written number.
-void write_port_file(const std::string& path, unsigned short port) {
+// Write then rename, so a reader never sees a half-written number: the HTTP port, then the
+// agent listener's when it is on.
+void write_port_file(const std::string& path, unsigned short port, unsigned short agent_port) {
   std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << port << "\n";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+    if (agent_port != 0) out << agent_port << "\n";
+  }
   std::rename(tmp.c_str(), path.c_str());
 }
 
@@ -62,6 +68,7 @@ int run_server(const Config& config) {
   IdentityModule identity(context);
   InventoryModule inventory(context);
   SchedulerModule scheduler(context);
+  AgentModule agents(context, workers);
   inventory.show_node_rentals_with([&scheduler](Tx& tx, const std::string& node_id) {
     return scheduler.node_rentals(tx, node_id);
   });
@@ -137,11 +144,17 @@ int run_server(const Config& config) {
   add_http_server_collector(metrics, server);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();
+  unsigned short agent_port = agents.start();
   if (config.demo)
     seed_demo(config, pool, identity.identity_store(), inventory.demo_fleet_stores());
-  if (!config.port_file.empty()) write_port_file(config.port_file, port);
+  if (!config.port_file.empty()) write_port_file(config.port_file, port, agent_port);
   log::info("gpurentd {} listening on http://{}:{}", GPURENT_VERSION, config.listen_host, port);
+  if (agent_port != 0) {
+    log::info("agent listener on https://{}:{} (CA in {})", config.agent_listen_host, agent_port,
+              config.agent_pki_dir);
+  }
   server.run();
+  agents.stop();  // its channels close before the workers and the pool they use stop
   // Past the deadline some requests may still be in the database: cancel them so the
   // workers can finish and the process exits now rather than at the statement timeout.
   pool.cancel_all();

@@ -257,6 +257,45 @@ const std::vector<Field>& fields() {
       {{"lifecycle_interval", "GPURENT_LIFECYCLE_INTERVAL",
         "how often the rental lifecycle worker runs on each replica (whole seconds)", "5s"},
        [](Config& c, const std::string& v) { c.lifecycle_interval = parse_whole_seconds(v); }},
+      {{"agent_listen", "GPURENT_AGENT_LISTEN",
+        "agent listener (TLS) host:port, or off (port 0 picks a free one)", "127.0.0.1:8443"},
+       [](Config& c, const std::string& v) {
+         if (v == "off") {
+           c.agent_listen_host.clear();
+           c.agent_listen_port = 0;
+           return;
+         }
+         auto colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0) bad("host:port or off", v);
+         c.agent_listen_host = v.substr(0, colon);
+         if (c.agent_listen_host.size() > 2 && c.agent_listen_host.front() == '[' &&
+             c.agent_listen_host.back() == ']') {
+           c.agent_listen_host = c.agent_listen_host.substr(1, c.agent_listen_host.size() - 2);
+         }
+         c.agent_listen_port =
+             static_cast<unsigned short>(parse_int(v.substr(colon + 1), 0, 65535));
+       }},
+      {{"agent_pki_dir", "GPURENT_AGENT_PKI_DIR",
+        "folder of the agents' certificate authority (made on first start, key 0600)", "var/pki"},
+       [](Config& c, const std::string& v) {
+         if (v.empty()) bad("a folder", v);
+         c.agent_pki_dir = v;
+       }},
+      {{"agent_hostnames", "GPURENT_AGENT_HOSTNAMES",
+        "comma-separated names and addresses agents reach the agent listener by",
+        "localhost,127.0.0.1"},
+       [](Config& c, const std::string& v) {
+         if (v.empty() || v.front() == ',' || v.back() == ',' ||
+             v.find(",,") != std::string::npos || v.find_first_of(" \t\"'") != std::string::npos) {
+           bad("names separated by commas", v);
+         }
+         c.agent_hostnames = v;
+       }},
+      {{"agent_certificate_validity", "GPURENT_AGENT_CERTIFICATE_VALIDITY",
+        "how long an agent's client certificate is valid (whole seconds)", "8760h"},
+       [](Config& c, const std::string& v) {
+         c.agent_certificate_validity = parse_whole_seconds(v);
+       }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

@@ -56,6 +56,15 @@ struct Config {
   // provisioning and wipe checks, the waitlist): the delay a rental's moves can have.
   std::chrono::seconds lifecycle_interval{5};
 
+  // Agent listener: its own TLS port for node agents. Empty host: off.
+  std::string agent_listen_host = "127.0.0.1";
+  unsigned short agent_listen_port = 8443;
+  // The platform's CA for agents (ca.key, ca.crt); every replica must see the same one.
+  std::string agent_pki_dir = "var/pki";
+  // The names agents reach the listener by, on its server certificate.
+  std::string agent_hostnames = "localhost,127.0.0.1";
+  std::chrono::seconds agent_certificate_validity{365 * 24 * 3600};
+
   // Logging.
   LogFormat log_format = LogFormat::kAuto;
   std::string log_level = "info";

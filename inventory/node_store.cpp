@@ -84,6 +84,12 @@ constexpr Statement kUpdateNode = {
     " labels = COALESCE($11::jsonb, labels)"
     " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM nodes o WHERE lower(o.hostname) = lower($2)"
     " AND o.id <> $1) RETURNING id"};
+constexpr Statement kRecordAgent = {
+    "node_record_agent",
+    "UPDATE nodes SET agent_version = $2, driver_version = $3, last_heartbeat_at = $4"
+    " WHERE id = $1"};
+constexpr Statement kRecordHeartbeat = {"node_record_heartbeat",
+                                        "UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1"};
 constexpr Statement kSetHealth = {"node_set_health", "UPDATE nodes SET health = $2 WHERE id = $1"};
 constexpr Statement kSetGpuHealth = {"node_set_gpu_health",
                                      "UPDATE gpus SET health = $2 WHERE node_id = $1"};
@@ -372,6 +378,15 @@ std::optional<EnrollmentToken> NodeStore::issue_enrollment_token(Tx& tx, const s
 std::optional<std::string> NodeStore::consume_enrollment_token(Tx& tx, const std::string& token) {
   auto rows = tx.exec(kConsumeToken, crypto::sha256_hex(token), sql_timestamp(clock_.now()));
   return rows.empty() ? std::nullopt : std::optional<std::string>(rows[0][0].as<std::string>());
+}
+
+void NodeStore::record_agent(Tx& tx, const std::string& id, const std::string& agent_version,
+                             const std::string& driver_version) {
+  tx.exec(kRecordAgent, id, agent_version, driver_version, sql_timestamp(clock_.now()));
+}
+
+void NodeStore::record_heartbeat(Tx& tx, const std::string& id) {
+  tx.exec(kRecordHeartbeat, id, sql_timestamp(clock_.now()));
 }
 
 void NodeStore::set_health(Tx& tx, const std::string& id, const std::string& health) {

@@ -114,6 +114,11 @@ class NodeStore {
   // expired token or an unknown one gives nullopt.
   std::optional<std::string> consume_enrollment_token(Tx& tx, const std::string& token);
 
+  // What the node's agent said of itself in its hello, and when it was last heard from.
+  void record_agent(Tx& tx, const std::string& id, const std::string& agent_version,
+                    const std::string& driver_version);
+  void record_heartbeat(Tx& tx, const std::string& id);
+
   // Sets the node's health and its GPUs' (unknown | ok | warning | critical), as the health
   // rules will from agent reports; the demo fleet uses it for its simulated nodes.
   void set_health(Tx& tx, const std::string& id, const std::string& health);

@@ -16,3 +16,16 @@ CREATE TABLE node_certificates (
 -- At most one current certificate per node: a new enrolment revokes the last one first.
 CREATE UNIQUE INDEX node_certificates_current_idx ON node_certificates (node_id)
   WHERE revoked_at IS NULL;
+
+-- A new task for a node's agent wakes the replica its agent is connected to, whichever
+-- replica made the task: the payload names the node. The task table stays the truth; a
+-- replica that missed the notification (its listener reconnecting) sends the task the next
+-- time the agent connects or a later notification for the node arrives.
+CREATE FUNCTION notify_agent_task() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('gpurent_agent_tasks', NEW.node_id);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER agent_tasks_created
+  AFTER INSERT ON agent_tasks FOR EACH ROW EXECUTE FUNCTION notify_agent_task();

@@ -41,7 +41,7 @@ trap cleanup EXIT
 
 common=(--io_threads=2 --worker_threads="$workers" --db_pool_size="$pool" --log_format=json
   --log_level=warn --rate_limit_per_ip=0 --rate_limit_burst_per_ip=0
-  --rate_limit_per_credential=0 --rate_limit_burst_per_credential=0)
+  --rate_limit_per_credential=0 --rate_limit_burst_per_credential=0 --agent_listen=off)
 wait_ready() {
   for _ in $(seq 1 600); do
     curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0

@@ -32,7 +32,7 @@ trap cleanup EXIT
 
 # As deployed, with the demo seed; rate limits at 0 (unlimited) since wrk is one client
 # address with one credential, and the default limits would answer 429.
-"$build/cmd/gpurentd" serve --listen="127.0.0.1:$port" --data_dir="$work/pg" --demo=true \
+"$build/cmd/gpurentd" serve --listen="127.0.0.1:$port" --data_dir="$work/pg" --demo=true --agent_listen=off \
   --io_threads=2 --log_format=json --rate_limit_per_ip=0 --rate_limit_per_credential=0 \
   >"$work/gpurentd.log" 2>&1 &
 server_pid=$!

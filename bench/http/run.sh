@@ -28,7 +28,7 @@ trap cleanup EXIT
 # gpurentd as deployed: embedded PostgreSQL, JSON access log lines to a file. Rate limits
 # stay on the request path but are set to 0 (unlimited): wrk is one client address, and the
 # default per-IP limit would turn the measurement into one of 429 answers.
-"$build/cmd/gpurentd" serve --listen=127.0.0.1:$gpurent_port --data_dir="$work/pg" \
+"$build/cmd/gpurentd" serve --listen=127.0.0.1:$gpurent_port --data_dir="$work/pg" --agent_listen=off \
   --io_threads=2 --log_format=json --rate_limit_per_ip=0 --rate_limit_per_credential=0 \
   >"$work/gpurentd.log" 2>&1 &
 server_pid=$!

@@ -93,6 +93,10 @@ const std::map<std::string, std::string>& other_values() {
       {"enrollment_token_ttl", "1h"},
       {"rental_cleaning_window", "2h"},
       {"lifecycle_interval", "30s"},
+      {"agent_listen", "0.0.0.0:9443"},
+      {"agent_pki_dir", "/etc/gpurent/pki"},
+      {"agent_hostnames", "agents.example.com"},
+      {"agent_certificate_validity", "720h"},
       {"log_format", "json"},
       {"log_level", "debug"},
       {"demo", "true"},
@@ -131,6 +135,10 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.enrollment_token_ttl, hours(24));
   EXPECT_EQ(c.rental_cleaning_window, minutes(30));
   EXPECT_EQ(c.lifecycle_interval, seconds(5));
+  EXPECT_EQ(c.agent_listen_host, "127.0.0.1");
+  EXPECT_EQ(c.agent_listen_port, 8443);
+  EXPECT_EQ(c.agent_pki_dir, "var/pki");
+  EXPECT_EQ(c.agent_certificate_validity, hours(8760));
   EXPECT_EQ(c.log_format, LogFormat::kAuto);
   EXPECT_EQ(c.log_level, "info");
   EXPECT_FALSE(c.demo);
@@ -328,7 +336,8 @@ TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
   for (std::string key :
        {"http_read_timeout", "http_write_timeout", "http_idle_timeout", "shutdown_deadline",
         "db_pool_wait", "db_statement_timeout", "session_idle", "session_absolute",
-        "enrollment_token_ttl", "rental_cleaning_window", "lifecycle_interval"}) {
+        "enrollment_token_ttl", "rental_cleaning_window", "lifecycle_interval",
+        "agent_certificate_validity"}) {
     SCOPED_TRACE(key);
     for (std::string too_long : {"87601h", "999999999h", "315360001s"}) {
       std::string error = config_error({"--" + key + "=" + too_long});

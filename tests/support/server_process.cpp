@@ -26,13 +26,11 @@ ServerProcess::ServerProcess(ServerOptions options) {
   dir_ = dir;
   chmod(dir, 0755);  // an embedded cluster inside runs as the postgres user when we are root
   std::string port_file = dir_ + "/port";
-  std::vector<std::string> args = {gpurentd_path(),
-                                   "serve",
-                                   "--listen=127.0.0.1:0",
-                                   "--port_file=" + port_file,
-                                   "--log_format=json",
-                                   "--io_threads=2",
-                                   "--web_root=" + source_dir() + "/web/public"};
+  std::vector<std::string> args = {
+      gpurentd_path(), "serve", "--listen=127.0.0.1:0", "--port_file=" + port_file,
+      // Its own CA and a free port: test servers run side by side.
+      "--agent_listen=127.0.0.1:0", "--agent_pki_dir=" + dir_ + "/pki", "--log_format=json",
+      "--io_threads=2", "--web_root=" + source_dir() + "/web/public"};
   if (options.test_mode) args.push_back("--test_mode=true");
   if (options.database_url.empty()) {
     args.push_back("--data_dir=" + dir_ + "/pg");
@@ -68,7 +66,10 @@ ServerProcess::ServerProcess(ServerOptions options) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream in(port_file);
-    if (in >> port_) return;
+    if (in >> port_) {
+      in >> agent_port_;  // the second line, when the agent listener is on
+      return;
+    }
     if (!running()) {
       throw std::runtime_error("gpurentd exited during start-up (code " +
                                std::to_string(exit_code_) + "):\n" + logs());

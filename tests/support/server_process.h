@@ -29,6 +29,10 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   int port() const { return port_; }
+  // The agent listener's port (TLS); 0 when it is off.
+  int agent_port() const { return agent_port_; }
+  // The folder of the server's agents' CA (ca.crt, ca.key).
+  std::string agent_pki_dir() const { return dir_ + "/pki"; }
   pid_t pid() const { return pid_; }
 
   void send_signal(int signal);
@@ -52,6 +56,7 @@ class ServerProcess {
 
   pid_t pid_ = -1;
   int port_ = 0;
+  int agent_port_ = 0;
   int exit_code_ = -3;
   int term_signal_ = 0;        // the signal that ended it, if any
   bool exit_awaited_ = false;  // the test collected the exit itself (wait_exit)

@@ -1,0 +1,254 @@
+// The agents' side of the control plane: enrolment, admission, and each message's use case.
+#include "api/modules/agent_module.h"
+
+#include "agent_proto/health_rules.h"
+#include "agent_proto/messages.h"
+#include "api/json_body.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <sstream>
+
+namespace gpurent {
+namespace {
+
+namespace proto = agent_proto;
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string name; std::getline(in, name, ',');) out.push_back(name);
+  return out;
+}
+
+// The listener's own key pair lives in memory only: made from the CA at each start, so there
+// is no second private key on disk to guard.
+constexpr auto kServerCertificateValidity = std::chrono::hours(24 * 90);
+constexpr int kTasksPerDelivery = 64;
+// How long an agent has for a task it was sent; its executor's own limit is shorter.
+constexpr auto kTaskDeadline = std::chrono::hours(1);
+
+std::string_view health_name(proto::Severity s) {
+  switch (s) {
+    case proto::Severity::kCritical:
+      return "critical";
+    case proto::Severity::kWarning:
+      return "warning";
+    default:
+      return "ok";
+  }
+}
+
+}  // namespace
+
+AgentModule::AgentModule(const ModuleContext& ctx, WorkerPool& workers)
+    : config_(ctx.config),
+      pool_(ctx.pool),
+      clock_(ctx.clock),
+      workers_(workers),
+      ca_(CertificateAuthority::load_or_create(ctx.config.agent_pki_dir, "gpurent agents CA",
+                                               ctx.clock)),
+      nodes_(ctx.clock, ctx.config.enrollment_token_ttl),
+      identity_(ctx.clock, nodes_, ca_, ctx.config.agent_certificate_validity),
+      tasks_(ctx.clock) {
+  // A task made on any replica names its node; the replica holding that agent sends it.
+  ctx.listener.subscribe("gpurent_agent_tasks", [this](const std::string& node_id) {
+    if (!channel_of(node_id)) return;
+    workers_.post([this, node_id] {
+      try {
+        deliver_tasks(node_id, /*resend_delivered=*/false);
+      } catch (const std::exception& e) {
+        log::warn("sending tasks to the agent of node {}: {}", node_id, e.what());
+      }
+    });
+  });
+}
+
+AgentModule::~AgentModule() {
+  stop();
+}
+
+unsigned short AgentModule::start() {
+  if (config_.agent_listen_host.empty()) return 0;
+  auto server = ca_.issue_server_certificate(split_names(config_.agent_hostnames),
+                                             kServerCertificateValidity);
+  listener_.emplace(
+      http::AgentListenerOptions{.host = config_.agent_listen_host,
+                                 .port = config_.agent_listen_port,
+                                 .server_certificate_pem = server.certificate.certificate_pem,
+                                 .server_key_pem = server.private_key_pem,
+                                 .client_ca_pem = ca_.certificate_pem()},
+      *this, workers_);
+  return listener_->start();
+}
+
+void AgentModule::stop() {
+  if (listener_) listener_->stop();
+}
+
+nlohmann::json AgentModule::enroll(const nlohmann::json& body, const std::string& remote_ip) {
+  http::JsonObjectReader in(body);
+  std::string token = in.required_string("enrollment_token", 200);
+  std::string csr = in.required_string("csr_pem", 16 * 1024);
+  // What the agent found on the node; its hello reports it again on every connection, and
+  // that is what the node's record takes.
+  in.optional_value("inventory");
+  in.finish();
+  auto enrolled = pool_.transact(
+      "agent_enroll", [&](Tx& tx) { return identity_.enroll(tx, token, csr, remote_ip); });
+  log::info("node {} enrolled from {} (certificate {})", enrolled.node_id, remote_ip,
+            enrolled.certificate.serial);
+  return {{"node_id", enrolled.node_id},
+          {"certificate_pem", enrolled.certificate.certificate_pem},
+          {"ca_pem", enrolled.ca_pem}};
+}
+
+std::string AgentModule::admit(const std::string& serial, const std::string& remote_ip) {
+  auto check = pool_.read("agent_admit", [&](Tx& tx) { return identity_.check(tx, serial); });
+  if (check.verdict != inventory::CertificateVerdict::kAccepted) {
+    log::warn("agent connection from {} refused: {} (certificate {}{})", remote_ip,
+              inventory::to_string(check.verdict), serial,
+              check.node_id.empty() ? "" : ", node " + check.node_id);
+    throw http::AgentRefusal(403, "forbidden",
+                             "This certificate may not connect: " +
+                                 std::string(inventory::to_string(check.verdict)) + ".");
+  }
+  return check.node_id;
+}
+
+void AgentModule::opened(const std::shared_ptr<http::AgentChannel>& channel) {
+  std::shared_ptr<http::AgentChannel> previous;
+  {
+    std::lock_guard lock(mutex_);
+    auto& slot = channels_[channel->node_id()];
+    previous = std::exchange(slot, channel);
+  }
+  // One channel per node: an agent that reconnects before its old connection timed out
+  // replaces it.
+  if (previous) previous->close("replaced by a new connection of the node's agent");
+  log::info("agent of node {} connected from {}", channel->node_id(), channel->remote_ip());
+}
+
+void AgentModule::closed(const std::shared_ptr<http::AgentChannel>& channel) {
+  std::lock_guard lock(mutex_);
+  auto it = channels_.find(channel->node_id());
+  if (it != channels_.end() && it->second == channel) channels_.erase(it);
+}
+
+std::shared_ptr<http::AgentChannel> AgentModule::channel_of(const std::string& node_id) {
+  std::lock_guard lock(mutex_);
+  auto it = channels_.find(node_id);
+  return it == channels_.end() ? nullptr : it->second;
+}
+
+void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, std::string text) {
+  const std::string& node = channel->node_id();
+  auto reply = [&](proto::Body body) {
+    std::lock_guard lock(mutex_);
+    channel->send(proto::encode({.id = "srv-" + std::to_string(++sent_),
+                                 .protocol_version = proto::kProtocolVersion,
+                                 .body = std::move(body)}));
+  };
+  proto::Message message;
+  try {
+    message = proto::decode(text);
+  } catch (const proto::UnsupportedVersion& e) {
+    log::warn("agent of node {}: {}", node, e.what());
+    reply(proto::Error{std::string(proto::kErrorUnsupportedVersion), e.what(), std::nullopt});
+    channel->close("unsupported protocol version");
+    return;
+  } catch (const proto::ProtocolError& e) {
+    log::warn("agent of node {} sent a malformed message: {}", node, e.what());
+    reply(proto::Error{std::string(proto::kErrorMalformed), e.what(), std::nullopt});
+    return;
+  }
+  Actor agent{.ip = channel->remote_ip()};
+  if (const auto* hello = std::get_if<proto::Hello>(&message.body)) {
+    std::optional<std::string> mismatch;
+    pool_.transact("agent_hello", [&](Tx& tx) {
+      mismatch.reset();
+      auto current = nodes_.get(tx, node);
+      if (!current) throw Error(ErrorCode::kNotFound, "No such node.");
+      if (hello->gpus.count != current->node.gpu_count) {
+        mismatch = "the node has " + std::to_string(current->node.gpu_count) +
+                   " GPUs on record and the agent found " + std::to_string(hello->gpus.count);
+        return;
+      }
+      nodes_.record_agent(tx, node, hello->agent_version, hello->gpus.driver_version);
+      nodes_.set_topology(tx, node, hello->topology, "agent", agent);
+      if (current->node.state == "enrolling") {
+        nodes_.transition(tx, node, inventory::NodeAction::kEnrolled,
+                          "agent " + hello->agent_version + " connected", std::nullopt);
+      }
+    });
+    if (mismatch) {
+      log::warn("agent of node {}: {}", node, *mismatch);
+      reply(proto::Error{"inventory_mismatch", *mismatch, message.id});
+      return;
+    }
+    reply(proto::Ack{message.id});
+    // A new connection: everything unfinished, since a task sent on the old one may have
+    // been lost with it (the agent runs each id once).
+    deliver_tasks(node, /*resend_delivered=*/true);
+  } else if (const auto* beat = std::get_if<proto::Heartbeat>(&message.body)) {
+    std::vector<proto::HealthVerdict> gpus;
+    for (const auto& gpu : beat->gpus) {
+      std::vector<proto::XidEvent> on_gpu;
+      for (const auto& e : beat->events) {
+        if (gpu.pci_bus_id && proto::same_pci_device(e.pci, *gpu.pci_bus_id)) on_gpu.push_back(e);
+      }
+      gpus.push_back(proto::gpu_health(std::nullopt, gpu, on_gpu));
+    }
+    auto verdict = proto::node_health(gpus, std::chrono::seconds(0), std::chrono::seconds(10));
+    pool_.transact("agent_heartbeat", [&](Tx& tx) {
+      nodes_.record_heartbeat(tx, node);
+      nodes_.set_health(tx, node, std::string(health_name(verdict.severity)));
+    });
+    reply(proto::Ack{message.id});
+  } else if (const auto* result = std::get_if<proto::TaskResult>(&message.body)) {
+    pool_.transact("agent_task_result", [&](Tx& tx) {
+      auto task = tasks_.get(tx, result->task_id);
+      // Another node's task is as unknown as none: an agent reports on its own work only.
+      if (!task || task->node_id != node) return;
+      tasks_.complete(tx, result->task_id, result->ok, result->message);
+    });
+    reply(proto::Ack{message.id});
+  } else if (std::holds_alternative<proto::TaskProgress>(message.body)) {
+    reply(proto::Ack{message.id});
+  } else if (const auto* error = std::get_if<proto::Error>(&message.body)) {
+    log::warn("agent of node {} reported an error: {} {}", node, error->code, error->message);
+  } else if (!std::holds_alternative<proto::Ack>(message.body)) {
+    reply(proto::Error{std::string(proto::kErrorMalformed),
+                       std::string(proto::type_name(message.body)) + " is sent by the server",
+                       message.id});
+  }
+}
+
+void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivered) {
+  auto channel = channel_of(node_id);
+  if (!channel) return;
+  auto tasks = pool_.transact("agent_deliver_tasks", [&](Tx& tx) {
+    auto unfinished = tasks_.queued_for_node(tx, node_id, kTasksPerDelivery);
+    std::vector<scheduler::AgentTask> out;
+    for (auto& t : unfinished) {
+      if (!resend_delivered && t.state != scheduler::TaskState::kQueued) continue;
+      tasks_.mark_delivered(tx, t.id);
+      out.push_back(std::move(t));
+    }
+    return out;
+  });
+  for (const auto& t : tasks) {
+    auto kind = proto::parse_task_kind(scheduler::to_string(t.kind));
+    if (!kind) continue;
+    std::lock_guard lock(mutex_);
+    channel->send(proto::encode({.id = "srv-" + std::to_string(++sent_),
+                                 .protocol_version = proto::kProtocolVersion,
+                                 .body = proto::Task{.task_id = t.id,
+                                                     .kind = *kind,
+                                                     .rental_id = t.rental_id,
+                                                     .payload = t.payload,
+                                                     .deadline = clock_.now() + kTaskDeadline}}));
+  }
+}
+
+}  // namespace gpurent

@@ -1,0 +1,63 @@
+// The control plane's side of the node agents: the platform's CA, the agent listener, and
+// what each agent message does — enrolment, the hello (the node's inventory and link
+// matrix; an enrolling node becomes available), heartbeats (last seen, health by the rules
+// of agent_proto/health_rules.h), task results for the lifecycle worker, and the tasks sent
+// to each connected agent.
+#pragma once
+
+#include "api/agent_listener.h"
+#include "api/modules/module_context.h"
+#include "core/certificate_authority.h"
+#include "core/worker_pool.h"
+#include "inventory/node_identity.h"
+#include "inventory/node_store.h"
+#include "scheduler/task_store.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace gpurent {
+
+class AgentModule final : public http::AgentEndpoint {
+ public:
+  // Loads or makes the CA in config.agent_pki_dir. The listener starts with start().
+  AgentModule(const ModuleContext& ctx, WorkerPool& workers);
+  ~AgentModule() override;
+  AgentModule(const AgentModule&) = delete;
+  AgentModule& operator=(const AgentModule&) = delete;
+
+  // Starts the listener unless agent_listen is off; the bound port, or 0 when off.
+  unsigned short start();
+  void stop();
+  // Sends the node's tasks to its agent if it is connected to this replica: the ones not
+  // sent yet, or with `resend_delivered` every unfinished one (after a reconnection).
+  void deliver_tasks(const std::string& node_id, bool resend_delivered);
+  const CertificateAuthority& ca() const { return ca_; }
+
+  nlohmann::json enroll(const nlohmann::json& body, const std::string& remote_ip) override;
+  std::string admit(const std::string& serial, const std::string& remote_ip) override;
+  void opened(const std::shared_ptr<http::AgentChannel>& channel) override;
+  void received(const std::shared_ptr<http::AgentChannel>& channel, std::string text) override;
+  void closed(const std::shared_ptr<http::AgentChannel>& channel) override;
+
+ private:
+  std::shared_ptr<http::AgentChannel> channel_of(const std::string& node_id);
+
+  const Config& config_;
+  PgPool& pool_;
+  const Clock& clock_;
+  WorkerPool& workers_;
+  CertificateAuthority ca_;
+  inventory::NodeStore nodes_;
+  inventory::NodeIdentity identity_;
+  scheduler::TaskStore tasks_;
+  std::optional<http::AgentListener> listener_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<http::AgentChannel>> channels_;  // by node id
+  int sent_ = 0;  // message ids of this replica's sends
+};
+
+}  // namespace gpurent

@@ -1,0 +1,213 @@
+// Node agents end to end against a real gpurentd: an admin creates a node, its agent enrols
+// over the agent listener's TLS with a CSR made by `openssl`, connects with the certificate,
+// says hello with its link matrix (the node comes into service), reports health, and carries
+// out a rental's provisioning tasks until the rental is active. Refusals: used and unknown
+// tokens, a retired node's certificate, malformed messages.
+#include "agent_proto/messages.h"
+#include "tests/support/agent_client.h"
+#include "tests/support/rental_fleet_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace gpurent::testing::agent_e2e {
+
+using nlohmann::json;
+namespace proto = agent_proto;
+
+class AgentE2E : public RentalFleetTest {
+ protected:
+  void SetUp() override {
+    // The lifecycle worker's own thread waits a minute between runs: the test runs it.
+    server_ = std::make_unique<ServerProcess>(
+        ServerOptions{.database_url = db_.url(),
+                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
+                                "--lifecycle_interval=60s"}});
+    ASSERT_NE(server_->agent_port(), 0) << "the agent listener is on";
+    seed_fleet({1, 2, 4, 8});
+    std::ifstream in(server_->agent_pki_dir() + "/ca.crt");
+    std::ostringstream text;
+    text << in.rdbuf();
+    ca_pem_ = text.str();
+    ASSERT_FALSE(ca_pem_.empty());
+  }
+
+  // An admin's new node: its id and single-use enrolment token.
+  std::pair<std::string, std::string> create_node(const std::string& hostname) {
+    auto r = post(
+        "/v1/admin/nodes",
+        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", kModel}, {"gpu_count", 8}},
+        session(admin_));
+    EXPECT_EQ(r.status, 201) << r.body;
+    return {r.json()["node"]["id"], r.json()["enrollment_token"]};
+  }
+
+  struct Enrolment {
+    std::string node_id;
+    std::string certificate_pem;
+    std::string key_pem;
+  };
+  Enrolment enroll(const std::string& token) {
+    auto key = make_agent_key();
+    auto r = agent_enroll(server_->agent_port(), ca_pem_,
+                          json{{"enrollment_token", token}, {"csr_pem", key.csr_pem}}.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    auto body = json::parse(r.body);
+    EXPECT_EQ(body["ca_pem"], ca_pem_);
+    return {body["node_id"], body["certificate_pem"], key.key_pem};
+  }
+
+  std::string send(AgentConnection& agent, proto::Body body) {
+    std::string id = "a-" + std::to_string(++sent_);
+    agent.send(proto::encode({.id = id, .body = std::move(body)}));
+    return id;
+  }
+  proto::Message next(AgentConnection& agent) {
+    auto text = agent.read();
+    EXPECT_TRUE(text.has_value()) << "nothing came from the server";
+    return proto::decode(text.value_or("{}"));
+  }
+  void expect_ack(AgentConnection& agent, const std::string& id) {
+    auto m = next(agent);
+    const auto* ack = std::get_if<proto::Ack>(&m.body);
+    ASSERT_NE(ack, nullptr) << proto::encode(m);
+    EXPECT_EQ(ack->acked_id, id);
+  }
+
+  static proto::Hello hello() {
+    return {.agent_version = "0.9.0",
+            .hostname = "gpu-agent-1",
+            .gpus = {.count = 8,
+                     .model = "NVIDIA H100 80GB HBM3",
+                     .driver_version = "550.54.15",
+                     .cuda_version = "12.4"},
+            .topology = topology::declared_matrix(topology::Interconnect::kNvswitch, 8, "NV18")};
+  }
+  static proto::Heartbeat heartbeat() {
+    proto::Heartbeat beat;
+    beat.sent_at =
+        std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+    for (int i = 0; i < 8; ++i) {
+      proto::GpuTelemetry gpu;
+      gpu.index = i;
+      gpu.temperature_c = 41;
+      gpu.utilization_pct = 0;
+      gpu.ecc_volatile_dbe = 0;
+      beat.gpus.push_back(gpu);
+    }
+    return beat;
+  }
+
+  void advance(int seconds) {
+    auto r = post("/v1/admin/test-clock", {{"advance_seconds", seconds}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  void run_lifecycle() {
+    auto r = post("/v1/test/lifecycle/run", json::object());
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  json node(const std::string& id) { return get("/v1/admin/nodes/" + id, session(admin_)).json(); }
+
+  std::string ca_pem_;
+  int sent_ = 0;
+};
+
+TEST_F(AgentE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
+  auto [node_id, token] = create_node("gpu-agent-1");
+  EXPECT_EQ(node(node_id)["state"], "enrolling");
+  auto enrolled = enroll(token);
+  EXPECT_EQ(enrolled.node_id, node_id);
+  // The token was single-use.
+  auto again =
+      agent_enroll(server_->agent_port(), ca_pem_,
+                   json{{"enrollment_token", token}, {"csr_pem", make_agent_key().csr_pem}}.dump());
+  EXPECT_EQ(again.status, 401) << again.body;
+
+  AgentConnection agent(server_->agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
+  expect_ack(agent, send(agent, hello()));
+  json shown = node(node_id);
+  EXPECT_EQ(shown["state"], "available");
+  EXPECT_EQ(shown["topology_source"], "agent");
+  EXPECT_EQ(shown["agent_version"], "0.9.0");
+  expect_ack(agent, send(agent, heartbeat()));
+  shown = node(node_id);
+  EXPECT_EQ(shown["health"], "ok");
+  EXPECT_TRUE(shown["last_heartbeat_at"].is_string());
+
+  // A customer books two GPUs on it; the worker starts the rental and the agent gets its
+  // provisioning tasks at once, over its channel.
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", kModel},
+                      {"gpu_count", 2},
+                      {"start", "now"},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string rental = booked.json()["id"];
+  EXPECT_EQ(booked.json()["node_id"], node_id);
+  advance(1);
+  run_lifecycle();
+  std::vector<proto::Task> tasks;
+  for (int i = 0; i < 2; ++i) {
+    auto m = next(agent);
+    const auto* task = std::get_if<proto::Task>(&m.body);
+    ASSERT_NE(task, nullptr) << proto::encode(m);
+    EXPECT_EQ(task->rental_id, rental);
+    tasks.push_back(*task);
+  }
+  EXPECT_EQ(agent.read(std::chrono::milliseconds(300)), std::nullopt) << "each task sent once";
+  std::vector<std::string> kinds;
+  for (const auto& task : tasks) {
+    kinds.push_back(std::string(proto::to_string(task.kind)));
+    expect_ack(agent, send(agent, proto::TaskResult{
+                                      .task_id = task.task_id, .ok = true, .message = "done"}));
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"provision", "install_access"}));
+  advance(61);
+  run_lifecycle();
+  auto r = get("/v1/rentals/" + rental, session(owner));
+  EXPECT_EQ(r.json()["state"], "active") << r.body;
+}
+
+TEST_F(AgentE2E, RefusedTokensCertificatesAndMessages) {
+  auto [node_id, token] = create_node("gpu-agent-2");
+  auto unknown = agent_enroll(server_->agent_port(), ca_pem_,
+                              json{{"enrollment_token", "gpe_" + std::string(64, '0')},
+                                   {"csr_pem", make_agent_key().csr_pem}}
+                                  .dump());
+  EXPECT_EQ(unknown.status, 401) << unknown.body;
+  auto bad_csr = agent_enroll(server_->agent_port(), ca_pem_,
+                              json{{"enrollment_token", token}, {"csr_pem", "hello"}}.dump());
+  EXPECT_EQ(bad_csr.status, 400) << bad_csr.body;
+  EXPECT_EQ(json::parse(bad_csr.body)["error"]["details"]["field"], "csr_pem");
+  auto enrolled = enroll(token);  // the refused CSR left the token unused
+
+  {
+    AgentConnection agent(server_->agent_port(), ca_pem_, enrolled.certificate_pem,
+                          enrolled.key_pem);
+    agent.send("{\"type\": \"heartbeat\"");  // cut short
+    auto m = next(agent);
+    const auto* error = std::get_if<proto::Error>(&m.body);
+    ASSERT_NE(error, nullptr) << proto::encode(m);
+    EXPECT_EQ(error->code, proto::kErrorMalformed);
+    // The channel stays open for the next, well-formed message.
+    expect_ack(agent, send(agent, hello()));
+  }
+
+  auto retired =
+      post("/v1/admin/nodes/" + node_id + "/retire", {{"reason", "end of life"}}, session(admin_));
+  ASSERT_EQ(retired.status, 200) << retired.body;
+  try {
+    AgentConnection refused(server_->agent_port(), ca_pem_, enrolled.certificate_pem,
+                            enrolled.key_pem);
+    ADD_FAILURE() << "a retired node's agent connected";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("403"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace gpurent::testing::agent_e2e
