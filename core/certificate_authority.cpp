@@ -5,6 +5,7 @@
 #include "core/crypto.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -12,7 +13,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -230,6 +233,18 @@ CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir,
                                                           const Clock& clock) {
   auto state = std::make_unique<State>();
   state->clock = &clock;
+  fs::create_directories(dir);
+  // Replicas sharing the folder may start together: one makes the CA while the others wait
+  // on the lock, then load what it made.
+  struct Lock {
+    int fd;
+    ~Lock() {
+      if (fd >= 0) ::close(fd);  // releases the flock
+    }
+  } lock{::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
+  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0) {
+    throw std::runtime_error("cannot lock the CA folder " + dir.string());
+  }
   fs::path key_path = dir / "ca.key";
   fs::path cert_path = dir / "ca.crt";
   bool have_key = fs::exists(key_path);
@@ -240,7 +255,6 @@ CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir,
                              "; restore the missing file or remove both to make a new CA");
   }
   if (!have_key) {
-    fs::create_directories(dir);
     ::chmod(dir.c_str(), 0700);
     state->key = new_ec_key();
     state->cert = new_certificate(state->key.get(), name, clock.now(), kCaValidity);

@@ -44,7 +44,8 @@ class CertificateAuthority {
   // Loads `dir/ca.key` and `dir/ca.crt`, or makes them (an ECDSA P-256 key, a self-signed
   // certificate valid for ten years named `name`) when neither exists. The folder is made
   // 0700 and the key 0600. Throws std::runtime_error when only one of the files exists,
-  // they do not match, or the key is readable by group or others.
+  // they do not match, or the key is readable by group or others. Replicas sharing the
+  // folder may call it at once: a lock file in it lets one make the CA and the rest load it.
   static CertificateAuthority load_or_create(const std::filesystem::path& dir,
                                              const std::string& name, const Clock& clock);
 

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace gpurent {
 namespace certificate_authority_test {
@@ -185,6 +187,19 @@ TEST_F(CertificateAuthorityTest, KeepsItsKeyPrivateAndItsIdentityAcrossRestarts)
   ::chmod((dir_ / "pki" / "ca.key").c_str(), 0600);
   fs::remove(dir_ / "pki" / "ca.crt");
   EXPECT_THROW(ca(), std::runtime_error) << "a key without its certificate is refused";
+}
+
+// Replicas sharing the folder start together: one CA comes out, and every one of them has it.
+TEST_F(CertificateAuthorityTest, ReplicasStartingTogetherShareOneCa) {
+  constexpr int kReplicas = 6;
+  std::vector<std::string> seen(kReplicas);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kReplicas; ++i) {
+    threads.emplace_back([&, i] { seen[i] = ca().certificate_pem(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& pem : seen) EXPECT_EQ(pem, seen.front());
+  EXPECT_EQ(ca().certificate_pem(), seen.front());
 }
 
 }  // namespace certificate_authority_test

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -20,18 +21,28 @@ namespace proto = agent_proto;
 class AgentE2E : public RentalFleetTest {
  protected:
   void SetUp() override {
-    // The lifecycle worker's own thread waits a minute between runs: the test runs it.
-    server_ = std::make_unique<ServerProcess>(
-        ServerOptions{.database_url = db_.url(),
-                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
-                                "--lifecycle_interval=60s"}});
+    pki_dir_ = make_temp_dir("gpurent-agent-pki");
+    server_ = std::make_unique<ServerProcess>(replica_options());
     ASSERT_NE(server_->agent_port(), 0) << "the agent listener is on";
     seed_fleet({1, 2, 4, 8});
-    std::ifstream in(server_->agent_pki_dir() + "/ca.crt");
+    std::ifstream in(pki_dir_ + "/ca.crt");
     std::ostringstream text;
     text << in.rdbuf();
     ca_pem_ = text.str();
     ASSERT_FALSE(ca_pem_.empty());
+  }
+
+  void TearDown() override {
+    ApiTest::TearDown();
+    std::filesystem::remove_all(pki_dir_);
+  }
+
+  // Every replica shares the agents' CA, as deployed. The lifecycle worker's own thread
+  // waits a minute between runs: the test runs it.
+  ServerOptions replica_options() {
+    return {.database_url = db_.url(),
+            .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
+                      "--lifecycle_interval=60s", "--agent_pki_dir=" + pki_dir_}};
   }
 
   // An admin's new node: its id and single-use enrolment token.
@@ -110,6 +121,7 @@ class AgentE2E : public RentalFleetTest {
   }
   json node(const std::string& id) { return get("/v1/admin/nodes/" + id, session(admin_)).json(); }
 
+  std::string pki_dir_;
   std::string ca_pem_;
   int sent_ = 0;
 };
@@ -207,6 +219,38 @@ TEST_F(AgentE2E, RefusedTokensCertificatesAndMessages) {
     ADD_FAILURE() << "a retired node's agent connected";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("403"), std::string::npos) << e.what();
+  }
+}
+
+// Replicas share nothing but the database: a task the lifecycle worker makes on replica A
+// reaches the agent connected to replica B at once, through B's LISTEN on the task table.
+TEST_F(AgentE2E, ATaskMadeOnOneReplicaReachesAnAgentOnAnother) {
+  ServerProcess replica_b(replica_options());
+  auto [node_id, token] = create_node("gpu-agent-3");
+  auto enrolled = enroll(token);  // on A
+  AgentConnection agent(replica_b.agent_port(), ca_pem_, enrolled.certificate_pem,
+                        enrolled.key_pem);
+  expect_ack(agent, send(agent, hello()));
+  expect_ack(agent, send(agent, heartbeat()));
+  ASSERT_EQ(node(node_id)["state"], "available");
+
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", kModel},
+                      {"gpu_count", 8},
+                      {"start", "now"},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  advance(1);
+  run_lifecycle();  // on A: the tasks are made there
+  for (std::string kind : {"provision", "install_access"}) {
+    auto m = next(agent);
+    const auto* task = std::get_if<proto::Task>(&m.body);
+    ASSERT_NE(task, nullptr) << proto::encode(m);
+    EXPECT_EQ(proto::to_string(task->kind), kind);
+    EXPECT_EQ(task->rental_id, booked.json()["id"]);
   }
 }
 
