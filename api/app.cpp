@@ -76,6 +76,10 @@ int run_server(const Config& config) {
       [&scheduler](Tx& tx, const std::string& node_id, inventory::NodeAction action) {
         scheduler.check_node_transition(tx, node_id, action);
       });
+  agents.when_node_fails(
+      [&scheduler, &clock](Tx& tx, const std::string& node_id, const std::string& reason) {
+        scheduler.lifecycle().interrupt_node(tx, node_id, reason, clock.now());
+      });
   AnnouncementBarrier barrier(listener, pool);
 
   http::Router router;

@@ -242,6 +242,31 @@ void Lifecycle::releasing_tasks(Tx& tx, const RentalRecord& r, Timestamp now) {
   rentals_.set_next_check(tx, r.id, now + options_.poll);
 }
 
+std::vector<std::string> Lifecycle::interrupt_node(Tx& tx, const std::string& node_id,
+                                                   const std::string& reason, Timestamp now) {
+  std::vector<std::string> out;
+  for (const auto& id : rentals_.running_on(tx, node_id)) {
+    auto r = rentals_.lock_any(tx, id);
+    if (!r || (r->state != RentalState::kProvisioning && r->state != RentalState::kActive)) {
+      continue;
+    }
+    if (r->state == RentalState::kProvisioning) {
+      std::vector<AgentTask> open;
+      for (const auto& t : tasks_.for_rental(tx, r->id)) {
+        if (is_provisioning_kind(t.kind)) open.push_back(t);
+      }
+      close_superseded(tx, tasks_, open);
+    }
+    // No cleaning window: the node is out of service, nothing is placed on it until an
+    // admin returns it, and then it is wiped as part of the repair.
+    rentals_.end_allocations(tx, r->id, now, std::chrono::seconds(0));
+    rentals_.transition(tx, r->id, r->state, RentalState::kInterrupted, reason);
+    tasks_.create(tx, node_id, r->id, TaskKind::kRevokeAccess, {{"ssh_key_ids", r->ssh_key_ids}});
+    out.push_back(r->id);
+  }
+  return out;
+}
+
 RentalState Lifecycle::terminate(Tx& tx, const RentalRecord& r, Timestamp now,
                                  const std::string& reason,
                                  const std::optional<std::string>& by_user) {

@@ -51,6 +51,14 @@ class Lifecycle {
 
   const LifecycleOptions& options() const { return options_; }
 
+  // The node failed under its rentals (a critical health verdict): every rental running on
+  // it (provisioning or active) becomes `interrupted` with `reason` — the event billing
+  // credits — its allocations cut to now, and a revoke_access task queued should the agent
+  // still answer. Rentals that have not started move to another node on the next run
+  // (stranded). A rental releasing already just goes on. The ids interrupted.
+  std::vector<std::string> interrupt_node(Tx& tx, const std::string& node_id,
+                                          const std::string& reason, Timestamp now);
+
   // The customer's terminate, on a rental locked by the caller. Before its start: cancelled,
   // its GPUs free at once. Once started: released now, as at the end of its period (access
   // revoked and the node wiped, an unfinished provisioning abandoned), its GPUs free after

@@ -200,9 +200,29 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
       gpus.push_back(proto::gpu_health(std::nullopt, gpu, on_gpu));
     }
     auto verdict = proto::node_health(gpus, std::chrono::seconds(0), std::chrono::seconds(10));
+    std::string why;
+    for (const auto& f : verdict.findings) {
+      if (f.severity != verdict.severity) continue;
+      why += (why.empty() ? "" : "; ") + f.reason;
+    }
     pool_.transact("agent_heartbeat", [&](Tx& tx) {
       nodes_.record_heartbeat(tx, node);
       nodes_.set_health(tx, node, std::string(health_name(verdict.severity)));
+      auto current = nodes_.get(tx, node);
+      if (!current) return;
+      const std::string& state = current->node.state;
+      if (verdict.severity == proto::Severity::kCritical && state != "failed" &&
+          state != "retired") {
+        // The node's GPUs cannot be trusted with work: out of service now, and what runs on
+        // it is interrupted (and credited by billing).
+        nodes_.transition(tx, node, inventory::NodeAction::kFail, why, std::nullopt);
+        if (on_failed_) on_failed_(tx, node, why);
+        log::warn("node {} failed: {}", node, why);
+      } else if (verdict.severity == proto::Severity::kWarning && state == "available") {
+        // Keep what runs; take no new work; maintenance once the rentals have ended.
+        nodes_.transition(tx, node, inventory::NodeAction::kDrain, why, std::nullopt);
+        log::warn("node {} draining: {}", node, why);
+      }
     });
     reply(proto::Ack{message.id});
   } else if (const auto* result = std::get_if<proto::TaskResult>(&message.body)) {

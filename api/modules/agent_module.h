@@ -13,6 +13,7 @@
 #include "inventory/node_store.h"
 #include "scheduler/task_store.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,11 @@ class AgentModule final : public http::AgentEndpoint {
   // sent yet, or with `resend_delivered` every unfinished one (after a reconnection).
   void deliver_tasks(const std::string& node_id, bool resend_delivered);
   const CertificateAuthority& ca() const { return ca_; }
+  // What a node failing under its rentals does to them (the scheduler's), in the heartbeat's
+  // transaction; set by the process's wiring.
+  using NodeFailed =
+      std::function<void(Tx&, const std::string& node_id, const std::string& reason)>;
+  void when_node_fails(NodeFailed on_failed) { on_failed_ = std::move(on_failed); }
 
   nlohmann::json enroll(const nlohmann::json& body, const std::string& remote_ip) override;
   std::string admit(const std::string& serial, const std::string& remote_ip) override;
@@ -55,6 +61,7 @@ class AgentModule final : public http::AgentEndpoint {
   inventory::NodeIdentity identity_;
   scheduler::TaskStore tasks_;
   std::optional<http::AgentListener> listener_;
+  NodeFailed on_failed_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<http::AgentChannel>> channels_;  // by node id
   int sent_ = 0;  // message ids of this replica's sends

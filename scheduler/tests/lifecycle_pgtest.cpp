@@ -472,6 +472,43 @@ TEST_F(LifecycleTest, ExtendInEachState) {
   EXPECT_EQ(code_of([&] { extend(started, 1); }), "invalid_state");
 }
 
+// A node failing under its rentals: the running ones are interrupted with the reason, their
+// GPUs let go at once and the agent asked to revoke access; one not started yet moves to
+// another node on the next run; one already releasing goes on.
+TEST_F(LifecycleTest, ANodeFailingInterruptsWhatRunsOnIt) {
+  std::string n1 = node("n1");
+  std::string n2 = node("n2");
+  std::string active = book(a_, n1, {0, 1}, from_now(H(1), H(25)));
+  std::string starting = book(b_, n1, {2}, from_now(H(1), H(25)));
+  std::string later = book(a_, n1, {3}, from_now(H(48), H(72)));
+  EXPECT_EQ(run(t0_ + H(1)), 2);
+  complete_all(active, true);
+  EXPECT_EQ(run(t0_ + H(1) + kAfter), 1);
+  ASSERT_EQ(rental(active).state, RentalState::kActive);
+  ASSERT_EQ(rental(starting).state, RentalState::kProvisioning);
+
+  auto interrupted = transact([&](Tx& tx) {
+    nodes_.transition(tx, n1, inventory::NodeAction::kFail, "XID 79", std::nullopt);
+    return lifecycle_.interrupt_node(tx, n1, "GPU 1: XID 79 (fell off the bus)", clock_.now());
+  });
+  EXPECT_EQ(interrupted.size(), 2u);
+  for (const auto& id : {active, starting}) {
+    EXPECT_EQ(rental(id).state, RentalState::kInterrupted) << id;
+    for (const auto& [gpu, period] : read([&](Tx& tx) { return rentals_.allocations(tx, id); })) {
+      EXPECT_LE(period.end, clock_.now()) << "GPU " << gpu << " let go at once";
+    }
+    auto queued = tasks(id);
+    EXPECT_EQ(queued.back().kind, TaskKind::kRevokeAccess);
+  }
+  EXPECT_EQ(tasks(starting).front().state, TaskState::kFailed) << "its provisioning abandoned";
+  auto events = read([&](Tx& tx) { return rentals_.events(tx, a_.org_id, active); });
+  EXPECT_EQ(events.back().reason, "GPU 1: XID 79 (fell off the bus)");
+  // The rental for the day after starts elsewhere.
+  run(clock_.now() + kAfter);
+  EXPECT_EQ(rental(later).state, RentalState::kScheduled);
+  EXPECT_EQ(rental(later).node_id, n2);
+}
+
 // A retirement and a start racing: the retirement's transaction has moved the node but not
 // committed when the worker claims the rental, so the worker's look for stranded rentals
 // misses it; the start waits on the node's row and, once the retirement commits, moves the

@@ -103,6 +103,7 @@ class AgentE2E : public RentalFleetTest {
     for (int i = 0; i < 8; ++i) {
       proto::GpuTelemetry gpu;
       gpu.index = i;
+      gpu.pci_bus_id = "00000000:" + std::string(i < 4 ? "1" : "9") + std::to_string(i) + ":00.0";
       gpu.temperature_c = 41;
       gpu.utilization_pct = 0;
       gpu.ecc_volatile_dbe = 0;
@@ -182,7 +183,33 @@ TEST_F(AgentE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
   advance(61);
   run_lifecycle();
   auto r = get("/v1/rentals/" + rental, session(owner));
-  EXPECT_EQ(r.json()["state"], "active") << r.body;
+  ASSERT_EQ(r.json()["state"], "active") << r.body;
+
+  // GPU 1 falls off the bus: the next heartbeat carries the kernel's XID 79 line, and the
+  // node fails with the rental on it interrupted at once (the limit is two heartbeats).
+  auto beat = heartbeat();
+  beat.events.push_back({.pci = "0000:11:00",
+                         .xid = 79,
+                         .pid = std::nullopt,
+                         .process = std::nullopt,
+                         .message = "GPU has fallen off the bus.",
+                         .at = std::nullopt});
+  expect_ack(agent, send(agent, beat));
+  shown = node(node_id);
+  EXPECT_EQ(shown["state"], "failed");
+  EXPECT_EQ(shown["health"], "critical");
+  r = get("/v1/rentals/" + rental, session(owner));
+  EXPECT_EQ(r.json()["state"], "interrupted") << r.body;
+  auto events = get("/v1/rentals/" + rental + "/events", session(owner)).json()["items"];
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["to_state"], "interrupted");
+  EXPECT_NE(events.back()["reason"].get<std::string>().find("79"), std::string::npos)
+      << events.back();
+  // The agent is asked to take the tenant's access away, should it still answer.
+  auto m = next(agent);
+  const auto* revoke = std::get_if<proto::Task>(&m.body);
+  ASSERT_NE(revoke, nullptr) << proto::encode(m);
+  EXPECT_EQ(revoke->kind, proto::TaskKind::kRevokeAccess);
 }
 
 TEST_F(AgentE2E, RefusedTokensCertificatesAndMessages) {
