@@ -296,6 +296,11 @@ const std::vector<Field>& fields() {
        [](Config& c, const std::string& v) {
          c.agent_certificate_validity = parse_whole_seconds(v);
        }},
+      {{"agent_silence_limit", "GPURENT_AGENT_SILENCE_LIMIT",
+        "how long a node's agent may be silent before the node counts as unreachable and "
+        "fails (whole seconds)",
+        "60s"},
+       [](Config& c, const std::string& v) { c.agent_silence_limit = parse_whole_seconds(v); }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

@@ -64,6 +64,8 @@ struct Config {
   // The names agents reach the listener by, on its server certificate.
   std::string agent_hostnames = "localhost,127.0.0.1";
   std::chrono::seconds agent_certificate_validity{365 * 24 * 3600};
+  // Heartbeats are due every 10 s; silent this long, a node is unreachable (failed).
+  std::chrono::seconds agent_silence_limit{60};
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

@@ -30,7 +30,15 @@ constexpr Statement kAnyWork = {
     "SELECT EXISTS (SELECT 1 FROM rentals WHERE due_at <= $1::timestamptz)"
     " OR EXISTS (SELECT 1 FROM rentals WHERE state = 'pending')"
     " OR EXISTS (SELECT 1 FROM rentals r JOIN nodes n ON n.id = r.node_id"
-    " WHERE r.state = 'scheduled' AND n.state IN ('retired', 'failed'))"};
+    " WHERE r.state = 'scheduled' AND n.state IN ('retired', 'failed'))"
+    " OR EXISTS (SELECT 1 FROM nodes WHERE state IN ('available', 'draining')"
+    " AND last_heartbeat_at < $2::timestamptz)"};
+// Nodes in service whose agent fell silent, locked; another replica's claims are skipped.
+constexpr Statement kSilentNodes = {
+    "lifecycle_silent_nodes",
+    "SELECT id, " SQL_MICROS("last_heartbeat_at") " FROM nodes"
+    " WHERE state IN ('available', 'draining') AND last_heartbeat_at < $1::timestamptz"
+    " ORDER BY last_heartbeat_at LIMIT 50 FOR UPDATE SKIP LOCKED"};
 
 bool is_provisioning_kind(TaskKind k) {
   return k == TaskKind::kProvision || k == TaskKind::kInstallAccess;
@@ -58,10 +66,14 @@ int attempt_of(const AgentTask& t) {
 int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
   auto stop = [stopping] { return stopping && stopping->load(); };
   bool work = pool.read("lifecycle_any_work", [&](Tx& tx) {
-    return tx.exec(kAnyWork, sql_timestamp(now))[0][0].as<bool>();
+    return tx
+        .exec(kAnyWork, sql_timestamp(now), sql_timestamp(now - options_.agent_silence_limit))[0][0]
+        .as<bool>();
   });
   if (!work) return 0;
   int moved = expire_waitlist(pool, now);
+  if (stop()) return moved;
+  moved += fail_silent_nodes(pool, now);
   if (stop()) return moved;
   moved += replace_stranded(pool);
   if (stop()) return moved;
@@ -72,6 +84,22 @@ int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* st
     if (*step_moved) ++moved;
   }
   return moved;
+}
+
+int Lifecycle::fail_silent_nodes(PgPool& pool, Timestamp now) {
+  return pool.transact("lifecycle_silent_nodes", [&](Tx& tx) {
+    int moved = 0;
+    for (const auto& row :
+         tx.exec(kSilentNodes, sql_timestamp(now - options_.agent_silence_limit))) {
+      std::string node = row[0].as<std::string>();
+      std::string reason =
+          "agent silent since " + format_rfc3339(read_timestamp(row[1])) + ": node unreachable";
+      nodes_.set_health(tx, node, "critical");
+      nodes_.transition(tx, node, inventory::NodeAction::kFail, reason, std::nullopt);
+      moved += static_cast<int>(interrupt_node(tx, node, reason, now).size());
+    }
+    return moved;
+  });
 }
 
 int Lifecycle::expire_waitlist(PgPool& pool, Timestamp now) {

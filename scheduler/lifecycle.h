@@ -34,6 +34,9 @@ struct LifecycleOptions {
   int max_steps = 500;
   // How many waiting rentals one run considers.
   int waitlist_batch = 200;
+  // A node whose agent has said nothing for longer is unreachable: failed, and what runs on
+  // it interrupted. Nodes that never heard from an agent are not judged.
+  std::chrono::seconds agent_silence_limit{60};
 };
 
 class Lifecycle {
@@ -69,6 +72,7 @@ class Lifecycle {
 
  private:
   int expire_waitlist(PgPool& pool, Timestamp now);
+  int fail_silent_nodes(PgPool& pool, Timestamp now);
   int place_waitlist(PgPool& pool);
   int replace_stranded(PgPool& pool);
   // Claims one due rental and steps it: whether it moved, nullopt when none is due.

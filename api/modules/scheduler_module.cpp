@@ -20,7 +20,9 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
       booking_(ctx.clock, catalog_, prices_, rentals_, candidates_,
                {.cleaning_window = ctx.config.rental_cleaning_window}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
-      lifecycle_(rentals_, tasks_, nodes_, booking_, {.poll = ctx.config.lifecycle_interval}),
+      lifecycle_(rentals_, tasks_, nodes_, booking_,
+                 {.poll = ctx.config.lifecycle_interval,
+                  .agent_silence_limit = ctx.config.agent_silence_limit}),
       views_(ctx.clock, catalog_, prices_, candidates_, ctx.config.rental_cleaning_window),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,

@@ -97,6 +97,7 @@ const std::map<std::string, std::string>& other_values() {
       {"agent_pki_dir", "/etc/gpurent/pki"},
       {"agent_hostnames", "agents.example.com"},
       {"agent_certificate_validity", "720h"},
+      {"agent_silence_limit", "5m"},
       {"log_format", "json"},
       {"log_level", "debug"},
       {"demo", "true"},
@@ -337,7 +338,7 @@ TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
        {"http_read_timeout", "http_write_timeout", "http_idle_timeout", "shutdown_deadline",
         "db_pool_wait", "db_statement_timeout", "session_idle", "session_absolute",
         "enrollment_token_ttl", "rental_cleaning_window", "lifecycle_interval",
-        "agent_certificate_validity"}) {
+        "agent_certificate_validity", "agent_silence_limit"}) {
     SCOPED_TRACE(key);
     for (std::string too_long : {"87601h", "999999999h", "315360001s"}) {
       std::string error = config_error({"--" + key + "=" + too_long});

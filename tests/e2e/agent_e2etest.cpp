@@ -39,10 +39,13 @@ class AgentE2E : public RentalFleetTest {
 
   // Every replica shares the agents' CA, as deployed. The lifecycle worker's own thread
   // waits a minute between runs: the test runs it.
-  ServerOptions replica_options() {
+  // The test clock jumps minutes at a time here, so the agent's silence limit is set longer
+  // than any jump, except where silence is the point.
+  ServerOptions replica_options(const std::string& silence_limit = "1h") {
     return {.database_url = db_.url(),
             .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
-                      "--lifecycle_interval=60s", "--agent_pki_dir=" + pki_dir_}};
+                      "--lifecycle_interval=60s", "--agent_pki_dir=" + pki_dir_,
+                      "--agent_silence_limit=" + silence_limit}};
   }
 
   // An admin's new node: its id and single-use enrolment token.
@@ -279,6 +282,47 @@ TEST_F(AgentE2E, ATaskMadeOnOneReplicaReachesAnAgentOnAnother) {
     EXPECT_EQ(proto::to_string(task->kind), kind);
     EXPECT_EQ(task->rental_id, booked.json()["id"]);
   }
+}
+
+// An agent that falls silent past the limit leaves its node unreachable: failed, with the
+// reason in the node's events, by the lifecycle worker of any replica.
+TEST_F(AgentE2E, ANodeWhoseAgentFallsSilentFails) {
+  ServerProcess replica_b(replica_options("30s"));
+  auto [node_id, token] = create_node("gpu-agent-4");
+  auto enrolled = enroll(token);
+  {
+    AgentConnection agent(replica_b.agent_port(), ca_pem_, enrolled.certificate_pem,
+                          enrolled.key_pem);
+    expect_ack(agent, send(agent, hello()));
+    expect_ack(agent, send(agent, heartbeat()));
+  }
+  ASSERT_EQ(node(node_id)["state"], "available");
+  // Replica B's clock moves on and B's worker runs; A's limit is an hour and A never judges.
+  ASSERT_EQ(
+      http_request(replica_b.port(), "POST", "/v1/admin/test-clock",
+                   json{{"advance_seconds", 20}}.dump(), {{"Content-Type", "application/json"}})
+          .status,
+      200);
+  ASSERT_EQ(http_request(replica_b.port(), "POST", "/v1/test/lifecycle/run", "{}",
+                         {{"Content-Type", "application/json"}})
+                .status,
+            200);
+  EXPECT_EQ(node(node_id)["state"], "available") << "20 s of silence is within the limit";
+  ASSERT_EQ(
+      http_request(replica_b.port(), "POST", "/v1/admin/test-clock",
+                   json{{"advance_seconds", 20}}.dump(), {{"Content-Type", "application/json"}})
+          .status,
+      200);
+  ASSERT_EQ(http_request(replica_b.port(), "POST", "/v1/test/lifecycle/run", "{}",
+                         {{"Content-Type", "application/json"}})
+                .status,
+            200);
+  json shown = node(node_id);
+  EXPECT_EQ(shown["state"], "failed");
+  EXPECT_EQ(shown["health"], "critical");
+  ASSERT_FALSE(shown["events"].empty());
+  EXPECT_NE(shown["events"][0]["reason"].get<std::string>().find("silent"), std::string::npos)
+      << shown["events"][0];
 }
 
 }  // namespace gpurent::testing::agent_e2e
