@@ -31,7 +31,12 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
                      .rentals = &rentals_,
                      .ssh_keys = &ssh_keys_,
                      .orgs = &orgs_,
-                     .views = &views_} {
+                     .views = &views_,
+                     .calendars = &calendars_} {
+  ctx.listener.subscribe("gpurent_capacity",
+                         [this](const std::string&) { calendars_.invalidate(); });
+  // Changes made while the listener was reconnecting were never announced.
+  ctx.listener.on_connected([this] { calendars_.invalidate(); });
   // A waiting request is held to its org's limit when it comes up, not only when it queued.
   booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {
     scheduler::BookingLimits limits;

@@ -4,6 +4,7 @@
 
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module_context.h"
+#include "core/keyed_snapshot_cache.h"
 #include "identity/org_admin_store.h"
 #include "identity/ssh_key_store.h"
 #include "inventory/catalog_store.h"
@@ -72,6 +73,10 @@ class SchedulerModule {
   scheduler::Booking booking_;
   scheduler::Lifecycle lifecycle_;
   scheduler::CatalogViews views_;
+  // A calendar for the panel is asked for again and again between bookings; the day's
+  // midnights move too, hence the minute's age limit.
+  KeyedSnapshotCache<std::vector<scheduler::DayAvailability>> calendars_{std::chrono::minutes(1),
+                                                                         512};
   http::RentalRoutesState rental_routes_;
 
   std::mutex mutex_;

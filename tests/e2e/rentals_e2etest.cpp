@@ -3,6 +3,7 @@
 // nothing; termination cancels before the start and releases after it; another org's
 // rental is 404.
 #include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
@@ -288,6 +289,30 @@ TEST_F(RentalsE2E, OffersAndAvailabilityFollowTheBookings) {
             400);
   EXPECT_EQ(get("/v1/offers?gpu_count=0", session(owner)).status, 400);
   EXPECT_EQ(get("/v1/offers", {}).status, 401);
+}
+
+// Each replica serves calendars from memory; a booking on one drops the others' calendars
+// through the database's announcement, so they show it a moment later.
+TEST_F(RentalsE2E, ACalendarOnAnotherReplicaFollowsABooking) {
+  add_node("gpu-1");
+  ServerProcess other(
+      ServerOptions{.database_url = db_.url(),
+                    .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0"}});
+  Login owner = account("owner@example.com", "Acme");
+  std::string calendar = "/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=8&days=3";
+  auto on_other = [&] {
+    auto r = http_request(other.port(), "GET", calendar, "", session(owner));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json()["days"];
+  };
+  json before = on_other();
+  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(before[2]["available"], 1) << before;
+  EXPECT_EQ(on_other(), before) << "asked again: the same answer, from memory";
+  std::string day = before[2]["date"];
+  ASSERT_EQ(post("/v1/rentals", booking(8, day, 1), session(owner)).status, 201);
+  EXPECT_TRUE(wait_for([&] { return on_other()[2]["available"] == 0; }))
+      << "the other replica still shows the booked day free";
 }
 
 // The must-show race: two replicas on one database, 40 clients asking at once for more GPUs
