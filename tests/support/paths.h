@@ -1,6 +1,7 @@
-// Where the source tree and the built gpurentd are, for tests that read fixtures or start
-// the server. Defined in one generated source file (tests/support/CMakeLists.txt), so the absolute
-// paths of a checkout reach no other translation unit and ccache hits across checkouts.
+// Where the source tree and the built gpurentd and gpurent-agent are, for tests that read
+// fixtures or start them. Defined in one generated source file (tests/support/CMakeLists.txt),
+// so the absolute paths of a checkout reach no other translation unit and ccache hits across
+// checkouts.
 #pragma once
 
 #include <string>
@@ -11,5 +12,7 @@ namespace gpurent::testing {
 const std::string& source_dir();
 // The gpurentd binary of this build.
 const std::string& gpurentd_path();
+// The gpurent-agent binary of this build.
+const std::string& agent_path();
 
 }  // namespace gpurent::testing

@@ -1,0 +1,40 @@
+// Where the agent's view of its GPUs comes from: nvidia-smi on a real node, or a simulated
+// node that declares its shape (for development, tests and the fleet simulator).
+#pragma once
+
+#include "agent_proto/messages.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpurent::agent {
+
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+  // What a hello reports; read again on every connection. Throws std::runtime_error when
+  // the GPUs cannot be read at all: the agent has nothing true to say.
+  virtual agent_proto::GpuInventory inventory() = 0;
+  virtual topology::Matrix topology() = 0;
+  // A heartbeat's telemetry now; empty when it cannot be read this time.
+  virtual std::vector<agent_proto::GpuTelemetry> telemetry() = 0;
+  // XID events since the previous call.
+  virtual std::vector<agent_proto::XidEvent> new_events() = 0;
+};
+
+struct SimulatedNode {
+  int gpus = 8;
+  std::string model = "NVIDIA H100 80GB HBM3";
+  topology::Interconnect interconnect = topology::Interconnect::kNvswitch;
+  std::string nvlink_kind = "NV18";  // Hopper HGX
+};
+
+// Healthy, idle GPUs of the declared shape. Throws std::invalid_argument for a shape
+// declared_matrix refuses.
+std::unique_ptr<GpuBackend> make_simulated_backend(const SimulatedNode& node);
+
+// nvidia-smi and the kernel log of this node.
+std::unique_ptr<GpuBackend> make_nvidia_smi_backend();
+
+}  // namespace gpurent::agent

@@ -1,0 +1,74 @@
+// The agent's small pure parts: the --url reader, reconnect backoff, the key and CSR.
+#include "agent/backoff.h"
+#include "agent/key_request.h"
+#include "agent/server_url.h"
+
+#include <gtest/gtest.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+namespace gpurent::agent::agent_parts_test {
+
+using std::chrono::milliseconds;
+
+TEST(ServerUrl, TakesHttpsHostAndPort) {
+  EXPECT_EQ(parse_server_url("https://cp.example.com:8443"),
+            (ServerUrl{.host = "cp.example.com", .port = 8443}));
+  EXPECT_EQ(parse_server_url("https://127.0.0.1:9000/"), (ServerUrl{"127.0.0.1", 9000}));
+  EXPECT_EQ(parse_server_url("https://cp.example.com"), (ServerUrl{"cp.example.com", 443}));
+  EXPECT_EQ(parse_server_url("https://[::1]:9000"), (ServerUrl{"::1", 9000}));
+}
+
+TEST(ServerUrl, RefusesAnythingElse) {
+  for (const char* bad : {"http://cp:80", "cp:80", "https://", "https://:80",
+                          "https://cp:", "https://cp:0", "https://cp:65536", "https://cp:80x",
+                          "https://cp:80/agent", "https://user@cp", "https://[::1"}) {
+    EXPECT_EQ(parse_server_url(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(Backoff, GrowsWithJitterUpToItsCeilingAndResets) {
+  Backoff backoff(milliseconds(1000), milliseconds(8000), 42);
+  std::vector<std::pair<int, int>> bounds = {{500, 1000},  {1000, 2000}, {2000, 4000},
+                                             {4000, 8000}, {4000, 8000}, {4000, 8000}};
+  for (auto [low, high] : bounds) {
+    auto d = backoff.next().count();
+    EXPECT_GE(d, low);
+    EXPECT_LE(d, high);
+  }
+  backoff.reset();
+  EXPECT_LE(backoff.next().count(), 1000);
+}
+
+TEST(Backoff, SpreadsAFleetThatFailedTogether) {
+  std::set<long> first;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    first.insert(Backoff(milliseconds(1000), milliseconds(60000), seed).next().count());
+  }
+  EXPECT_GT(first.size(), 10u);
+}
+
+TEST(KeyRequest, MakesAP256KeyAndACsrSignedWithIt) {
+  auto made = make_key_and_request("gpu-node-7");
+  EXPECT_NE(made.key_pem.find("BEGIN PRIVATE KEY"), std::string::npos);
+  BIO* bio = BIO_new_mem_buf(made.csr_pem.data(), static_cast<int>(made.csr_pem.size()));
+  X509_REQ* req = PEM_read_bio_X509_REQ(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  ASSERT_NE(req, nullptr) << made.csr_pem;
+  EVP_PKEY* key = X509_REQ_get0_pubkey(req);
+  ASSERT_NE(key, nullptr);
+  EXPECT_EQ(X509_REQ_verify(req, key), 1) << "signed by its own key";
+  char group[64] = {};
+  size_t len = 0;
+  EXPECT_EQ(EVP_PKEY_get_group_name(key, group, sizeof(group), &len), 1);
+  EXPECT_STREQ(group, "prime256v1");
+  char cn[128] = {};
+  X509_NAME_get_text_by_NID(X509_REQ_get_subject_name(req), NID_commonName, cn, sizeof(cn));
+  EXPECT_STREQ(cn, "gpu-node-7");
+  X509_REQ_free(req);
+  EXPECT_NE(make_key_and_request("x").key_pem, made.key_pem) << "a fresh key each time";
+}
+
+}  // namespace gpurent::agent::agent_parts_test

@@ -1,0 +1,236 @@
+// The agent's conversation over a channel the test plays the server on: hello first with the
+// journal's ids, heartbeats, a task acked and run once, a redelivered id answered from
+// memory, a task past its deadline refused, and a reconnect after the channel drops.
+#include "agent/agent_runner.h"
+
+#include "tests/support/wait_for.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+namespace gpurent::agent::agent_runner_test {
+
+namespace fs = std::filesystem;
+namespace proto = agent_proto;
+using testing::wait_for;
+
+// The server's end: what the agent sent, and what the test has the server say.
+struct Wire {
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::deque<std::string> to_agent;
+  std::vector<proto::Message> from_agent;
+  bool closed = false;
+  int server_ids = 0;
+
+  void say(proto::Body body) {
+    std::lock_guard lock(mutex);
+    to_agent.push_back(
+        proto::encode({.id = "srv-" + std::to_string(++server_ids), .body = std::move(body)}));
+    arrived.notify_all();
+  }
+  std::vector<proto::Message> sent() {
+    std::lock_guard lock(mutex);
+    return from_agent;
+  }
+  template <typename T>
+  std::vector<std::pair<std::string, T>> sent_of() {
+    std::vector<std::pair<std::string, T>> out;
+    for (const auto& m : sent()) {
+      if (const auto* b = std::get_if<T>(&m.body)) out.emplace_back(m.id, *b);
+    }
+    return out;
+  }
+};
+
+class FakeChannel final : public Channel {
+ public:
+  explicit FakeChannel(std::shared_ptr<Wire> wire) : wire_(std::move(wire)) {}
+  void send(const std::string& text) override {
+    auto m = proto::decode(text);  // the agent writes only what the server reads
+    std::lock_guard lock(wire_->mutex);
+    if (wire_->closed) throw ChannelError("closed");
+    // The server acks every hello, and every result (as gpurentd does).
+    if (std::holds_alternative<proto::Hello>(m.body) ||
+        std::holds_alternative<proto::TaskResult>(m.body)) {
+      wire_->to_agent.push_back(proto::encode(
+          {.id = "srv-" + std::to_string(++wire_->server_ids), .body = proto::Ack{m.id}}));
+      wire_->arrived.notify_all();
+    }
+    wire_->from_agent.push_back(std::move(m));
+  }
+  std::optional<std::string> receive(std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(wire_->mutex);
+    wire_->arrived.wait_for(lock, timeout,
+                            [&] { return !wire_->to_agent.empty() || wire_->closed; });
+    if (wire_->to_agent.empty()) return std::nullopt;
+    auto text = std::move(wire_->to_agent.front());
+    wire_->to_agent.pop_front();
+    return text;
+  }
+  bool closed() const override {
+    std::lock_guard lock(wire_->mutex);
+    return wire_->closed;
+  }
+  void close() override {
+    std::lock_guard lock(wire_->mutex);
+    wire_->closed = true;
+    wire_->arrived.notify_all();
+  }
+
+ private:
+  std::shared_ptr<Wire> wire_;
+};
+
+// Counts what it runs; each task reports progress once and succeeds.
+class CountingExecutor final : public TaskExecutor {
+ public:
+  std::optional<TaskOutcome> execute(const proto::Task& task, const ProgressFn& progress,
+                                     const std::stop_token&) override {
+    ++runs;
+    progress(50, "half way");
+    return TaskOutcome{.ok = true, .message = "ran " + task.task_id, .result = std::nullopt};
+  }
+  std::atomic<int> runs{0};
+};
+
+const std::string kOne = "tsk_" + std::string(22, '1');
+const std::string kLate = "tsk_" + std::string(22, 'L');
+
+class AgentRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gpurent-runner-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    backend_ = make_simulated_backend({.gpus = 4,
+                                       .model = "NVIDIA H100 80GB HBM3",
+                                       .interconnect = topology::Interconnect::kNvswitch,
+                                       .nvlink_kind = "NV18"});
+  }
+  void TearDown() override {
+    stop();
+    fs::remove_all(dir_);
+  }
+
+  void start() {
+    journal_.emplace(dir_ / "tasks.json");
+    runner_ = std::make_unique<AgentRunner>(
+        RunnerOptions{.hostname = "gpu-node-1",
+                      .heartbeat = std::chrono::milliseconds(100),
+                      .backoff_initial = std::chrono::milliseconds(10),
+                      .backoff_max = std::chrono::milliseconds(20)},
+        *backend_, executor_, *journal_, [this]() -> std::unique_ptr<Channel> {
+          std::lock_guard lock(wires_mutex_);
+          wires_.push_back(std::make_shared<Wire>());
+          return std::make_unique<FakeChannel>(wires_.back());
+        });
+    std::size_t before = connections();
+    thread_ = std::thread([this] { runner_->run(); });
+    ASSERT_TRUE(wait_for([&] { return connections() > before && !wire()->sent().empty(); }));
+  }
+  void stop() {
+    if (!runner_) return;
+    runner_->stop();
+    thread_.join();
+    runner_.reset();
+    journal_.reset();
+  }
+  std::shared_ptr<Wire> wire() {
+    std::lock_guard lock(wires_mutex_);
+    return wires_.empty() ? nullptr : wires_.back();
+  }
+  std::size_t connections() {
+    std::lock_guard lock(wires_mutex_);
+    return wires_.size();
+  }
+
+  static proto::Task task(const std::string& id, int deadline_in_s = 3600) {
+    return {.task_id = id,
+            .kind = proto::TaskKind::kProvision,
+            .rental_id = std::nullopt,
+            .payload = nlohmann::json::object(),
+            .deadline = std::chrono::time_point_cast<std::chrono::microseconds>(
+                std::chrono::system_clock::now() + std::chrono::seconds(deadline_in_s))};
+  }
+  std::vector<proto::TaskResult> results() {
+    std::vector<proto::TaskResult> out;
+    for (auto& [id, r] : wire()->sent_of<proto::TaskResult>()) out.push_back(r);
+    return out;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<GpuBackend> backend_;
+  CountingExecutor executor_;
+  std::optional<TaskJournal> journal_;
+  std::unique_ptr<AgentRunner> runner_;
+  std::thread thread_;
+  std::mutex wires_mutex_;
+  std::vector<std::shared_ptr<Wire>> wires_;
+};
+
+TEST_F(AgentRunnerTest, SaysHelloThenSendsHeartbeats) {
+  start();
+  auto first = wire()->sent().front();
+  const auto* hello = std::get_if<proto::Hello>(&first.body);
+  ASSERT_NE(hello, nullptr);
+  EXPECT_EQ(hello->gpus.count, 4);
+  EXPECT_EQ(hello->topology,
+            topology::declared_matrix(topology::Interconnect::kNvswitch, 4, "NV18"));
+  EXPECT_EQ(hello->hostname, "gpu-node-1");
+  ASSERT_TRUE(wait_for([&] { return wire()->sent_of<proto::Heartbeat>().size() >= 3; }));
+  EXPECT_EQ(wire()->sent_of<proto::Heartbeat>()[0].second.gpus.size(), 4u);
+}
+
+TEST_F(AgentRunnerTest, RunsATaskOnceAndAnswersARedeliveryFromMemory) {
+  start();
+  wire()->say(task(kOne));
+  ASSERT_TRUE(wait_for([&] { return results().size() == 1; }));
+  EXPECT_TRUE(results()[0].ok);
+  EXPECT_EQ(wire()->sent_of<proto::TaskProgress>().size(), 1u);
+  wire()->say(task(kOne));  // the server's ack was lost, say
+  ASSERT_TRUE(wait_for([&] { return results().size() == 2; }));
+  EXPECT_EQ(results()[1], results()[0]);
+  EXPECT_EQ(executor_.runs, 1);
+  EXPECT_EQ(wire()->sent_of<proto::Ack>().size(), 2u) << "each delivery acked";
+
+  // After a restart the journal still knows it: hello names it, a redelivery is not run.
+  stop();
+  start();
+  auto hello = std::get<proto::Hello>(wire()->sent().front().body);
+  EXPECT_EQ(hello.recent_task_ids, std::vector<std::string>{kOne});
+  wire()->say(task(kOne));
+  ASSERT_TRUE(wait_for([&] { return results().size() == 1; }));
+  EXPECT_EQ(executor_.runs, 1);
+}
+
+TEST_F(AgentRunnerTest, ATaskPastItsDeadlineIsNotStarted) {
+  start();
+  wire()->say(task(kLate, -10));
+  ASSERT_TRUE(wait_for([&] { return results().size() == 1; }));
+  EXPECT_FALSE(results()[0].ok);
+  EXPECT_EQ(executor_.runs, 0);
+}
+
+TEST_F(AgentRunnerTest, ReconnectsWhenTheChannelDrops) {
+  start();
+  wire()->sent();
+  std::shared_ptr<Wire> first = wire();
+  {
+    std::lock_guard lock(first->mutex);
+    first->closed = true;
+    first->arrived.notify_all();
+  }
+  ASSERT_TRUE(wait_for([&] { return connections() >= 2 && !wire()->sent().empty(); }));
+  EXPECT_TRUE(std::holds_alternative<proto::Hello>(wire()->sent().front().body));
+}
+
+}  // namespace gpurent::agent::agent_runner_test

@@ -1,0 +1,274 @@
+// The real `gpurent-agent` against a real gpurentd: enrolment with the node's token, then
+// `run --backend simulated` as its own process brings the node into service and carries a
+// rental's provisioning tasks until the rental is active. An agent killed in the middle of a
+// task and started again ends that task once (as interrupted) and never runs it twice; the
+// control plane's retry then gets the rental going.
+#include "core/subprocess.h"
+#include "tests/support/paths.h"
+#include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/wait_for.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gpurent::testing::agent_process_e2e {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `gpurent-agent run` as a child process, its output in a log file; killed at the end.
+class AgentProcess {
+ public:
+  AgentProcess(std::vector<std::string> args, fs::path log) : log_(std::move(log)) {
+    args.insert(args.begin(), agent_path());
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~AgentProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Signals it and waits for it to end; its exit code, or -signal when a signal ended it.
+  int stop(int signal, std::chrono::seconds limit = std::chrono::seconds(20)) {
+    kill(pid_, signal);
+    int status = 0;
+    bool ended = wait_for([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, limit);
+    if (!ended) return 1000;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  }
+  std::string log() const { return slurp(log_); }
+
+ private:
+  fs::path log_;
+  pid_t pid_ = -1;
+};
+
+class AgentProcessE2E : public RentalFleetTest {
+ protected:
+  void SetUp() override {
+    pki_dir_ = make_temp_dir("gpurent-agent-pki");
+    work_ = make_temp_dir("gpurent-agent-run");
+    server_ = std::make_unique<ServerProcess>(ServerOptions{
+        .database_url = db_.url(),
+        .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
+                  "--lifecycle_interval=60s", "--agent_pki_dir=" + pki_dir_,
+                  // The test clock jumps a minute at a time; heartbeats come in real time.
+                  "--agent_silence_limit=24h"}});
+    ASSERT_NE(server_->agent_port(), 0) << "the agent listener is on";
+    seed_fleet({1, 2, 4, 8});
+    url_ = "https://127.0.0.1:" + std::to_string(server_->agent_port());
+  }
+
+  void TearDown() override {
+    ApiTest::TearDown();
+    fs::remove_all(pki_dir_);
+    fs::remove_all(work_);
+  }
+
+  std::pair<std::string, std::string> create_node(const std::string& hostname) {
+    auto r = post(
+        "/v1/admin/nodes",
+        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", kModel}, {"gpu_count", 8}},
+        session(admin_));
+    EXPECT_EQ(r.status, 201) << r.body;
+    return {r.json()["node"]["id"], r.json()["enrollment_token"]};
+  }
+  json node(const std::string& id) { return get("/v1/admin/nodes/" + id, session(admin_)).json(); }
+
+  SubprocessResult enroll(const std::string& token) {
+    return run_subprocess({agent_path(), "enroll", "--url", url_, "--token", token, "--ca-file",
+                           pki_dir_ + "/ca.crt", "--state-dir", state_dir(), "--log-format",
+                           "text"});
+  }
+  std::unique_ptr<AgentProcess> start_agent(const std::string& provision_delay) {
+    return std::make_unique<AgentProcess>(std::vector<std::string>{"run",
+                                                                   "--url",
+                                                                   url_,
+                                                                   "--state-dir",
+                                                                   state_dir(),
+                                                                   "--backend",
+                                                                   "simulated",
+                                                                   "--gpus",
+                                                                   "8",
+                                                                   "--model",
+                                                                   "NVIDIA H100 80GB HBM3",
+                                                                   "--topology",
+                                                                   "nvswitch",
+                                                                   "--heartbeat",
+                                                                   "1s",
+                                                                   "--provision-delay",
+                                                                   provision_delay,
+                                                                   "--access-root",
+                                                                   access_root(),
+                                                                   "--log-format",
+                                                                   "text",
+                                                                   "--log-level",
+                                                                   "debug"},
+                                          fs::path(work_) / "agent.log");
+  }
+  std::string state_dir() const { return work_ + "/state"; }
+  std::string access_root() const { return work_ + "/access"; }
+
+  // Waits until the node is in service and healthy: the agent's hello and first heartbeat.
+  void expect_in_service(const std::string& node_id, AgentProcess& agent) {
+    bool up = wait_for([&] {
+      json n = node(node_id);
+      return n["state"] == "available" && n["health"] == "ok";
+    });
+    ASSERT_TRUE(up) << node(node_id).dump() << "\n" << agent.log();
+  }
+
+  std::string book(const Login& owner) {
+    auto booked = post("/v1/rentals",
+                       {{"gpu_model", kModel},
+                        {"gpu_count", 2},
+                        {"start", "now"},
+                        {"days", 1},
+                        {"image_id", image_id_}},
+                       session(owner));
+    EXPECT_EQ(booked.status, 201) << booked.body;
+    return booked.json().value("id", "");
+  }
+
+  void advance(int seconds) {
+    auto r = post("/v1/admin/test-clock", {{"advance_seconds", seconds}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  void run_lifecycle() {
+    auto r = post("/v1/test/lifecycle/run", json::object());
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  // Moves the test clock a poll interval at a time, running the worker, until the rental
+  // is in `state`.
+  bool drive_until(const Login& owner, const std::string& rental, const std::string& state) {
+    advance(1);  // the start ("now") is reached
+    run_lifecycle();
+    return wait_for(
+        [&] {
+          advance(61);
+          run_lifecycle();
+          return get("/v1/rentals/" + rental, session(owner)).json()["state"] == state;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(300));
+  }
+
+  json journal() { return json::parse(slurp(fs::path(state_dir()) / "tasks.json")); }
+
+  std::string pki_dir_;
+  std::string work_;
+  std::string url_;
+};
+
+TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
+  auto [node_id, token] = create_node("gpu-proc-1");
+  auto enrolled = enroll(token);
+  ASSERT_EQ(enrolled.exit_code, 0) << enrolled.output;
+  EXPECT_NE(enrolled.output.find(node_id), std::string::npos) << enrolled.output;
+  struct stat key {};
+  ASSERT_EQ(stat((state_dir() + "/agent.key").c_str(), &key), 0);
+  EXPECT_EQ(key.st_mode & 0777, 0600u);
+  EXPECT_EQ(slurp(state_dir() + "/ca.crt"), slurp(pki_dir_ + "/ca.crt"));
+  EXPECT_NE(slurp(state_dir() + "/agent.crt").find("BEGIN CERTIFICATE"), std::string::npos);
+  // The token was single-use: a second enrolment is refused with the server's reason.
+  auto again = enroll(token);
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_NE(again.output.find("401"), std::string::npos) << again.output;
+
+  auto agent = start_agent("300ms");
+  expect_in_service(node_id, *agent);
+  json shown = node(node_id);
+  EXPECT_EQ(shown["topology_source"], "agent");
+  EXPECT_EQ(shown["agent_version"], GPURENT_VERSION);
+
+  Login owner = account("owner@example.com", "Acme");
+  std::string rental = book(owner);
+  ASSERT_FALSE(rental.empty());
+  ASSERT_TRUE(drive_until(owner, rental, "active"))
+      << agent->log() << get("/v1/rentals/" + rental, session(owner)).body;
+  // install_access left the payload where sshd's configuration would go.
+  json access = json::parse(slurp(fs::path(access_root()) / rental / "access.json"));
+  EXPECT_TRUE(access.is_object()) << access;
+
+  // Each task ran once and its result was acknowledged.
+  json tasks = journal()["tasks"];
+  ASSERT_EQ(tasks.size(), 2u) << tasks;
+  for (const auto& t : tasks) {
+    EXPECT_TRUE(t["result"]["ok"].get<bool>()) << t;
+    EXPECT_TRUE(t["acked"].get<bool>()) << t;
+  }
+
+  EXPECT_EQ(agent->stop(SIGTERM), 0) << agent->log();
+  EXPECT_NE(agent->log().find("stopped"), std::string::npos) << agent->log();
+}
+
+TEST_F(AgentProcessE2E, AnAgentKilledMidTaskNeverRunsItTwice) {
+  auto [node_id, token] = create_node("gpu-proc-2");
+  ASSERT_EQ(enroll(token).exit_code, 0);
+  auto agent = start_agent("60s");  // provisioning outlasts the agent
+  expect_in_service(node_id, *agent);
+
+  Login owner = account("owner@example.com", "Acme");
+  std::string rental = book(owner);
+  ASSERT_FALSE(rental.empty());
+  advance(1);
+  run_lifecycle();
+  // The provision task was taken (journalled before its ack) and is running.
+  std::string provision;
+  ASSERT_TRUE(wait_for([&] {
+    if (!fs::exists(fs::path(state_dir()) / "tasks.json")) return false;
+    json tasks = journal()["tasks"];
+    if (tasks.empty()) return false;
+    provision = tasks[0]["task_id"];
+    return agent->log().find(provision + " (provision) started") != std::string::npos;
+  })) << agent->log();
+  EXPECT_EQ(agent->stop(SIGKILL), -SIGKILL);
+
+  // Started again, it ends the cut-short task as interrupted rather than running it again,
+  // even though the server sends it once more on the new connection.
+  agent = start_agent("200ms");
+  expect_in_service(node_id, *agent);
+  ASSERT_TRUE(drive_until(owner, rental, "active")) << agent->log() << server_->logs();
+  json tasks = journal()["tasks"];
+  ASSERT_GE(tasks.size(), 3u) << tasks;
+  EXPECT_EQ(tasks[0]["task_id"], provision);
+  EXPECT_FALSE(tasks[0]["result"]["ok"].get<bool>()) << tasks[0];
+  EXPECT_NE(tasks[0]["result"]["message"].get<std::string>().find("interrupted"),
+            std::string::npos);
+  std::string log = agent->log();
+  std::string started = "task " + provision + " (provision) started";
+  auto first = log.find(started);
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(started, first + 1), std::string::npos) << "ran twice:\n" << log;
+  EXPECT_EQ(agent->stop(SIGTERM), 0) << agent->log();
+}
+
+}  // namespace gpurent::testing::agent_process_e2e
