@@ -2,6 +2,7 @@
 // untrusted to the other, so the decoder checks size, nesting, duplicate members, every
 // member's type and range, and refuses anything it does not know.
 #include "agent_proto/messages.h"
+#include "agent_proto/wire_time.h"
 
 #include "core/id.h"
 
@@ -411,53 +412,11 @@ constexpr std::chrono::sys_days kLastDay{std::chrono::year{9999} / 12 / 31};
 std::string format_time(Timestamp t, const std::string& path) {
   using namespace std::chrono;
   if (t < kFirstDay || t >= kLastDay + days{1}) fail(path, "must be within years 0000 to 9999");
-  auto day = floor<days>(t);
-  year_month_day ymd(day);
-  hh_mm_ss<microseconds> tod(t - day);
-  char buf[48];
-  int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", int(ymd.year()),
-                        unsigned(ymd.month()), unsigned(ymd.day()), int(tod.hours().count()),
-                        int(tod.minutes().count()), int(tod.seconds().count()));
-  if (auto us = tod.subseconds().count(); us != 0) {
-    std::snprintf(buf + n, sizeof buf - n, ".%06d", int(us));
-  }
-  return std::string(buf) + "Z";
+  return format_wire_time(t);
 }
 
-bool read_digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
-  if (pos + n > s.size()) return false;
-  out = 0;
-  for (std::size_t i = pos; i < pos + n; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    out = out * 10 + (s[i] - '0');
-  }
-  return true;
-}
-
-// Exactly the form format_time writes, with 1 to 6 fraction digits.
 std::optional<Timestamp> parse_time(std::string_view s) {
-  using namespace std::chrono;
-  int y, mo, d, h, mi, sec;
-  if (s.size() < 20 || !read_digits(s, 0, 4, y) || s[4] != '-' || !read_digits(s, 5, 2, mo) ||
-      s[7] != '-' || !read_digits(s, 8, 2, d) || s[10] != 'T' || !read_digits(s, 11, 2, h) ||
-      s[13] != ':' || !read_digits(s, 14, 2, mi) || s[16] != ':' || !read_digits(s, 17, 2, sec) ||
-      h > 23 || mi > 59 || sec > 59) {
-    return std::nullopt;
-  }
-  year_month_day ymd{year(y), month(unsigned(mo)), day(unsigned(d))};
-  if (!ymd.ok()) return std::nullopt;
-  std::size_t pos = 19;
-  int us = 0;
-  if (s[pos] == '.') {
-    std::size_t start = ++pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
-    std::size_t n = pos - start;
-    if (n < 1 || n > 6) return std::nullopt;
-    for (std::size_t i = 0; i < 6; ++i) us = us * 10 + (i < n ? s[start + i] - '0' : 0);
-  }
-  if (pos + 1 != s.size() || s[pos] != 'Z') return std::nullopt;
-  return Timestamp(sys_days(ymd).time_since_epoch() + hours(h) + minutes(mi) + seconds(sec) +
-                   microseconds(us));
+  return parse_wire_time(s);
 }
 
 Timestamp read_time(const json& value, const std::string& path) {
