@@ -301,6 +301,11 @@ const std::vector<Field>& fields() {
         "fails (whole seconds)",
         "60s"},
        [](Config& c, const std::string& v) { c.agent_silence_limit = parse_whole_seconds(v); }},
+      {{"agent_task_poll", "GPURENT_AGENT_TASK_POLL",
+        "how often each replica looks for tasks not yet sent to its connected agents, should a "
+        "notification have been missed (whole seconds)",
+        "15s"},
+       [](Config& c, const std::string& v) { c.agent_task_poll = parse_whole_seconds(v); }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

@@ -66,6 +66,9 @@ struct Config {
   std::chrono::seconds agent_certificate_validity{365 * 24 * 3600};
   // Heartbeats are due every 10 s; silent this long, a node is unreachable (failed).
   std::chrono::seconds agent_silence_limit{60};
+  // How often each replica looks for tasks its agents have not been sent: the fallback for
+  // a notification missed while its listener reconnected.
+  std::chrono::seconds agent_task_poll{15};
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

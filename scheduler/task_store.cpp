@@ -4,7 +4,9 @@
 #include "core/id.h"
 #include "core/sql.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 namespace gpurent::scheduler {
 namespace {
@@ -13,6 +15,9 @@ namespace {
 #define TASK_COLUMNS \
   "id, node_id, rental_id, kind, payload::text, state, attempts, " TASK_TIMES ", result_message"
 
+constexpr Statement kNodesWithQueued = {
+    "task_nodes_with_queued",
+    "SELECT DISTINCT node_id FROM agent_tasks WHERE state = 'queued' LIMIT $1"};
 constexpr Statement kCreate = {
     "task_create",
     "INSERT INTO agent_tasks (id, node_id, rental_id, kind, payload, state, created_at,"
@@ -31,6 +36,14 @@ constexpr Statement kDelivered = {
     "UPDATE agent_tasks SET state = 'delivered', attempts = attempts + 1,"
     " updated_at = $2::timestamptz WHERE id = $1 AND state IN ('queued', 'delivered')"
     " RETURNING id"};
+// The node's tasks not sent yet, taken for sending: concurrent callers (a notification and
+// the poll, or two of each) get disjoint sets, so a task is sent once unless resent.
+constexpr Statement kClaimQueued = {
+    "task_claim_queued",
+    "UPDATE agent_tasks SET state = 'delivered', attempts = attempts + 1,"
+    " updated_at = $3::timestamptz WHERE id IN (SELECT id FROM agent_tasks WHERE node_id = $1"
+    " AND state = 'queued' ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)"
+    " RETURNING " TASK_COLUMNS};
 constexpr Statement kComplete = {
     "task_complete",
     "UPDATE agent_tasks SET state = $2::text, result_message = $3::text,"
@@ -85,6 +98,23 @@ std::vector<AgentTask> TaskStore::for_rental(Tx& tx, const std::string& rental_i
 
 std::vector<AgentTask> TaskStore::queued_for_node(Tx& tx, const std::string& node_id, int limit) {
   return tasks_from(tx.exec(kOpenForNode, node_id, limit));
+}
+
+std::vector<AgentTask> TaskStore::claim_queued(Tx& tx, const std::string& node_id, int limit) {
+  std::vector<AgentTask> out;
+  for (const auto& row : tx.exec(kClaimQueued, node_id, limit, sql_timestamp(clock_.now()))) {
+    out.push_back(task_from(row));
+  }
+  std::sort(out.begin(), out.end(), [](const AgentTask& a, const AgentTask& b) {
+    return std::tie(a.created_at, a.id) < std::tie(b.created_at, b.id);
+  });
+  return out;
+}
+
+std::vector<std::string> TaskStore::nodes_with_queued(Tx& tx, int limit) {
+  std::vector<std::string> out;
+  for (const auto& row : tx.exec(kNodesWithQueued, limit)) out.push_back(row[0].as<std::string>());
+  return out;
 }
 
 bool TaskStore::mark_delivered(Tx& tx, const std::string& id) {

@@ -33,6 +33,14 @@ class TaskStore {
   // sent again (the agent runs each id once).
   std::vector<AgentTask> queued_for_node(Tx& tx, const std::string& node_id, int limit);
 
+  // The node's tasks not sent yet, oldest first, marked delivered: callers at once get
+  // disjoint sets (FOR UPDATE SKIP LOCKED), so each is sent once unless a reconnect resends.
+  std::vector<AgentTask> claim_queued(Tx& tx, const std::string& node_id, int limit);
+
+  // Nodes with a task not sent yet: what the agent listener's poll looks for, should a
+  // task's notification have been missed.
+  std::vector<std::string> nodes_with_queued(Tx& tx, int limit);
+
   // Records one more delivery (queued or delivered → delivered). False for an unknown or
   // finished task.
   bool mark_delivered(Tx& tx, const std::string& id);

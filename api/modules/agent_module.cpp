@@ -79,11 +79,39 @@ unsigned short AgentModule::start() {
                                  .server_key_pem = server.private_key_pem,
                                  .client_ca_pem = ca_.certificate_pem()},
       *this, workers_);
-  return listener_->start();
+  unsigned short port = listener_->start();
+  poller_ = std::thread([this] { poll_loop(); });
+  return port;
 }
 
 void AgentModule::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  poll_wake_.notify_all();
+  if (poller_.joinable()) poller_.join();
   if (listener_) listener_->stop();
+}
+
+void AgentModule::poll_loop() {
+  constexpr int kNodesPerPoll = 1000;
+  std::unique_lock lock(mutex_);
+  while (!poll_wake_.wait_for(lock, config_.agent_task_poll, [this] { return stopping_; })) {
+    lock.unlock();
+    try {
+      auto nodes = pool_.read("agent_task_poll",
+                              [&](Tx& tx) { return tasks_.nodes_with_queued(tx, kNodesPerPoll); });
+      for (const auto& node : nodes) {
+        if (!channel_of(node)) continue;  // another replica's agent, or none connected
+        log::info("sending the agent of node {} tasks its notification did not bring", node);
+        deliver_tasks(node, /*resend_delivered=*/false);
+      }
+    } catch (const std::exception& e) {
+      log::warn("looking for tasks not sent to agents: {}", e.what());
+    }
+    lock.lock();
+  }
 }
 
 nlohmann::json AgentModule::enroll(const nlohmann::json& body, const std::string& remote_ip) {
@@ -248,14 +276,10 @@ void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivere
   auto channel = channel_of(node_id);
   if (!channel) return;
   auto tasks = pool_.transact("agent_deliver_tasks", [&](Tx& tx) {
+    if (!resend_delivered) return tasks_.claim_queued(tx, node_id, kTasksPerDelivery);
     auto unfinished = tasks_.queued_for_node(tx, node_id, kTasksPerDelivery);
-    std::vector<scheduler::AgentTask> out;
-    for (auto& t : unfinished) {
-      if (!resend_delivered && t.state != scheduler::TaskState::kQueued) continue;
-      tasks_.mark_delivered(tx, t.id);
-      out.push_back(std::move(t));
-    }
-    return out;
+    for (const auto& t : unfinished) tasks_.mark_delivered(tx, t.id);
+    return unfinished;
   });
   for (const auto& t : tasks) {
     auto kind = proto::parse_task_kind(scheduler::to_string(t.kind));

@@ -13,12 +13,14 @@
 #include "inventory/node_store.h"
 #include "scheduler/task_store.h"
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace gpurent {
 
@@ -51,6 +53,7 @@ class AgentModule final : public http::AgentEndpoint {
 
  private:
   std::shared_ptr<http::AgentChannel> channel_of(const std::string& node_id);
+  void poll_loop();
 
   const Config& config_;
   PgPool& pool_;
@@ -65,6 +68,9 @@ class AgentModule final : public http::AgentEndpoint {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<http::AgentChannel>> channels_;  // by node id
   int sent_ = 0;  // message ids of this replica's sends
+  std::thread poller_;
+  std::condition_variable poll_wake_;
+  bool stopping_ = false;  // under mutex_
 };
 
 }  // namespace gpurent

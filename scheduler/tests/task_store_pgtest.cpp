@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <latch>
+#include <thread>
+
 namespace gpurent::scheduler {
 namespace task_store_pgtest {
 
@@ -91,6 +95,46 @@ TEST_F(TaskStoreTest, ARentalsTasksAndANodesOpenTasksComeOldestFirst) {
             (std::vector<std::string>{provision.id, access.id, housekeeping.id, revoke.id}));
   EXPECT_EQ(open_ids(n, 2), (std::vector<std::string>{provision.id, access.id}));
   EXPECT_EQ(open_ids(other), std::vector<std::string>{elsewhere.id});
+}
+
+// A notification and the poll sending a node's tasks at once: each task goes out once, and
+// the poll finds the nodes that still have some to send.
+TEST_F(TaskStoreTest, ClaimsOfANodesQueuedTasksAreDisjoint) {
+  std::string n = node("h-1");
+  std::string other = node("h-2");
+  std::vector<std::string> made;
+  for (int i = 0; i < 40; ++i) made.push_back(create(n, std::nullopt, TaskKind::kWipe).id);
+  create(other, std::nullopt, TaskKind::kWipe);
+  auto nodes = read([&](Tx& tx) { return tasks_.nodes_with_queued(tx, 10); });
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<std::string> both{n, other};
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(nodes, both);
+
+  std::vector<std::string> a, b;
+  std::latch go(2);
+  auto claim = [&](std::vector<std::string>& into) {
+    go.arrive_and_wait();
+    for (;;) {
+      auto got = transact([&](Tx& tx) { return tasks_.claim_queued(tx, n, 3); });
+      if (got.empty()) return;
+      for (const auto& t : got) {
+        EXPECT_EQ(t.state, TaskState::kDelivered);
+        into.push_back(t.id);
+      }
+    }
+  };
+  std::thread first([&] { claim(a); });
+  std::thread second([&] { claim(b); });
+  first.join();
+  second.join();
+  std::vector<std::string> all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  std::sort(made.begin(), made.end());
+  EXPECT_EQ(all, made) << "every task claimed, none twice";
+  EXPECT_EQ(read([&](Tx& tx) { return tasks_.nodes_with_queued(tx, 10); }),
+            std::vector<std::string>{other});
 }
 
 TEST_F(TaskStoreTest, DeliveredTasksStayOpenUntilTheirOutcomeIsRecordedOnce) {

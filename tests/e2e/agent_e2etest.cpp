@@ -325,4 +325,40 @@ TEST_F(AgentE2E, ANodeWhoseAgentFallsSilentFails) {
       << shown["events"][0];
 }
 
+// The task table is the truth and the notification only a wake-up: a task whose
+// notification never came (here: the trigger off, as if the listener had been reconnecting)
+// is found by the replica's poll and sent all the same.
+TEST_F(AgentE2E, ATaskWhoseNotificationWasMissedIsSentByThePoll) {
+  auto options = replica_options();
+  options.flags.push_back("--agent_task_poll=1s");
+  ServerProcess polling(options);
+  auto [node_id, token] = create_node("gpu-agent-5");
+  auto enrolled = enroll(token);
+  AgentConnection agent(polling.agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
+  expect_ack(agent, send(agent, hello()));
+  expect_ack(agent, send(agent, heartbeat()));
+  sql("ALTER TABLE agent_tasks DISABLE TRIGGER agent_tasks_created");
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", kModel},
+                      {"gpu_count", 8},
+                      {"start", "now"},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  advance(1);
+  run_lifecycle();
+  std::vector<std::string> kinds;
+  for (int i = 0; i < 2; ++i) {
+    auto m = next(agent);
+    const auto* task = std::get_if<proto::Task>(&m.body);
+    ASSERT_NE(task, nullptr) << proto::encode(m);
+    kinds.push_back(std::string(proto::to_string(task->kind)));
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"provision", "install_access"}));
+  EXPECT_EQ(agent.read(std::chrono::milliseconds(2500)), std::nullopt)
+      << "the next polls find nothing more to send";
+}
+
 }  // namespace gpurent::testing::agent_e2e
