@@ -320,6 +320,26 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                          "(text/plain body) (platform admins).",
               .tag = "admin"});
 
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/admin/nodes/{id}/enrollment-token",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string id = node_id_param(req);
+                    auto token = state.pool->transact("node_enrollment_token", [&](Tx& tx) {
+                      return state.nodes->issue_enrollment_token(tx, id, actor_of(req, p));
+                    });
+                    if (!token) throw no_such_node();
+                    return json_response(201, {{"node_id", id},
+                                               {"enrollment_token", token->enrollment_token},
+                                               {"enrollment_token_expires_at",
+                                                time_json(token->enrollment_expires_at)}});
+                  },
+              .platform_admin = true,
+              .summary = "A fresh single-use enrolment token for a node whose agent is "
+                         "reinstalled or whose first token expired; its next enrolment "
+                         "revokes the agent's current certificate (platform admins).",
+              .tag = "admin"});
+
   using inventory::NodeAction;
   add_transition_route(router, state, "maintenance", NodeAction::kMaintenance,
                        "Take a node out of service for maintenance: {reason} (platform admins).");

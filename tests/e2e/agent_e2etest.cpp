@@ -361,4 +361,34 @@ TEST_F(AgentE2E, ATaskWhoseNotificationWasMissedIsSentByThePoll) {
       << "the next polls find nothing more to send";
 }
 
+// A reinstalled agent enrols again with a fresh token from an admin; its old certificate
+// stops working at once.
+TEST_F(AgentE2E, AReinstalledAgentEnrolsAgainAndTheOldCertificateIsRefused) {
+  auto [node_id, token] = create_node("gpu-agent-6");
+  auto first = enroll(token);
+  auto fresh =
+      post("/v1/admin/nodes/" + node_id + "/enrollment-token", json::object(), session(admin_));
+  ASSERT_EQ(fresh.status, 201) << fresh.body;
+  EXPECT_EQ(fresh.json()["node_id"], node_id);
+  auto second = enroll(fresh.json()["enrollment_token"]);
+  EXPECT_EQ(second.node_id, node_id);
+  AgentConnection agent(server_->agent_port(), ca_pem_, second.certificate_pem, second.key_pem);
+  expect_ack(agent, send(agent, hello()));
+  try {
+    AgentConnection old(server_->agent_port(), ca_pem_, first.certificate_pem, first.key_pem);
+    ADD_FAILURE() << "the superseded certificate connected";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("403"), std::string::npos) << e.what();
+  }
+  // Only platform admins, and only for nodes that exist and are not retired.
+  Login owner = account("owner@example.com", "Acme");
+  EXPECT_EQ(post("/v1/admin/nodes/" + node_id + "/enrollment-token", json::object(), session(owner))
+                .status,
+            403);
+  EXPECT_EQ(post("/v1/admin/nodes/nod_doesnotexist000000000/enrollment-token", json::object(),
+                 session(admin_))
+                .status,
+            404);
+}
+
 }  // namespace gpurent::testing::agent_e2e
