@@ -262,21 +262,23 @@ TEST_F(RentalsE2E, OffersAndAvailabilityFollowTheBookings) {
   EXPECT_EQ(offer["site"], "Test DC");
   EXPECT_EQ(offer["price_per_day"], json({{"amount_minor", 800000}, {"currency", "RUB"}}));
 
-  // Tomorrow (Moscow) and the day after: one whole node each; two 4-GPU rentals each.
-  auto tomorrow =
-      get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=4&days=2", session(owner));
-  ASSERT_EQ(tomorrow.status, 200) << tomorrow.body;
-  ASSERT_EQ(tomorrow.json()["days"].size(), 2u) << tomorrow.body;
-  std::string day2 = tomorrow.json()["days"][1]["date"];
-  EXPECT_EQ(tomorrow.json()["days"][1]["available"], 2) << tomorrow.body;
+  // Three dates from today's in UTC. The site keeps Moscow time, three hours ahead: from
+  // 21:00 UTC its midnight of the second date has passed too, so only the third is ahead at
+  // every hour of the day. That date: one whole node, two 4-GPU rentals.
+  auto calendar =
+      get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=4&days=3", session(owner));
+  ASSERT_EQ(calendar.status, 200) << calendar.body;
+  ASSERT_EQ(calendar.json()["days"].size(), 3u) << calendar.body;
+  std::string day2 = calendar.json()["days"][2]["date"];
+  EXPECT_EQ(calendar.json()["days"][2]["available"], 2) << calendar.body;
 
   // The whole node booked for that date: the shape is gone that day, and the offer's
   // earliest start moves past it when asked from then.
   auto booked = post("/v1/rentals", booking(8, day2, 1), session(owner));
   ASSERT_EQ(booked.status, 201) << booked.body;
-  auto after = get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=4&days=2", session(owner));
+  auto after = get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=4&days=3", session(owner));
   ASSERT_EQ(after.status, 200) << after.body;
-  EXPECT_EQ(after.json()["days"][1]["available"], 0) << after.body;
+  EXPECT_EQ(after.json()["days"][2]["available"], 0) << after.body;
   auto later = get("/v1/offers?gpu_model=H100-SXM5-80GB&gpu_count=8&start=" +
                        std::string(booked.json()["period"]["start"]),
                    session(owner));
