@@ -13,7 +13,7 @@ void PrintTo(const HealthVerdict& v, std::ostream* os) {
   *os << "]";
 }
 
-namespace {
+namespace health_rules_test {
 
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
@@ -353,5 +353,5 @@ TEST(NodeHealth, TheWorstGpuAndTheHeartbeatCombine) {
   EXPECT_EQ(node_health({ok, ok}, 1s, 15s).severity, Severity::kOk);
 }
 
-}  // namespace
+}  // namespace health_rules_test
 }  // namespace gpurent::agent_proto

@@ -1,6 +1,7 @@
 // Tests the `nvidia-smi --query-gpu` CSV reader against every captured fixture and against
 // hand-made tables: units, N/A forms, field subsets and orders, CRLF, short rows, garbage.
 #include "agent_proto/nvidia_smi_query.h"
+#include "agent_proto/tests/printers.h"
 #include "tests/support/paths.h"
 
 #include <gmock/gmock.h>
@@ -12,12 +13,7 @@
 
 namespace gpurent::agent_proto {
 
-// Inline: several test files print these, with the same definition.
-inline void PrintTo(const GpuTelemetry& gpu, std::ostream* os) {
-  *os << to_json(gpu).dump();
-}
-
-namespace {
+namespace nvidia_smi_query_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -459,5 +455,5 @@ TEST(QueryGpuCsv, ErrorQuotesAreShortAndPrintable) {
   EXPECT_LT(message.size(), 200u);
 }
 
-}  // namespace
+}  // namespace nvidia_smi_query_test
 }  // namespace gpurent::agent_proto

@@ -2,6 +2,7 @@
 // trips, and the strict readers refusing wrong types, ranges, sizes and unknown members with
 // the path of the offending member.
 #include "agent_proto/telemetry.h"
+#include "agent_proto/tests/printers.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,16 +12,7 @@
 
 namespace gpurent::agent_proto {
 
-// Inline: several test files print these, with the same definition.
-inline void PrintTo(const GpuTelemetry& gpu, std::ostream* os) {
-  *os << to_json(gpu).dump();
-}
-// Inline: several test files print these, with the same definition.
-inline void PrintTo(const XidEvent& event, std::ostream* os) {
-  *os << to_json(event).dump();
-}
-
-namespace {
+namespace telemetry_test {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
@@ -316,5 +308,5 @@ TEST(TelemetryJson, EventNeedsPciXidAndMessage) {
   EXPECT_THAT(event_refusal(json::array()).what, HasSubstr("must be an object"));
 }
 
-}  // namespace
+}  // namespace telemetry_test
 }  // namespace gpurent::agent_proto

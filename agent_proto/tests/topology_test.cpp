@@ -19,7 +19,7 @@ void PrintTo(const Matrix& m, std::ostream* os) {
   *os << to_json(m).dump();
 }
 
-namespace {
+namespace topology_test {
 
 using ::testing::HasSubstr;
 
@@ -531,5 +531,5 @@ INSTANTIATE_TEST_SUITE_P(
     }),
     [](const auto& info) { return info.param.label; });
 
-}  // namespace
+}  // namespace topology_test
 }  // namespace gpurent::topology

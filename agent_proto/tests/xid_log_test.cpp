@@ -2,6 +2,7 @@
 // provenance) and on hand-made shapes: every time-stamp style, driver generation, container
 // wrapper, and lines that must be skipped.
 #include "agent_proto/xid_log.h"
+#include "agent_proto/tests/printers.h"
 #include "tests/support/paths.h"
 
 #include <gmock/gmock.h>
@@ -13,12 +14,7 @@
 
 namespace gpurent::agent_proto {
 
-// Inline: several test files print these, with the same definition.
-inline void PrintTo(const XidEvent& event, std::ostream* os) {
-  *os << to_json(event).dump();
-}
-
-namespace {
+namespace xid_log_test {
 
 using namespace std::chrono;
 
@@ -337,5 +333,5 @@ TEST(XidLog, MixedLogKeepsOrderAndSkipsTheRest) {
   EXPECT_TRUE(parse_xid_log("", kUtc2026).empty());
 }
 
-}  // namespace
+}  // namespace xid_log_test
 }  // namespace gpurent::agent_proto
