@@ -49,14 +49,6 @@ class AgentE2E : public RentalFleetTest {
   }
 
   // An admin's new node: its id and single-use enrolment token.
-  std::pair<std::string, std::string> create_node(const std::string& hostname) {
-    auto r = post(
-        "/v1/admin/nodes",
-        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", kModel}, {"gpu_count", 8}},
-        session(admin_));
-    EXPECT_EQ(r.status, 201) << r.body;
-    return {r.json()["node"]["id"], r.json()["enrollment_token"]};
-  }
 
   struct Enrolment {
     std::string node_id;
@@ -115,24 +107,14 @@ class AgentE2E : public RentalFleetTest {
     return beat;
   }
 
-  void advance(int seconds) {
-    auto r = post("/v1/admin/test-clock", {{"advance_seconds", seconds}});
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
-  void run_lifecycle() {
-    auto r = post("/v1/test/lifecycle/run", json::object());
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
-  json node(const std::string& id) { return get("/v1/admin/nodes/" + id, session(admin_)).json(); }
-
   std::string pki_dir_;
   std::string ca_pem_;
   int sent_ = 0;
 };
 
 TEST_F(AgentE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
-  auto [node_id, token] = create_node("gpu-agent-1");
-  EXPECT_EQ(node(node_id)["state"], "enrolling");
+  auto [node_id, token] = create_enrolling_node("gpu-agent-1");
+  EXPECT_EQ(node_view(node_id)["state"], "enrolling");
   auto enrolled = enroll(token);
   EXPECT_EQ(enrolled.node_id, node_id);
   // The token was single-use.
@@ -143,25 +125,19 @@ TEST_F(AgentE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
 
   AgentConnection agent(server_->agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
   expect_ack(agent, send(agent, hello()));
-  json shown = node(node_id);
+  json shown = node_view(node_id);
   EXPECT_EQ(shown["state"], "available");
   EXPECT_EQ(shown["topology_source"], "agent");
   EXPECT_EQ(shown["agent_version"], "0.9.0");
   expect_ack(agent, send(agent, heartbeat()));
-  shown = node(node_id);
+  shown = node_view(node_id);
   EXPECT_EQ(shown["health"], "ok");
   EXPECT_TRUE(shown["last_heartbeat_at"].is_string());
 
   // A customer books two GPUs on it; the worker starts the rental and the agent gets its
   // provisioning tasks at once, over its channel.
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", kModel},
-                      {"gpu_count", 2},
-                      {"start", "now"},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
+  auto booked = book_now(owner, 2);
   ASSERT_EQ(booked.status, 201) << booked.body;
   std::string rental = booked.json()["id"];
   EXPECT_EQ(booked.json()["node_id"], node_id);
@@ -198,7 +174,7 @@ TEST_F(AgentE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
                          .message = "GPU has fallen off the bus.",
                          .at = std::nullopt});
   expect_ack(agent, send(agent, beat));
-  shown = node(node_id);
+  shown = node_view(node_id);
   EXPECT_EQ(shown["state"], "failed");
   EXPECT_EQ(shown["health"], "critical");
   r = get("/v1/rentals/" + rental, session(owner));
@@ -216,7 +192,7 @@ TEST_F(AgentE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
 }
 
 TEST_F(AgentE2E, RefusedTokensCertificatesAndMessages) {
-  auto [node_id, token] = create_node("gpu-agent-2");
+  auto [node_id, token] = create_enrolling_node("gpu-agent-2");
   auto unknown = agent_enroll(server_->agent_port(), ca_pem_,
                               json{{"enrollment_token", "gpe_" + std::string(64, '0')},
                                    {"csr_pem", make_agent_key().csr_pem}}
@@ -256,22 +232,16 @@ TEST_F(AgentE2E, RefusedTokensCertificatesAndMessages) {
 // reaches the agent connected to replica B at once, through B's LISTEN on the task table.
 TEST_F(AgentE2E, ATaskMadeOnOneReplicaReachesAnAgentOnAnother) {
   ServerProcess replica_b(replica_options());
-  auto [node_id, token] = create_node("gpu-agent-3");
+  auto [node_id, token] = create_enrolling_node("gpu-agent-3");
   auto enrolled = enroll(token);  // on A
   AgentConnection agent(replica_b.agent_port(), ca_pem_, enrolled.certificate_pem,
                         enrolled.key_pem);
   expect_ack(agent, send(agent, hello()));
   expect_ack(agent, send(agent, heartbeat()));
-  ASSERT_EQ(node(node_id)["state"], "available");
+  ASSERT_EQ(node_view(node_id)["state"], "available");
 
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", kModel},
-                      {"gpu_count", 8},
-                      {"start", "now"},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
+  auto booked = book_now(owner, 8);
   ASSERT_EQ(booked.status, 201) << booked.body;
   advance(1);
   run_lifecycle();  // on A: the tasks are made there
@@ -288,7 +258,7 @@ TEST_F(AgentE2E, ATaskMadeOnOneReplicaReachesAnAgentOnAnother) {
 // reason in the node's events, by the lifecycle worker of any replica.
 TEST_F(AgentE2E, ANodeWhoseAgentFallsSilentFails) {
   ServerProcess replica_b(replica_options("30s"));
-  auto [node_id, token] = create_node("gpu-agent-4");
+  auto [node_id, token] = create_enrolling_node("gpu-agent-4");
   auto enrolled = enroll(token);
   {
     AgentConnection agent(replica_b.agent_port(), ca_pem_, enrolled.certificate_pem,
@@ -296,7 +266,7 @@ TEST_F(AgentE2E, ANodeWhoseAgentFallsSilentFails) {
     expect_ack(agent, send(agent, hello()));
     expect_ack(agent, send(agent, heartbeat()));
   }
-  ASSERT_EQ(node(node_id)["state"], "available");
+  ASSERT_EQ(node_view(node_id)["state"], "available");
   // Replica B's clock moves on and B's worker runs; A's limit is an hour and A never judges.
   ASSERT_EQ(
       http_request(replica_b.port(), "POST", "/v1/admin/test-clock",
@@ -307,7 +277,7 @@ TEST_F(AgentE2E, ANodeWhoseAgentFallsSilentFails) {
                          {{"Content-Type", "application/json"}})
                 .status,
             200);
-  EXPECT_EQ(node(node_id)["state"], "available") << "20 s of silence is within the limit";
+  EXPECT_EQ(node_view(node_id)["state"], "available") << "20 s of silence is within the limit";
   ASSERT_EQ(
       http_request(replica_b.port(), "POST", "/v1/admin/test-clock",
                    json{{"advance_seconds", 20}}.dump(), {{"Content-Type", "application/json"}})
@@ -317,7 +287,7 @@ TEST_F(AgentE2E, ANodeWhoseAgentFallsSilentFails) {
                          {{"Content-Type", "application/json"}})
                 .status,
             200);
-  json shown = node(node_id);
+  json shown = node_view(node_id);
   EXPECT_EQ(shown["state"], "failed");
   EXPECT_EQ(shown["health"], "critical");
   ASSERT_FALSE(shown["events"].empty());
@@ -332,20 +302,14 @@ TEST_F(AgentE2E, ATaskWhoseNotificationWasMissedIsSentByThePoll) {
   auto options = replica_options();
   options.flags.push_back("--agent_task_poll=1s");
   ServerProcess polling(options);
-  auto [node_id, token] = create_node("gpu-agent-5");
+  auto [node_id, token] = create_enrolling_node("gpu-agent-5");
   auto enrolled = enroll(token);
   AgentConnection agent(polling.agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
   expect_ack(agent, send(agent, hello()));
   expect_ack(agent, send(agent, heartbeat()));
   sql("ALTER TABLE agent_tasks DISABLE TRIGGER agent_tasks_created");
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", kModel},
-                      {"gpu_count", 8},
-                      {"start", "now"},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
+  auto booked = book_now(owner, 8);
   ASSERT_EQ(booked.status, 201) << booked.body;
   advance(1);
   run_lifecycle();
@@ -364,7 +328,7 @@ TEST_F(AgentE2E, ATaskWhoseNotificationWasMissedIsSentByThePoll) {
 // A reinstalled agent enrols again with a fresh token from an admin; its old certificate
 // stops working at once.
 TEST_F(AgentE2E, AReinstalledAgentEnrolsAgainAndTheOldCertificateIsRefused) {
-  auto [node_id, token] = create_node("gpu-agent-6");
+  auto [node_id, token] = create_enrolling_node("gpu-agent-6");
   auto first = enroll(token);
   auto fresh =
       post("/v1/admin/nodes/" + node_id + "/enrollment-token", json::object(), session(admin_));

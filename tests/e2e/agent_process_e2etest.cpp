@@ -94,16 +94,6 @@ class AgentProcessE2E : public RentalFleetTest {
     fs::remove_all(work_);
   }
 
-  std::pair<std::string, std::string> create_node(const std::string& hostname) {
-    auto r = post(
-        "/v1/admin/nodes",
-        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", kModel}, {"gpu_count", 8}},
-        session(admin_));
-    EXPECT_EQ(r.status, 201) << r.body;
-    return {r.json()["node"]["id"], r.json()["enrollment_token"]};
-  }
-  json node(const std::string& id) { return get("/v1/admin/nodes/" + id, session(admin_)).json(); }
-
   SubprocessResult enroll(const std::string& token) {
     return run_subprocess({agent_path(), "enroll", "--url", url_, "--token", token, "--ca-file",
                            pki_dir_ + "/ca.crt", "--state-dir", state_dir(), "--log-format",
@@ -141,32 +131,18 @@ class AgentProcessE2E : public RentalFleetTest {
   // Waits until the node is in service and healthy: the agent's hello and first heartbeat.
   void expect_in_service(const std::string& node_id, AgentProcess& agent) {
     bool up = wait_for([&] {
-      json n = node(node_id);
+      json n = node_view(node_id);
       return n["state"] == "available" && n["health"] == "ok";
     });
-    ASSERT_TRUE(up) << node(node_id).dump() << "\n" << agent.log();
+    ASSERT_TRUE(up) << node_view(node_id).dump() << "\n" << agent.log();
   }
 
   std::string book(const Login& owner) {
-    auto booked = post("/v1/rentals",
-                       {{"gpu_model", kModel},
-                        {"gpu_count", 2},
-                        {"start", "now"},
-                        {"days", 1},
-                        {"image_id", image_id_}},
-                       session(owner));
+    auto booked = book_now(owner, 2);
     EXPECT_EQ(booked.status, 201) << booked.body;
     return booked.json().value("id", "");
   }
 
-  void advance(int seconds) {
-    auto r = post("/v1/admin/test-clock", {{"advance_seconds", seconds}});
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
-  void run_lifecycle() {
-    auto r = post("/v1/test/lifecycle/run", json::object());
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
   // Moves the test clock a poll interval at a time, running the worker, until the rental
   // is in `state`.
   bool drive_until(const Login& owner, const std::string& rental, const std::string& state) {
@@ -189,7 +165,7 @@ class AgentProcessE2E : public RentalFleetTest {
 };
 
 TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
-  auto [node_id, token] = create_node("gpu-proc-1");
+  auto [node_id, token] = create_enrolling_node("gpu-proc-1");
   auto enrolled = enroll(token);
   ASSERT_EQ(enrolled.exit_code, 0) << enrolled.output;
   EXPECT_NE(enrolled.output.find(node_id), std::string::npos) << enrolled.output;
@@ -205,7 +181,7 @@ TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARen
 
   auto agent = start_agent("300ms");
   expect_in_service(node_id, *agent);
-  json shown = node(node_id);
+  json shown = node_view(node_id);
   EXPECT_EQ(shown["topology_source"], "agent");
   EXPECT_EQ(shown["agent_version"], GPURENT_VERSION);
 
@@ -231,7 +207,7 @@ TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARen
 }
 
 TEST_F(AgentProcessE2E, AnAgentKilledMidTaskNeverRunsItTwice) {
-  auto [node_id, token] = create_node("gpu-proc-2");
+  auto [node_id, token] = create_enrolling_node("gpu-proc-2");
   ASSERT_EQ(enroll(token).exit_code, 0);
   auto agent = start_agent("60s");  // provisioning outlasts the agent
   expect_in_service(node_id, *agent);

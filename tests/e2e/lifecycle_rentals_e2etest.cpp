@@ -29,17 +29,6 @@ class LifecycleRentalsE2E : public RentalFleetTest {
     node_id_ = add_node("gpu-1");
   }
 
-  void advance(int seconds) {
-    auto r = post("/v1/admin/test-clock", {{"advance_seconds", seconds}});
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
-
-  int run_lifecycle() {
-    auto r = post("/v1/test/lifecycle/run", json::object());
-    EXPECT_EQ(r.status, 200) << r.body;
-    return r.json().value("moved", -1);
-  }
-
   std::string state_of(const Login& owner, const std::string& id) {
     auto r = get("/v1/rentals/" + id, session(owner));
     EXPECT_EQ(r.status, 200) << r.body;
@@ -71,13 +60,7 @@ class LifecycleRentalsE2E : public RentalFleetTest {
 
 TEST_F(LifecycleRentalsE2E, ABookedRentalWalksFromScheduledToEnded) {
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", "H100-SXM5-80GB"},
-                      {"gpu_count", 2},
-                      {"start", "now"},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
+  auto booked = book_now(owner, 2);
   ASSERT_EQ(booked.status, 201) << booked.body;
   std::string id = booked.json()["id"];
   ASSERT_EQ(booked.json()["state"], "scheduled");
@@ -123,13 +106,7 @@ TEST_F(LifecycleRentalsE2E, ABookedRentalWalksFromScheduledToEnded) {
 // then be retired.
 TEST_F(LifecycleRentalsE2E, ANodeWithARunningRentalIsDrainedNotRetired) {
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", "H100-SXM5-80GB"},
-                      {"gpu_count", 2},
-                      {"start", "now"},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
+  auto booked = book_now(owner, 2);
   ASSERT_EQ(booked.status, 201) << booked.body;
   std::string id = booked.json()["id"];
   advance(1);

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace gpurent::testing {
 
@@ -68,6 +69,44 @@ class RentalFleetTest : public ApiTest {
     std::string id = r.json()["node"]["id"];
     sql("UPDATE nodes SET state = 'available', health = 'ok' WHERE id = '" + id + "'");
     return id;
+  }
+
+  // A node an admin has just created, still enrolling: its id and single-use enrolment token.
+  std::pair<std::string, std::string> create_enrolling_node(const std::string& hostname) {
+    auto r = post(
+        "/v1/admin/nodes",
+        {{"site_id", site_id_}, {"hostname", hostname}, {"gpu_model", kModel}, {"gpu_count", 8}},
+        session(admin_));
+    EXPECT_EQ(r.status, 201) << r.body;
+    return {r.json()["node"]["id"], r.json()["enrollment_token"]};
+  }
+
+  // The admin node view.
+  nlohmann::json node_view(const std::string& id) {
+    return get("/v1/admin/nodes/" + id, session(admin_)).json();
+  }
+
+  // `owner` books `gpus` H100s from now for a day: the answer.
+  HttpResult book_now(const Login& owner, int gpus) {
+    return post("/v1/rentals",
+                {{"gpu_model", kModel},
+                 {"gpu_count", gpus},
+                 {"start", "now"},
+                 {"days", 1},
+                 {"image_id", image_id_}},
+                session(owner));
+  }
+
+  // The test clock moved on (test mode), and a lifecycle run at its now: how many rentals
+  // the run moved.
+  void advance(int seconds) {
+    auto r = post("/v1/admin/test-clock", {{"advance_seconds", seconds}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  int run_lifecycle() {
+    auto r = post("/v1/test/lifecycle/run", nlohmann::json::object());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json().value("moved", -1);
   }
 
   void sql(const std::string& statement) {
