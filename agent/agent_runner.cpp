@@ -1,6 +1,7 @@
 // The agent's main loop and its task worker.
 #include "agent/agent_runner.h"
 
+#include "agent/agent_messages.h"
 #include "agent/backoff.h"
 #include "core/log.h"
 
@@ -12,14 +13,6 @@ namespace gpurent::agent {
 
 namespace proto = agent_proto;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-Timestamp now_utc() {
-  return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
-}
-
-}  // namespace
 
 AgentRunner::AgentRunner(RunnerOptions options, GpuBackend& backend, TaskExecutor& executor,
                          TaskJournal& journal, ChannelOpener open)
@@ -83,11 +76,7 @@ void AgentRunner::run() {
 bool AgentRunner::say_hello(Channel& channel) {
   proto::Hello hello;
   try {
-    hello.agent_version = options_.agent_version;
-    hello.hostname = options_.hostname;
-    hello.gpus = backend_.inventory();
-    hello.topology = backend_.topology();
-    hello.recent_task_ids = journal_.recent_ids();
+    hello = make_hello(options_.agent_version, options_.hostname, backend_, journal_);
   } catch (const std::exception& e) {
     log::error("cannot read this node's GPUs for the hello: {}", e.what());
     return false;
@@ -167,25 +156,23 @@ bool AgentRunner::send(proto::Body body) {
 }
 
 void AgentRunner::send_heartbeat() {
-  proto::Heartbeat beat;
-  beat.sent_at = now_utc();
-  beat.gpus = backend_.telemetry();
-  auto events = backend_.new_events();
-  pending_events_.insert(pending_events_.end(), events.begin(), events.end());
-  std::size_t carried = std::min(pending_events_.size(), proto::kMaxEventsPerHeartbeat);
-  beat.events.assign(pending_events_.begin(), pending_events_.begin() + carried);
+  std::vector<std::string> running;
   {
     std::lock_guard lock(queue_mutex_);
-    beat.running_task_ids.assign(running_.begin(), running_.end());
+    running.assign(running_.begin(), running_.end());
   }
+  auto draft = make_heartbeat(backend_, pending_events_, std::move(running));
   // Events that did not go out (no channel, too long a message) go with the next one.
   bool sent = false;
   try {
-    sent = send(std::move(beat));
+    sent = send(std::move(draft.beat));
   } catch (const proto::ProtocolError& e) {
     log::warn("the heartbeat did not fit: {}", e.what());
   }
-  if (sent) pending_events_.erase(pending_events_.begin(), pending_events_.begin() + carried);
+  if (sent) {
+    pending_events_.erase(pending_events_.begin(),
+                          pending_events_.begin() + static_cast<std::ptrdiff_t>(draft.carried));
+  }
 }
 
 void AgentRunner::send_result(const proto::TaskResult& result) {
@@ -223,30 +210,12 @@ void AgentRunner::handle(const std::string& text) {
 }
 
 void AgentRunner::handle_task(const std::string& message_id, const proto::Task& task) {
-  switch (journal_.seen(task.task_id)) {
-    case TaskJournal::Seen::kFinished:
-      // Delivered again (the ack or the result was lost): the remembered result, not a rerun.
-      send(proto::Ack{message_id});
-      if (auto result = journal_.result_of(task.task_id)) send_result(*result);
-      return;
-    case TaskJournal::Seen::kRunning:
-      send(proto::Ack{message_id});
-      return;
-    case TaskJournal::Seen::kNew:
-      break;
-  }
-  if (task.deadline < now_utc()) {
-    proto::TaskResult late{.task_id = task.task_id,
-                           .ok = false,
-                           .message = "not started: its deadline had passed",
-                           .result = std::nullopt};
-    journal_.finish(late);
+  auto intake = take_task(journal_, task, now_utc());
+  if (intake.action != TaskIntake::Action::kRun) {
     send(proto::Ack{message_id});
-    send_result(late);
+    if (intake.result) send_result(*intake.result);
     return;
   }
-  // Recorded before the ack: once acked, a crash must not let it run again.
-  journal_.begin(task.task_id);
   log::info("task {} ({}) accepted", task.task_id, proto::to_string(task.kind));
   {
     std::lock_guard lock(queue_mutex_);
@@ -283,10 +252,7 @@ void AgentRunner::work(const std::stop_token& stop) {
       log::warn("task {} stopped unfinished", task.task_id);
       return;
     }
-    proto::TaskResult result{.task_id = task.task_id,
-                             .ok = outcome->ok,
-                             .message = outcome->message.substr(0, proto::kMaxTextBytes),
-                             .result = outcome->result};
+    proto::TaskResult result = result_of(task, *outcome);
     journal_.finish(result);
     {
       std::lock_guard lock(queue_mutex_);
