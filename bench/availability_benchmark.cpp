@@ -1,8 +1,11 @@
 // How long the availability calendar (GET /v1/availability: how many rentals of one shape could
 // start on each of the next 30 days) takes over a 10,000-node fleet of one GPU model with
-// 100,000 rentals in the coming 30 days, against its own embedded PostgreSQL; and, to show
-// where that time goes, the candidate load alone over the calendar's window and over a
-// one-day booking's. Every call is timed on its own; p50/p99/max are the counters.
+// 100,000 rentals in the coming 30 days, against its own embedded PostgreSQL: right after a
+// booking changed one node (the replica's copy reloads that node, then counts), with nothing
+// changed since the last calendar, and with no copy yet (a replica's first calendar of the
+// model, or its first after a reconnection). And, to show where a copy's load goes, the
+// candidate load alone over a calendar's window and over a one-day booking's. Every call is
+// timed on its own; p50/p99/max are the counters.
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/embedded_postgres.h"
@@ -11,6 +14,7 @@
 #include "inventory/price_store.h"
 #include "migrations/embedded_migrations.h"
 #include "scheduler/candidate_store.h"
+#include "scheduler/capacity_index.h"
 #include "scheduler/catalog_views.h"
 
 #include <benchmark/benchmark.h>
@@ -28,6 +32,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpurent {
@@ -151,10 +156,26 @@ class AvailabilityBenchEnv {
   PgPool& pool() { return *pool_; }
   scheduler::CatalogViews& views() { return *views_; }
   scheduler::CandidateStore& candidates() { return candidates_; }
+  scheduler::CapacityIndex& capacity() { return *capacity_; }
   const std::string& today() const { return today_; }
   long long rentals() const { return rentals_; }
   long long allocations() const { return allocations_; }
   double booked_share() const { return booked_share_; }
+
+  // A real change to one node, as an early end or an extension makes it: one of a thousand
+  // rentals has its allocations cut short by an hour, or given the hour back (every other
+  // round), and its node is announced.
+  void change_one_node() {
+    if (!changer_) changer_.emplace(postgres_->url());
+    const auto& [rental, node] = changes_[next_change_ % changes_.size()];
+    const bool shorten = (next_change_ / changes_.size()) % 2 == 0;
+    ++next_change_;
+    pqxx::nontransaction tx(*changer_);
+    tx.exec("UPDATE allocations SET period = tstzrange(lower(period), upper(period) " +
+            std::string(shorten ? "-" : "+") +
+            " interval '1 hour', '[)') WHERE rental_id = " + tx.quote(rental));
+    capacity_->node_changed(node);
+  }
 
  private:
   AvailabilityBenchEnv() {
@@ -186,8 +207,20 @@ class AvailabilityBenchEnv {
     pool_ = std::make_unique<PgPool>(PgPoolOptions{.url = postgres_->url(), .size = 2});
     catalog_ = std::make_unique<inventory::CatalogStore>(clock_);
     prices_ = std::make_unique<inventory::PriceStore>(clock_, "RUB");
-    views_ = std::make_unique<scheduler::CatalogViews>(clock_, *catalog_, *prices_, candidates_,
+    // The benchmark makes its changes itself and announces them as the database's triggers
+    // would: no listener.
+    capacity_ =
+        std::make_unique<scheduler::CapacityIndex>(clock_, candidates_, [] { return true; });
+    views_ = std::make_unique<scheduler::CatalogViews>(clock_, *catalog_, *prices_, *capacity_,
                                                        kCleaning);
+    {
+      pqxx::connection c(postgres_->url());
+      pqxx::nontransaction tx(c);
+      for (const auto& row : tx.exec("SELECT r.id, r.node_id FROM rentals r ORDER BY md5(r.id)"
+                                     " LIMIT 1000")) {
+        changes_.emplace_back(row[0].as<std::string>(), row[1].as<std::string>());
+      }
+    }
   }
 
   std::string root_;
@@ -197,7 +230,11 @@ class AvailabilityBenchEnv {
   std::unique_ptr<inventory::CatalogStore> catalog_;
   std::unique_ptr<inventory::PriceStore> prices_;
   scheduler::CandidateStore candidates_;
+  std::unique_ptr<scheduler::CapacityIndex> capacity_;
   std::unique_ptr<scheduler::CatalogViews> views_;
+  std::vector<std::pair<std::string, std::string>> changes_;  // rental, node
+  std::size_t next_change_ = 0;
+  std::optional<pqxx::connection> changer_;
   std::string today_;
   long long rentals_ = 0;
   long long allocations_ = 0;
@@ -217,18 +254,28 @@ void report(benchmark::State& state, std::vector<double>& ms) {
 }
 
 // The calendar as GET /v1/availability computes it: from today (the route's default), 30
-// days, through a pool read like the handler's.
+// days, through a pool read like the handler's. What happens before each call:
+enum class Before { kOneNodeChanged = 0, kNothingChanged = 1, kNoCopy = 2 };
+
 void BM_AvailabilityCalendar(benchmark::State& state) {
   auto& env = AvailabilityBenchEnv::get();
   const int count = static_cast<int>(state.range(0));
-  std::vector<double> ms;
-  long long offered = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    auto days = env.pool().read("bench_availability", [&](Tx& tx) {
+  const auto before = static_cast<Before>(state.range(1));
+  auto calendar = [&] {
+    return env.pool().read("bench_availability", [&](Tx& tx) {
       return env.views().availability(tx, kModel, count, scheduler::LinkNeed::kNvlink, env.today(),
                                       kCalendarDays);
     });
+  };
+  if (before != Before::kNoCopy) calendar();  // the copy exists, as on a replica in service
+  const auto stats_before = env.capacity().stats();
+  std::vector<double> ms;
+  long long offered = 0;
+  for (auto _ : state) {
+    if (before == Before::kOneNodeChanged) env.change_one_node();
+    if (before == Before::kNoCopy) env.capacity().everything_changed();
+    const auto start = std::chrono::steady_clock::now();
+    auto days = calendar();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     state.SetIterationTime(seconds);
@@ -238,20 +285,33 @@ void BM_AvailabilityCalendar(benchmark::State& state) {
     if (days.size() != kCalendarDays) state.SkipWithError("the calendar is not 30 days long");
   }
   report(state, ms);
-  // What the calendar answered (each day is capped at 1,000), and the data it looked at.
+  // What the calendar answered (each day is capped at 1,000), the data it looked at, and how
+  // the copy answered: whole loads and nodes reloaded per call.
+  const auto stats = env.capacity().stats();
+  const auto calls = static_cast<double>(ms.size());
   state.counters["offered_30d"] = static_cast<double>(offered);
   state.counters["rentals"] = static_cast<double>(env.rentals());
   state.counters["allocations"] = static_cast<double>(env.allocations());
   state.counters["booked_share"] = env.booked_share();
+  state.counters["loads_per_call"] =
+      static_cast<double>(stats.copies_loaded + stats.direct_loads - stats_before.copies_loaded -
+                          stats_before.direct_loads) /
+      calls;
+  state.counters["nodes_reloaded_per_call"] =
+      static_cast<double>(stats.nodes_reloaded - stats_before.nodes_reloaded) / calls;
 }
 BENCHMARK(BM_AvailabilityCalendar)
-    ->ArgName("gpus")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
+    ->ArgNames({"gpus", "before"})
+    ->ArgsProduct({{1, 2, 4, 8}, {static_cast<int>(Before::kOneNodeChanged)}})
+    ->ArgsProduct({{1, 8}, {static_cast<int>(Before::kNothingChanged)}})
     ->UseManualTime()
     ->MinTime(3.0)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AvailabilityCalendar)
+    ->ArgNames({"gpus", "before"})
+    ->ArgsProduct({{1, 8}, {static_cast<int>(Before::kNoCopy)}})
+    ->UseManualTime()
+    ->Iterations(8)
     ->Unit(benchmark::kMillisecond);
 
 // The candidate load alone: over the calendar's 30 days (what the calendar reads), and over

@@ -6,6 +6,7 @@
 // JSON. See docs/PERFORMANCE.md, "Availability calendar".
 #include "scheduler/candidate_store.h"
 
+#include "core/pg_array.h"
 #include "core/sql.h"
 
 #include <algorithm>
@@ -17,40 +18,54 @@
 namespace gpurent::scheduler {
 namespace {
 
-// $1 model, $2/$3 the window, $4 the failure lookback in microseconds. Two kinds of rows:
-//  0, node id, gpu_count, recent failures, interconnect, nvswitch kind, bridge kind,
+// Two kinds of rows:
+//  0, node id, gpu_count, recent failures, gpu model, interconnect, nvswitch kind, bridge kind,
 //     GPUs as "<index><+ healthy|- not><gpu id>" separated by spaces,
-//     links as "<gpu_a> <gpu_b> <kind>" separated by spaces (NULL: no rows in gpu_links);
+//     links as "<gpu_a> <gpu_b> <kind>" separated by spaces (NULL: no rows in gpu_links),
+//     site id, site name;
 //  1, -, gpu id, start, end (microseconds): an allocation overlapping the window.
-// The allocations are read once (allocations_no_overlap's GiST index for a short window, a
-// scan for a long one) and hash-joined to the candidates' GPUs: `+ 0` keeps the planner from
-// probing the index once per GPU instead (68,000 probes at 10,000 nodes). The CTE is inlined
-// (NOT MATERIALIZED) so that the planner's row estimates stay real: over a materialised one
-// it guessed millions of rows and compiled the statement with JIT, a quarter of a second more.
-// Sending GPUs and links one row each instead (28 link rows per 8-GPU node) cost a third more
-// at 10,000 nodes, most of it in formatting and parsing rows. Row order is not relied on.
-constexpr Statement kLoad = {
+// $2/$3 are the window, $4 the failure lookback in microseconds; which nodes (CANDIDATE, a
+// condition on `n`) differs: one model's or a few named ones. For one model the allocations
+// are read once (allocations_no_overlap's GiST index for a short window, a scan for a long
+// one) and hash-joined to the candidates' GPUs: `+ 0` (ALLOCATED_GPU) keeps the planner from
+// probing the index once per GPU instead (68,000 probes at 10,000 nodes); for a few named
+// nodes, probing the index per GPU is what is wanted. The CTE is inlined (NOT MATERIALIZED)
+// so that the planner's row estimates stay real: over a materialised one it guessed millions
+// of rows and compiled the statement with JIT, a quarter of a second more. Sending GPUs and
+// links one row each instead (28 link rows per 8-GPU node) cost a third more at 10,000 nodes,
+// most of it in formatting and parsing rows. Row order is not relied on.
+#define GPURENT_CANDIDATE_LOAD(CANDIDATE, ALLOCATED_GPU) \
+  "WITH cn AS NOT MATERIALIZED (SELECT n.id FROM nodes n WHERE " CANDIDATE ")"                   \
+  " SELECT 0, n.id, n.gpu_count::bigint, COALESCE(f.failures, 0), NULL::bigint, n.gpu_model,"   \
+  " n.interconnect, m.nvswitch_link_kind, m.bridge_link_kind, gs.gpus, ls.links, s.id, s.name"  \
+  " FROM nodes n JOIN gpu_models m ON m.name = n.gpu_model JOIN sites s ON s.id = n.site_id"     \
+  " LEFT JOIN (SELECT r.node_id, count(*) AS failures FROM rentals r"                            \
+  " WHERE r.state IN ('failed', 'interrupted')"                                                  \
+  " AND r.state_changed_at >= $2::timestamptz - $4::bigint * interval '1 microsecond'"           \
+  " AND r.state_changed_at < $2::timestamptz GROUP BY r.node_id) f ON f.node_id = n.id"          \
+  " LEFT JOIN (SELECT g.node_id, string_agg(g.idx || CASE WHEN g.health IN ('warning',"         \
+  " 'critical') THEN '-' ELSE '+' END || g.id, ' ') AS gpus"                                     \
+  " FROM gpus g JOIN cn ON cn.id = g.node_id GROUP BY g.node_id) gs ON gs.node_id = n.id"        \
+  " LEFT JOIN (SELECT l.node_id, string_agg(l.gpu_a || ' ' || l.gpu_b || ' ' || l.kind, ' ')"   \
+  " AS links FROM gpu_links l JOIN cn ON cn.id = l.node_id GROUP BY l.node_id) ls"               \
+  " ON ls.node_id = n.id"                                                                        \
+  " WHERE " CANDIDATE " UNION ALL SELECT 1, NULL, a.gpu_id, " SQL_MICROS(                       \
+      "lower(a.period)") ", " SQL_MICROS("upper(a.period)") ", NULL, NULL, NULL, NULL, NULL,"    \
+                                                            " NULL, NULL, NULL"                  \
+  " FROM allocations a JOIN gpus g ON g.id = " ALLOCATED_GPU " JOIN cn ON cn.id = g.node_id"     \
+  " WHERE a.period && tstzrange($2::timestamptz, $3::timestamptz, '[)')"
+
+// $1 the model.
+constexpr Statement kLoadModel = {
     "candidate_load",
-    "WITH cn AS NOT MATERIALIZED (SELECT n.id FROM nodes n"
-    " WHERE n.gpu_model = $1 AND n.state = 'available' AND n.health = 'ok')"
-    " SELECT 0, n.id, n.gpu_count::bigint, COALESCE(f.failures, 0), NULL::bigint, n.interconnect,"
-    " m.nvswitch_link_kind, m.bridge_link_kind, gs.gpus, ls.links"
-    " FROM nodes n JOIN gpu_models m ON m.name = n.gpu_model"
-    " LEFT JOIN (SELECT r.node_id, count(*) AS failures FROM rentals r"
-    " WHERE r.state IN ('failed', 'interrupted')"
-    " AND r.state_changed_at >= $2::timestamptz - $4::bigint * interval '1 microsecond'"
-    " AND r.state_changed_at < $2::timestamptz GROUP BY r.node_id) f ON f.node_id = n.id"
-    " LEFT JOIN (SELECT g.node_id, string_agg(g.idx || CASE WHEN g.health IN ('warning',"
-    " 'critical') THEN '-' ELSE '+' END || g.id, ' ') AS gpus"
-    " FROM gpus g JOIN cn ON cn.id = g.node_id GROUP BY g.node_id) gs ON gs.node_id = n.id"
-    " LEFT JOIN (SELECT l.node_id, string_agg(l.gpu_a || ' ' || l.gpu_b || ' ' || l.kind, ' ')"
-    " AS links FROM gpu_links l JOIN cn ON cn.id = l.node_id GROUP BY l.node_id) ls"
-    " ON ls.node_id = n.id"
-    " WHERE n.gpu_model = $1 AND n.state = 'available' AND n.health = 'ok'"
-    " UNION ALL SELECT 1, NULL, a.gpu_id, " SQL_MICROS("lower(a.period)") ", " SQL_MICROS(
-        "upper(a.period)") ", NULL, NULL, NULL, NULL, NULL"
-    " FROM allocations a JOIN gpus g ON g.id = a.gpu_id + 0 JOIN cn ON cn.id = g.node_id"
-    " WHERE a.period && tstzrange($2::timestamptz, $3::timestamptz, '[)')"};
+    GPURENT_CANDIDATE_LOAD("n.gpu_model = $1 AND n.state = 'available' AND n.health = 'ok'",
+                           "a.gpu_id + 0")};
+// $1 the node ids (text[]).
+constexpr Statement kLoadNodes = {
+    "candidate_load_nodes",
+    GPURENT_CANDIDATE_LOAD("n.id = ANY ($1::text[]) AND n.state = 'available' AND n.health = 'ok'",
+                           "a.gpu_id")};
+#undef GPURENT_CANDIDATE_LOAD
 
 enum RowKind { kNodeRow = 0, kBusyRow = 1 };
 
@@ -100,11 +115,11 @@ topology::Matrix unlinked(int gpus) {
 // interconnect and the model's link kinds; the agent's or an admin's matrix replaces it in
 // gpu_links.
 topology::Matrix declared(const pqxx::row& row, int gpus) {
-  auto shape = topology::parse_interconnect(row[5].c_str());
+  auto shape = topology::parse_interconnect(row[6].c_str());
   if (!shape) return unlinked(gpus);
   std::string kind;
-  if (*shape == topology::Interconnect::kNvswitch && !row[6].is_null()) kind = row[6].c_str();
-  if (*shape == topology::Interconnect::kNvlinkPairs && !row[7].is_null()) kind = row[7].c_str();
+  if (*shape == topology::Interconnect::kNvswitch && !row[7].is_null()) kind = row[7].c_str();
+  if (*shape == topology::Interconnect::kNvlinkPairs && !row[8].is_null()) kind = row[8].c_str();
   try {
     return topology::declared_matrix(*shape, gpus, kind);
   } catch (const std::invalid_argument&) {
@@ -112,14 +127,12 @@ topology::Matrix declared(const pqxx::row& row, int gpus) {
   }
 }
 
-}  // namespace
+long long lookback_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(CandidateStore::kRecentFailureWindow)
+      .count();
+}
 
-std::vector<NodeCandidate> CandidateStore::load(Tx& tx, const std::string& gpu_model,
-                                                const Period& window) {
-  auto lookback = std::chrono::duration_cast<std::chrono::microseconds>(kRecentFailureWindow);
-  auto rows = tx.exec(kLoad, gpu_model, sql_timestamp(window.start), sql_timestamp(window.end),
-                      static_cast<long long>(lookback.count()));
-
+std::vector<NodeCandidate> parse_load(const pqxx::result& rows) {
   std::vector<NodeCandidate> out;
   // gpu id -> (position in out, GPU index), for the allocation rows.
   std::unordered_map<long long, std::pair<std::size_t, int>> gpu_slots;
@@ -127,15 +140,18 @@ std::vector<NodeCandidate> CandidateStore::load(Tx& tx, const std::string& gpu_m
     if (number(row[0]) != kNodeRow) continue;
     NodeCandidate c;
     c.node_id = row[1].c_str();
-    c.gpu_model = gpu_model;
+    c.gpu_model = row[5].c_str();
     const int gpus = static_cast<int>(number(row[2]));
     c.recent_failures = static_cast<int>(number(row[3]));
+    c.interconnect = row[6].c_str();
+    c.site_id = row[11].c_str();
+    c.site_name = row[12].c_str();
 
-    if (row[9].is_null()) {
+    if (row[10].is_null()) {
       c.links = declared(row, gpus);
     } else {
       c.links = unlinked(gpus);
-      std::string_view links(row[9].c_str(), row[9].size());
+      std::string_view links(row[10].c_str(), row[10].size());
       for (auto word = take_word(links); !word.empty(); word = take_word(links)) {
         int a = static_cast<int>(take_number(word));
         auto b_word = take_word(links);
@@ -147,8 +163,8 @@ std::vector<NodeCandidate> CandidateStore::load(Tx& tx, const std::string& gpu_m
       }
     }
 
-    if (!row[8].is_null()) {
-      std::string_view list(row[8].c_str(), row[8].size());
+    if (!row[9].is_null()) {
+      std::string_view list(row[9].c_str(), row[9].size());
       for (auto word = take_word(list); !word.empty(); word = take_word(list)) {
         int index = static_cast<int>(take_number(word));
         if (word.empty() || (word.front() != '+' && word.front() != '-')) malformed("GPU list");
@@ -183,6 +199,22 @@ std::vector<NodeCandidate> CandidateStore::load(Tx& tx, const std::string& gpu_m
   std::sort(out.begin(), out.end(),
             [](const NodeCandidate& x, const NodeCandidate& y) { return x.node_id < y.node_id; });
   return out;
+}
+
+}  // namespace
+
+std::vector<NodeCandidate> CandidateStore::load(Tx& tx, const std::string& gpu_model,
+                                                const Period& window) {
+  return parse_load(tx.exec(kLoadModel, gpu_model, sql_timestamp(window.start),
+                            sql_timestamp(window.end), lookback_micros()));
+}
+
+std::vector<NodeCandidate> CandidateStore::load_nodes(Tx& tx,
+                                                      const std::vector<std::string>& node_ids,
+                                                      const Period& window) {
+  if (node_ids.empty()) return {};
+  return parse_load(tx.exec(kLoadNodes, pg_array_literal(node_ids), sql_timestamp(window.start),
+                            sql_timestamp(window.end), lookback_micros()));
 }
 
 }  // namespace gpurent::scheduler

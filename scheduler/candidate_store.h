@@ -26,7 +26,14 @@ class CandidateStore {
   //  - busy: every allocation overlapping `window`, as stored (the cleaning window included);
   //  - recent_failures: its rentals that became failed or interrupted in the
   //    kRecentFailureWindow before window.start.
+  // Each one's site and declared interconnect come with it.
   std::vector<NodeCandidate> load(Tx& tx, const std::string& gpu_model, const Period& window);
+
+  // The same for the named nodes, whatever their model: those of them that are candidates
+  // now. A few nodes cost a few index probes, not a pass over the fleet: what keeps a
+  // replica's copy of the candidates current after a booking (capacity_index.h).
+  std::vector<NodeCandidate> load_nodes(Tx& tx, const std::vector<std::string>& node_ids,
+                                        const Period& window);
 };
 
 }  // namespace gpurent::scheduler

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/sql.h"
+#include "scheduler/candidate_prefetch.h"
 
 #include <algorithm>
 #include <array>
@@ -19,11 +20,6 @@ namespace {
 
 using std::chrono::hours;
 
-// Each bookable node's declared shape and site, for one model.
-constexpr Statement kNodeFacts = {
-    "catalog_views_node_facts",
-    "SELECT n.id, n.interconnect, s.name, s.id FROM nodes n JOIN sites s ON s.id = n.site_id"
-    " WHERE n.gpu_model = $1 AND n.state = 'available' AND n.health = 'ok'"};
 // Midnight of each of $2 days from date $1 at every site.
 constexpr Statement kSiteMidnights = {
     "catalog_views_site_midnights",
@@ -32,21 +28,6 @@ constexpr Statement kSiteMidnights = {
     " ORDER BY s.id, d"};
 
 constexpr int kHorizonDays = 30;
-
-struct Fact {
-  std::string interconnect;
-  std::string site_name;
-  std::string site_id;
-};
-
-std::map<std::string, Fact> node_facts(Tx& tx, const std::string& model) {
-  std::map<std::string, Fact> out;
-  for (const auto& row : tx.exec(kNodeFacts, model)) {
-    out[row[0].as<std::string>()] = {row[1].as<std::string>(), row[2].as<std::string>(),
-                                     row[3].as<std::string>()};
-  }
-  return out;
-}
 
 bool fits(const std::vector<NodeCandidate>& nodes, const std::string& model, int count,
           LinkNeed need, const Period& occupies) {
@@ -179,7 +160,7 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
   if (q.days < 1 || q.days > 365) throw Error::invalid_field("days", "must be 1 to 365");
   Timestamp now = std::max(clock_.now(), q.start.value_or(Timestamp::min()));
   std::vector<Offer> out;
-  std::map<std::string, std::pair<std::map<std::string, Fact>, std::vector<NodeCandidate>>> loaded;
+  std::map<std::string, CapacityIndex::Candidates> loaded;
   for (const auto& price : prices_.current(tx)) {
     if (q.gpu_model && price.gpu_model != *q.gpu_model) continue;
     if (q.gpu_count && price.gpu_count != *q.gpu_count) continue;
@@ -187,22 +168,17 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
     if (!model) continue;
     auto it = loaded.find(price.gpu_model);
     if (it == loaded.end()) {
-      // One load per model over the whole horizon; every start is tried in memory.
+      // One read per model over the whole horizon; every start is tried in memory.
       Period window{now, now + hours(24) * (kHorizonDays + q.days) + cleaning_};
-      it = loaded
-               .emplace(price.gpu_model,
-                        std::make_pair(node_facts(tx, price.gpu_model),
-                                       candidates_.load(tx, price.gpu_model, window)))
-               .first;
+      it = loaded.emplace(price.gpu_model, capacity_.candidates(tx, price.gpu_model, window)).first;
     }
-    const auto& [facts, candidates] = it->second;
+    const auto& candidates = *it->second;
     LinkNeed need = price.gpu_count > 1 ? q.link_need : LinkNeed::kAny;
     // One offer per site and node shape that has a node big enough for the shape.
     std::map<std::pair<std::string, std::string>, std::vector<NodeCandidate>> groups;
     for (const auto& c : candidates) {
-      auto f = facts.find(c.node_id);
-      if (f == facts.end() || static_cast<int>(c.gpus.size()) < price.gpu_count) continue;
-      groups[{f->second.site_name, f->second.interconnect}].push_back(c);
+      if (static_cast<int>(c->gpus.size()) < price.gpu_count) continue;
+      groups[{c->site_name, c->interconnect}].push_back(*c);
     }
     for (const auto& [key, nodes] : groups) {
       Offer o{.gpu_model = price.gpu_model,
@@ -254,14 +230,9 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
   std::vector<DayAvailability> out;
   std::map<std::string, int> by_date;
   if (!midnights.empty()) {
-    auto facts = node_facts(tx, gpu_model);
-    auto all = candidates_.load(tx, gpu_model, Period{first, last + hours(24) + cleaning_});
+    auto all = capacity_.candidates(tx, gpu_model, Period{first, last + hours(24) + cleaning_});
     std::map<std::string, std::vector<const NodeCandidate*>> by_site;
-    for (const auto& c : all) {
-      if (auto f = facts.find(c.node_id); f != facts.end()) {
-        by_site[f->second.site_id].push_back(&c);
-      }
-    }
+    for (const auto& c : *all) by_site[c->site_id].push_back(c.get());
     FitCounter counter(gpu_count, need);
     const Timestamp now = clock_.now();
     for (const auto& [site, nodes] : by_site) {
@@ -274,7 +245,20 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
       }
       std::vector<long long> fitting(dates.size(), 0);
       std::vector<GpuDays> gpus;
-      for (const auto* node : nodes) {
+      // Nodes are loaded ahead as placement loads them (candidate_prefetch.h): the pass is
+      // bound by memory, and the node records themselves are blocks of their own here.
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (i + 2 * kListsAhead < nodes.size()) __builtin_prefetch(nodes[i + 2 * kListsAhead]);
+        if (i + kListsAhead < nodes.size()) {
+          const auto& ahead = *nodes[i + kListsAhead];
+          prefetch_gpu_list(ahead);
+          prefetch_bytes(ahead.links.links.data(),
+                         ahead.links.links.size() * sizeof(ahead.links.links[0]));
+        }
+        if (i + kBlocksAhead < nodes.size()) {
+          prefetch_gpu_blocks(*nodes[i + kBlocksAhead], ~std::uint64_t{0}, true);
+        }
+        const auto* node = nodes[i];
         if (node->gpu_model != gpu_model || gpu_count > topology::kMaxGpus) continue;
         gpus.clear();
         for (const auto& g : node->gpus) {

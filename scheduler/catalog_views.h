@@ -1,7 +1,8 @@
 // The catalog's views of capacity: which rental shapes are on sale and whether they fit now
 // (GET /v1/offers), and how many rentals of one shape could start on each coming day (GET
-// /v1/availability). Read-only: the candidates come from the same loader the booking uses,
-// and placement answers the same question it answers for a booking.
+// /v1/availability). Read-only: the candidates come from the replica's copy of what the
+// booking's loader reads (capacity_index.h), and placement answers the same question it
+// answers for a booking.
 #pragma once
 
 #include "core/clock.h"
@@ -9,7 +10,7 @@
 #include "core/money.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
-#include "scheduler/candidate_store.h"
+#include "scheduler/capacity_index.h"
 #include "scheduler/placement.h"
 
 #include <chrono>
@@ -47,11 +48,11 @@ struct DayAvailability {
 class CatalogViews {
  public:
   CatalogViews(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
-               CandidateStore& candidates, std::chrono::seconds cleaning_window)
+               CapacityIndex& capacity, std::chrono::seconds cleaning_window)
       : clock_(clock),
         catalog_(catalog),
         prices_(prices),
-        candidates_(candidates),
+        capacity_(capacity),
         cleaning_(cleaning_window) {}
 
   // Every priced shape matching the query, per site and node shape that can hold it, with
@@ -70,7 +71,7 @@ class CatalogViews {
   const Clock& clock_;
   inventory::CatalogStore& catalog_;
   inventory::PriceStore& prices_;
-  CandidateStore& candidates_;
+  CapacityIndex& capacity_;
   std::chrono::seconds cleaning_;
 };
 

@@ -51,6 +51,11 @@ struct NodeCandidate {
   topology::Matrix links;  // gpus x gpus, as `nvidia-smi topo -m` kinds
   std::vector<CandidateGpu> gpus;
   int recent_failures = 0;  // failed or interrupted rentals on the node lately
+  // Where the node is and how it was declared: placement ignores them; the catalog's views
+  // group their offers and calendars by them.
+  std::string site_id;
+  std::string site_name;
+  std::string interconnect;  // nvswitch | nvlink-pairs | pcie
 };
 
 // One way to place the rental: a node and the GPU indices it would get.

@@ -186,10 +186,10 @@ int small_int(std::string_view field, const std::string& text, int max) {
   return value;
 }
 
-// This replica's own change is in its next answer: the announcement that drops the other
-// replicas' calendars reaches this one's listener only a moment after the commit.
-void drop_calendars(const RentalRoutesState& state) {
-  if (state.calendars) state.calendars->invalidate();
+// This replica's own change is in its next calendar: the announcement that tells every
+// replica reaches this one's listener only a moment after the commit.
+void capacity_changed(const RentalRoutesState& state, const scheduler::RentalRecord& rental) {
+  if (state.capacity && rental.node_id) state.capacity->node_changed(*rental.node_id);
 }
 
 // How long GET …/wait holds a request at most, and how often it looks again meanwhile.
@@ -220,7 +220,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                  complete_from_identity(tx, state, request);
                  return state.booking->book(tx, request);
                });
-               drop_calendars(state);
+               capacity_changed(state, rental);
                return json_response(201, rental_json(rental));
              } catch (const scheduler::InsufficientCapacity& e) {
                return no_capacity_response(e);
@@ -364,7 +364,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                       state.lifecycle->terminate(tx, *r, state.clock->now(), reason, actor.user_id);
                       return *state.rentals->get(tx, *p.org_id, id);
                     });
-                    drop_calendars(state);
+                    capacity_changed(state, rental);
                     return json_response(200, rental_json(rental));
                   },
               .needs_org = true,
@@ -388,7 +388,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                  if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
                  return state.booking->extend(tx, *r, more, max_days_for(tx, state, p));
                });
-               drop_calendars(state);
+               capacity_changed(state, extended);
                return json_response(200, rental_json(extended));
              } catch (const scheduler::InsufficientCapacity& e) {
                return no_capacity_response(e);
@@ -528,20 +528,11 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
              if (auto d = query.text("days")) days = small_int("days", *d, 90);
              std::string from =
                  query.text("from").value_or(format_rfc3339(state.clock->now()).substr(0, 10));
-             auto compute = [&] {
-               return state.pool->read("catalog_availability", [&](Tx& tx) {
-                 return state.views->availability(tx, *model, count, need, from, days);
-               });
-             };
-             std::string key = *model + "|" + std::to_string(count) + "|" +
-                               std::string(scheduler::to_string(need)) + "|" + from + "|" +
-                               std::to_string(days);
-             auto calendar =
-                 state.calendars
-                     ? state.calendars->get(key, compute)
-                     : std::make_shared<const std::vector<scheduler::DayAvailability>>(compute());
+             auto calendar = state.pool->read("catalog_availability", [&](Tx& tx) {
+               return state.views->availability(tx, *model, count, need, from, days);
+             });
              nlohmann::json out = nlohmann::json::array();
-             for (const auto& d : *calendar) {
+             for (const auto& d : calendar) {
                out.push_back({{"date", d.date}, {"available", d.available}});
              }
              return json_response(200, {{"days", out}});

@@ -5,7 +5,6 @@
 #include "api/auth.h"
 #include "api/router.h"
 #include "core/db_pool.h"
-#include "core/keyed_snapshot_cache.h"
 #include "identity/org_admin_store.h"
 #include "identity/ssh_key_store.h"
 #include "scheduler/booking.h"
@@ -24,9 +23,9 @@ struct RentalRoutesState {
   identity::SshKeyStore* ssh_keys = nullptr;
   identity::OrgAdminStore* orgs = nullptr;
   scheduler::CatalogViews* views = nullptr;
-  // Availability calendars by query, dropped whenever capacity changes (any replica's
-  // booking, end or node change announces it; this replica's own bookings drop it at once).
-  KeyedSnapshotCache<std::vector<scheduler::DayAvailability>>* calendars = nullptr;
+  // The copy of capacity the views count from; told at once of this replica's own bookings,
+  // extensions and terminations (other changes arrive as announcements).
+  scheduler::CapacityIndex* capacity = nullptr;
 };
 
 void add_rental_routes(Router& router, RentalRoutesState& state);

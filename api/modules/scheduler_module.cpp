@@ -23,7 +23,9 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
       lifecycle_(rentals_, tasks_, nodes_, booking_,
                  {.poll = ctx.config.lifecycle_interval,
                   .agent_silence_limit = ctx.config.agent_silence_limit}),
-      views_(ctx.clock, catalog_, prices_, candidates_, ctx.config.rental_cleaning_window),
+      capacity_(ctx.clock, candidates_,
+                [&listener = ctx.listener] { return listener.connected(); }),
+      views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .booking = &booking_,
@@ -32,11 +34,17 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
                      .ssh_keys = &ssh_keys_,
                      .orgs = &orgs_,
                      .views = &views_,
-                     .calendars = &calendars_} {
-  ctx.listener.subscribe("gpurent_capacity",
-                         [this](const std::string&) { calendars_.invalidate(); });
+                     .capacity = &capacity_} {
+  // Each announcement names a node, or '*' for everything (migrations/0010).
+  ctx.listener.subscribe("gpurent_capacity", [this](const std::string& node) {
+    if (node == "*") {
+      capacity_.everything_changed();
+    } else {
+      capacity_.node_changed(node);
+    }
+  });
   // Changes made while the listener was reconnecting were never announced.
-  ctx.listener.on_connected([this] { calendars_.invalidate(); });
+  ctx.listener.on_connected([this] { capacity_.everything_changed(); });
   // A waiting request is held to its org's limit when it comes up, not only when it queued.
   booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {
     scheduler::BookingLimits limits;

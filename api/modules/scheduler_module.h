@@ -4,7 +4,6 @@
 
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module_context.h"
-#include "core/keyed_snapshot_cache.h"
 #include "identity/org_admin_store.h"
 #include "identity/ssh_key_store.h"
 #include "inventory/catalog_store.h"
@@ -12,6 +11,7 @@
 #include "inventory/price_store.h"
 #include "scheduler/booking.h"
 #include "scheduler/candidate_store.h"
+#include "scheduler/capacity_index.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/rental_store.h"
 #include "scheduler/task_store.h"
@@ -72,11 +72,9 @@ class SchedulerModule {
   scheduler::TaskStore tasks_;
   scheduler::Booking booking_;
   scheduler::Lifecycle lifecycle_;
+  // Before views_, which counts from it.
+  scheduler::CapacityIndex capacity_;
   scheduler::CatalogViews views_;
-  // A calendar for the panel is asked for again and again between bookings; the day's
-  // midnights move too, hence the minute's age limit.
-  KeyedSnapshotCache<std::vector<scheduler::DayAvailability>> calendars_{std::chrono::minutes(1),
-                                                                         512};
   http::RentalRoutesState rental_routes_;
 
   std::mutex mutex_;
