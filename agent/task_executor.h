@@ -1,6 +1,6 @@
-// What the agent does for each task kind. The simulated executors stand in for the real ones
-// (imaging, sshd configuration, disk wipes): they take the same payloads, report progress
-// the same way, and leave files a test can look at.
+// What the agent does for each task kind: provisioning and wiping through the operator's hooks
+// (or simulated), the access files sshd reads (access_files.h), a health probe. Hooks get the
+// task's facts in GPURENT_* variables and its payload on standard input (hook_runner.h).
 #pragma once
 
 #include "agent/gpu_backend.h"
@@ -13,6 +13,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 namespace gpurent::agent {
 
@@ -34,14 +35,33 @@ class TaskExecutor {
                                              const std::stop_token& stop) = 0;
 };
 
-struct SimulatedExecutorOptions {
-  // install_access writes <access_root>/<rental_id>/access.json; revoke_access and wipe
-  // remove it.
+// What the executors do on this node. Without hooks the executor simulates: provisioning is
+// a delay and a wipe removes the access files only; the access files are written either way.
+struct ExecutorOptions {
+  // Where the access files go (access_files.h).
   std::filesystem::path access_root;
+  // The provisioning hook (hook_runner.h): writes the image the payload names onto the
+  // node's disks for the payload's GPUs and prints `progress <0-100> <message>` lines, which
+  // become the task's progress. Empty: a simulated delay instead.
+  std::vector<std::string> provision_hook;
+  std::chrono::milliseconds provision_timeout{std::chrono::minutes(30)};
   std::chrono::milliseconds provision_delay{2000};
+  // Run after the access files changed, with GPURENT_ACCESS_ACTION install or revoke and
+  // GPURENT_ACCESS_USER: creates or locks the Unix user, reloads sshd. Empty: none.
+  std::vector<std::string> access_hook;
+  // Wipes what the rental left (scratch disks, GPU memory) after its access is gone.
+  std::vector<std::string> wipe_hook;
+  std::chrono::milliseconds hook_timeout{std::chrono::minutes(10)};  // access and wipe hooks
 };
 
 // `backend` answers health_probe; it outlives the executor.
+std::unique_ptr<TaskExecutor> make_executor(const ExecutorOptions& options, GpuBackend& backend);
+
+// The executor without hooks, as the fleet simulator and tests run it.
+struct SimulatedExecutorOptions {
+  std::filesystem::path access_root;
+  std::chrono::milliseconds provision_delay{2000};
+};
 std::unique_ptr<TaskExecutor> make_simulated_executor(const SimulatedExecutorOptions& options,
                                                       GpuBackend& backend);
 

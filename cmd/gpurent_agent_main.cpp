@@ -2,6 +2,7 @@
 #include "agent/agent_runner.h"
 #include "agent/enrollment.h"
 #include "agent/gpu_backend.h"
+#include "agent/hook_runner.h"
 #include "agent/probe.h"
 #include "agent/state_files.h"
 #include "agent/task_executor.h"
@@ -35,7 +36,9 @@ void print_usage() {
       "                         [--backend simulated|nvidia-smi] [--heartbeat 10s]\n"
       "                         [--gpus 8] [--model NAME] [--topology nvswitch|nvlink-pairs|pcie]\n"
       "                         [--nvlink NV18] [--hostname NAME]\n"
-      "                         [--access-root DIR] [--provision-delay 2s]\n"
+      "                         [--access-root DIR] [--provision-hook CMD]\n"
+      "                         [--provision-timeout 30m] [--provision-delay 2s]\n"
+      "                         [--access-hook CMD] [--wipe-hook CMD] [--hook-timeout 10m]\n"
       "                         [--log-level info] [--log-format text|json]\n\n"
       "  probe   print this node's GPU telemetry, link matrix and XID events as JSON; --from\n"
       "          reads DIR/query.csv, DIR/topo.txt and DIR/kern.log instead of the node\n"
@@ -156,7 +159,8 @@ int run_command(const Flags& flags) {
   if (!only_known(
           "run", flags,
           {"url", "state-dir", "backend", "gpus", "model", "topology", "nvlink", "heartbeat",
-           "access-root", "provision-delay", "hostname", "log-level", "log-format"}) ||
+           "access-root", "provision-delay", "provision-hook", "provision-timeout", "access-hook",
+           "wipe-hook", "hook-timeout", "hostname", "log-level", "log-format"}) ||
       !all_given("run", flags, {"url", "state-dir"})) {
     return 2;
   }
@@ -164,9 +168,13 @@ int run_command(const Flags& flags) {
   if (!url) return 2;
   auto heartbeat = parse_duration(flag_or(flags, "heartbeat", "10s"));
   auto provision_delay = parse_duration(flag_or(flags, "provision-delay", "2s"));
-  if (!heartbeat || heartbeat->count() == 0 || !provision_delay) {
+  auto provision_timeout = parse_duration(flag_or(flags, "provision-timeout", "30m"));
+  auto hook_timeout = parse_duration(flag_or(flags, "hook-timeout", "10m"));
+  if (!heartbeat || heartbeat->count() == 0 || !provision_delay || !provision_timeout ||
+      provision_timeout->count() == 0 || !hook_timeout || hook_timeout->count() == 0) {
     std::fprintf(stderr,
-                 "gpurent-agent run: --heartbeat and --provision-delay take 10s, 500ms, 2m\n");
+                 "gpurent-agent run: --heartbeat, --provision-delay, --provision-timeout and "
+                 "--hook-timeout take 10s, 500ms, 2m\n");
     return 2;
   }
   std::string backend_name = flag_or(flags, "backend", "nvidia-smi");
@@ -211,9 +219,16 @@ int run_command(const Flags& flags) {
     std::fprintf(stderr, "gpurent-agent run: %s (enrol first: gpurent-agent enroll)\n", e.what());
     return 1;
   }
-  auto executor = agent::make_simulated_executor(
+  // Without hooks the executor simulates provisioning and wipes (a delay; nothing to wipe)
+  // and still writes the access files.
+  auto executor = agent::make_executor(
       {.access_root = flag_or(flags, "access-root", (paths.dir / "access").string()),
-       .provision_delay = *provision_delay},
+       .provision_hook = agent::hook_argv(flag_or(flags, "provision-hook", "")),
+       .provision_timeout = *provision_timeout,
+       .provision_delay = *provision_delay,
+       .access_hook = agent::hook_argv(flag_or(flags, "access-hook", "")),
+       .wipe_hook = agent::hook_argv(flag_or(flags, "wipe-hook", "")),
+       .hook_timeout = *hook_timeout},
       *backend);
   agent::AgentRunner runner(
       {.hostname = flag_or(flags, "hostname", host_name()), .heartbeat = *heartbeat}, *backend,

@@ -180,8 +180,15 @@ std::optional<bool> Lifecycle::step(PgPool& pool, Timestamp now) {
 void Lifecycle::provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt) {
   tasks_.create(tx, *r.node_id, r.id, TaskKind::kProvision,
                 {{"image_id", r.image_id}, {"gpu_indices", r.gpu_indices}, {"attempt", attempt}});
+  // What the agent writes for sshd (agent/access_files.h): the rental's own login, the
+  // principal its certificates carry, and its registered keys for clients without them.
+  nlohmann::json keys = keys_of_ ? keys_of_(tx, r) : std::vector<std::string>{};
   tasks_.create(tx, *r.node_id, r.id, TaskKind::kInstallAccess,
-                {{"ssh_key_ids", r.ssh_key_ids}, {"attempt", attempt}});
+                {{"ssh_key_ids", r.ssh_key_ids},
+                 {"attempt", attempt},
+                 {"user", rental_login(r.id)},
+                 {"principals", {rental_principal(r.id)}},
+                 {"authorized_keys", keys}});
 }
 
 void Lifecycle::wipe_task(Tx& tx, const RentalRecord& r, int attempt) {
@@ -265,7 +272,8 @@ bool Lifecycle::release(Tx& tx, const RentalRecord& r, Timestamp now) {
 
 void Lifecycle::releasing_tasks(Tx& tx, const RentalRecord& r, Timestamp now) {
   // Access first, then the wipe: the agent runs a node's tasks in the order they were made.
-  tasks_.create(tx, *r.node_id, r.id, TaskKind::kRevokeAccess, {{"ssh_key_ids", r.ssh_key_ids}});
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kRevokeAccess,
+                {{"ssh_key_ids", r.ssh_key_ids}, {"user", rental_login(r.id)}});
   wipe_task(tx, r, 0);
   rentals_.set_next_check(tx, r.id, now + options_.poll);
 }
@@ -289,7 +297,8 @@ std::vector<std::string> Lifecycle::interrupt_node(Tx& tx, const std::string& no
     // admin returns it, and then it is wiped as part of the repair.
     rentals_.end_allocations(tx, r->id, now, std::chrono::seconds(0));
     rentals_.transition(tx, r->id, r->state, RentalState::kInterrupted, reason);
-    tasks_.create(tx, node_id, r->id, TaskKind::kRevokeAccess, {{"ssh_key_ids", r->ssh_key_ids}});
+    tasks_.create(tx, node_id, r->id, TaskKind::kRevokeAccess,
+                  {{"ssh_key_ids", r->ssh_key_ids}, {"user", rental_login(r->id)}});
     out.push_back(r->id);
   }
   return out;

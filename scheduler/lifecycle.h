@@ -15,8 +15,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gpurent::scheduler {
 
@@ -53,6 +55,12 @@ class Lifecycle {
   int run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping = nullptr);
 
   const LifecycleOptions& options() const { return options_; }
+
+  // Reads the public keys (one line each) of a rental's registered SSH keys, inside the
+  // lifecycle's transaction, for its install_access task. The process wiring hands it the
+  // identity module's key store; without it the task grants certificates only.
+  using AuthorizedKeysOf = std::function<std::vector<std::string>(Tx&, const RentalRecord&)>;
+  void read_authorized_keys_with(AuthorizedKeysOf keys_of) { keys_of_ = std::move(keys_of); }
 
   // The node failed under its rentals (a critical health verdict): every rental running on
   // it (provisioning or active) becomes `interrupted` with `reason` — the event billing
@@ -94,6 +102,7 @@ class Lifecycle {
   inventory::NodeStore& nodes_;
   Booking& booking_;
   LifecycleOptions options_;
+  AuthorizedKeysOf keys_of_;
 };
 
 }  // namespace gpurent::scheduler

@@ -1,6 +1,8 @@
 // The lifecycle worker's pure decisions.
 #include "scheduler/lifecycle_rules.h"
 
+#include "core/crypto.h"
+
 #include <algorithm>
 #include <map>
 
@@ -50,6 +52,14 @@ int waitlist_position(const std::vector<RentalRecord>& served_order, const Renta
     if (r.gpu_model == rental.gpu_model) ++ahead;
   }
   return 0;
+}
+
+std::string rental_login(const std::string& rental_id) {
+  return "gpu-" + crypto::sha256_hex(rental_id).substr(0, 10);
+}
+
+std::string rental_principal(const std::string& rental_id) {
+  return rental_id;
 }
 
 }  // namespace gpurent::scheduler

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "scheduler/records.h"
 
+#include <string>
 #include <vector>
 
 namespace gpurent::scheduler {
@@ -44,5 +45,14 @@ std::vector<RentalRecord> round_robin_by_org(std::vector<RentalRecord> waiting);
 // The 1-based place of `rental` among the requests for its GPU model in `served_order` (as
 // round_robin_by_org gives it); 0 when it is not there.
 int waitlist_position(const std::vector<RentalRecord>& served_order, const RentalRecord& rental);
+
+// The login a rental's engineers get on its node: one per rental, so rentals sharing a node
+// never share a login or each other's keys; derived from the rental id, so every replica and
+// every retry of the agent's task agree; a name useradd takes ("gpu-" and ten hex digits).
+std::string rental_login(const std::string& rental_id);
+
+// The principal a rental's SSH certificates carry and its node's sshd accepts for its login:
+// the rental id, unique to the rental.
+std::string rental_principal(const std::string& rental_id);
 
 }  // namespace gpurent::scheduler

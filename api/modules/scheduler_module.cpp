@@ -45,6 +45,15 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
   });
   // Changes made while the listener was reconnecting were never announced.
   ctx.listener.on_connected([this] { capacity_.everything_changed(); });
+  // The install_access task carries the rental's registered keys as they are when it starts
+  // (a key deleted since is not installed).
+  lifecycle_.read_authorized_keys_with([this](Tx& tx, const scheduler::RentalRecord& r) {
+    std::vector<std::string> keys;
+    for (const auto& id : r.ssh_key_ids) {
+      if (auto key = ssh_keys_.get(tx, r.org_id, id)) keys.push_back(key->public_key);
+    }
+    return keys;
+  });
   // A waiting request is held to its org's limit when it comes up, not only when it queued.
   booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {
     scheduler::BookingLimits limits;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,16 @@ TEST(WaitlistPositionTest, CountsOnlyRequestsForTheSameModelAhead) {
   EXPECT_EQ(position("a2"), 1);
   EXPECT_EQ(position("b2"), 2);
   EXPECT_EQ(position("z9"), 0) << "not waiting";
+}
+
+TEST(RentalAccessTest, EachRentalHasALoginOfItsOwnThatEveryoneDerivesAlike) {
+  const std::string a = "rnt_5dGq1WJ7mX0aB2cD3eF4gH";
+  const std::string b = "rnt_5dGq1WJ7mX0aB2cD3eF4gh";  // differs in case only
+  EXPECT_EQ(rental_login(a), rental_login(a));
+  EXPECT_NE(rental_login(a), rental_login(b));
+  // A name useradd takes, as the agent checks it (agent/access_files.cpp).
+  EXPECT_TRUE(std::regex_match(rental_login(a), std::regex("gpu-[0-9a-f]{10}"))) << rental_login(a);
+  EXPECT_EQ(rental_principal(a), a);
 }
 
 }  // namespace lifecycle_rules_test

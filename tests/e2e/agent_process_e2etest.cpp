@@ -6,6 +6,7 @@
 #include "core/subprocess.h"
 #include "tests/support/paths.h"
 #include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/test_keys.h"
 #include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
@@ -137,8 +138,21 @@ class AgentProcessE2E : public RentalFleetTest {
     ASSERT_TRUE(up) << node_view(node_id).dump() << "\n" << agent.log();
   }
 
+  // Two GPUs from now, with a registered SSH key (public_key_) for its access.
   std::string book(const Login& owner) {
-    auto booked = book_now(owner, 2);
+    public_key_ = slurp(ssh_key_pair("agent-e2e-ed25519", {"-t", "ed25519"}) + ".pub");
+    while (!public_key_.empty() && public_key_.back() == '\n') public_key_.pop_back();
+    auto key =
+        post("/v1/ssh-keys", {{"name", "laptop"}, {"public_key", public_key_}}, session(owner));
+    EXPECT_EQ(key.status, 201) << key.body;
+    auto booked = post("/v1/rentals",
+                       {{"gpu_model", kModel},
+                        {"gpu_count", 2},
+                        {"start", "now"},
+                        {"days", 1},
+                        {"image_id", image_id_},
+                        {"ssh_key_ids", {key.json().value("id", "")}}},
+                       session(owner));
     EXPECT_EQ(booked.status, 201) << booked.body;
     return booked.json().value("id", "");
   }
@@ -162,6 +176,7 @@ class AgentProcessE2E : public RentalFleetTest {
   std::string pki_dir_;
   std::string work_;
   std::string url_;
+  std::string public_key_;
 };
 
 TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
@@ -190,9 +205,16 @@ TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARen
   ASSERT_FALSE(rental.empty());
   ASSERT_TRUE(drive_until(owner, rental, "active"))
       << agent->log() << get("/v1/rentals/" + rental, session(owner)).body;
-  // install_access left the payload where sshd's configuration would go.
-  json access = json::parse(slurp(fs::path(access_root()) / rental / "access.json"));
-  EXPECT_TRUE(access.is_object()) << access;
+  // install_access wrote sshd's files for the rental's own login: its principal and the
+  // owner's registered key.
+  fs::path users = fs::path(access_root()) / "users";
+  ASSERT_TRUE(fs::is_directory(users)) << agent->log();
+  std::vector<fs::path> logins(fs::directory_iterator(users), fs::directory_iterator{});
+  ASSERT_EQ(logins.size(), 1u);
+  EXPECT_EQ(logins[0].filename().string().rfind("gpu-", 0), 0u) << logins[0];
+  EXPECT_EQ(slurp(logins[0] / "rental"), rental + "\n");
+  EXPECT_EQ(slurp(logins[0] / "principals"), rental + "\n");
+  EXPECT_EQ(slurp(logins[0] / "authorized_keys"), public_key_ + "\n");
 
   // Each task ran once and its result was acknowledged.
   json tasks = journal()["tasks"];
@@ -201,6 +223,13 @@ TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARen
     EXPECT_TRUE(t["result"]["ok"].get<bool>()) << t;
     EXPECT_TRUE(t["acked"].get<bool>()) << t;
   }
+
+  // Terminated: revoke_access and the wipe remove the login's files, and the rental ends.
+  auto ended = post("/v1/rentals/" + rental + "/terminate", json::object(), session(owner));
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  ASSERT_TRUE(drive_until(owner, rental, "ended"))
+      << agent->log() << get("/v1/rentals/" + rental, session(owner)).body;
+  EXPECT_FALSE(fs::exists(logins[0])) << agent->log();
 
   EXPECT_EQ(agent->stop(SIGTERM), 0) << agent->log();
   EXPECT_NE(agent->log().find("stopped"), std::string::npos) << agent->log();

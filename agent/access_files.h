@@ -1,0 +1,52 @@
+// The files through which a node's sshd lets a rental's engineers in, written by the
+// install_access task and removed by revoke_access. Under the agent's access root (by default
+// /etc/gpurent/ssh):
+//
+//   trusted_user_ca_keys            the platform's user CA keys        (TrustedUserCAKeys)
+//   users/<user>/principals         the rental's certificate principal (AuthorizedPrincipalsFile)
+//   users/<user>/authorized_keys    the rental's registered keys       (AuthorizedKeysFile)
+//   users/<user>/rental             which rental the user belongs to
+//
+// with sshd configured once, when the node is set up:
+//
+//   TrustedUserCAKeys /etc/gpurent/ssh/trusted_user_ca_keys
+//   AuthorizedPrincipalsFile /etc/gpurent/ssh/users/%u/principals
+//   AuthorizedKeysFile /etc/gpurent/ssh/users/%u/authorized_keys
+//
+// Each rental logs in as a user of its own, so rentals sharing a node (a pair of GPUs each)
+// never share a login, and revoking one rental's access leaves the others'. Creating the
+// Unix user itself, and reloading sshd, is the operator's access hook.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gpurent::agent {
+
+struct AccessGrant {
+  std::string rental_id;
+  std::string user;                          // the login name on the node
+  std::vector<std::string> principals;       // certificate principals accepted for the user
+  std::vector<std::string> authorized_keys;  // registered public keys, one line each
+  std::vector<std::string> user_ca_keys;     // the platform's user CA public keys
+};
+
+// What an install_access payload grants: {"user", "principals": [...],
+// "authorized_keys": [...], "user_ca_keys": [...]} (the lists may be empty; user is needed).
+// Every value must be safe to write into sshd's files as one line: a user name as useradd
+// takes it, principals of letters, digits and `._@-`, keys as `<type> <base64> [comment]`
+// with no options and no control characters. Throws std::invalid_argument naming the field.
+AccessGrant access_grant_from(const std::string& rental_id, const nlohmann::json& payload);
+
+// Writes the grant's files (each atomically; the CA keys only when the grant has some).
+void install_access(const std::filesystem::path& root, const AccessGrant& grant);
+
+// Removes the files of every user that belongs to `rental_id`; a user since given to another
+// rental is left alone. Repeating it is harmless. The number of users removed.
+int revoke_access(const std::filesystem::path& root, const std::string& rental_id);
+
+}  // namespace gpurent::agent

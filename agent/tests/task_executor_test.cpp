@@ -1,0 +1,257 @@
+// The agent's task executors with real hooks (shell scripts in a temporary folder) and real
+// files: a hook's output lines, environment, input, exit status, time limit and stop; the
+// access files sshd reads, what may go into them, and a revoke that leaves other rentals'
+// logins alone; provisioning progress from the hook's lines.
+#include "agent/task_executor.h"
+#include "agent/access_files.h"
+#include "agent/gpu_backend.h"
+#include "agent/hook_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gpurent::agent::task_executor_test {
+
+namespace fs = std::filesystem;
+namespace proto = agent_proto;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+const std::string kKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl laptop";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TaskExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "gpurent-executor-XXXXXX").string();
+    dir_ = mkdtemp(pattern.data());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // An executable shell script in the temporary folder; its path.
+  std::string script(const std::string& name, const std::string& body) {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(p, fs::perms::owner_all);
+    return p.string();
+  }
+
+  HookResult run(const std::vector<std::string>& argv, std::vector<std::string>* lines = nullptr,
+                 HookRun extra = {}) {
+    extra.argv = argv;
+    if (extra.timeout == HookRun{}.timeout) extra.timeout = std::chrono::seconds(20);
+    return run_hook(
+        extra,
+        [&](const std::string& l) {
+          if (lines) lines->push_back(l);
+        },
+        stop_.get_token());
+  }
+
+  static proto::Task task(proto::TaskKind kind, nlohmann::json payload,
+                          std::string rental = "rnt_0000000000000000000001") {
+    return {.task_id = "tsk_0000000000000000000001",
+            .kind = kind,
+            .rental_id = std::move(rental),
+            .payload = std::move(payload),
+            .deadline = std::chrono::time_point_cast<std::chrono::microseconds>(
+                std::chrono::system_clock::now() + std::chrono::hours(1))};
+  }
+
+  fs::path dir_;
+  std::stop_source stop_;
+  std::unique_ptr<GpuBackend> backend_ = make_simulated_backend({});
+};
+
+TEST_F(TaskExecutorTest, AHookGetsItsEnvironmentAndInputAndItsLinesComeInOrder) {
+  std::vector<std::string> lines;
+  HookRun extra;
+  extra.env = {{"GPURENT_RENTAL_ID", "rnt_x"}};
+  extra.input = "{\"image_id\": \"img_1\"}";
+  auto r = run({script("h", "echo \"rental $GPURENT_RENTAL_ID\"\ncat\necho\necho done >&2")},
+               &lines, extra);
+  EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(lines, (std::vector<std::string>{"rental rnt_x", "{\"image_id\": \"img_1\"}", "done"}));
+}
+
+TEST_F(TaskExecutorTest, AFailingHookSaysHowWithItsLastLine) {
+  auto r = run({script("h", "echo working\necho 'disk /dev/nvme9 not found'\nexit 3")});
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.end, HookResult::End::kExited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.describe(), "exited with 3: disk /dev/nvme9 not found");
+
+  auto missing = run({(dir_ / "no-such-hook").string()});
+  EXPECT_EQ(missing.end, HookResult::End::kNotStarted);
+  EXPECT_NE(missing.describe().find("No such file"), std::string::npos) << missing.describe();
+}
+
+TEST_F(TaskExecutorTest, ATimeLimitKillsTheHookAndWhatItStarted) {
+  // The background sleep keeps the output open: only killing the group ends it.
+  std::string marker = (dir_ / "survived").string();
+  HookRun extra;
+  extra.timeout = milliseconds(300);
+  auto started = steady_clock::now();
+  auto r =
+      run({script("h", "(sleep 3; touch " + marker + ") &\necho begun\nsleep 30")}, nullptr, extra);
+  EXPECT_LT(steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_EQ(r.end, HookResult::End::kTimedOut);
+  EXPECT_EQ(r.describe(), "timed out: (time limit 300ms)");
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  EXPECT_FALSE(fs::exists(marker)) << "the hook's background child outlived it";
+}
+
+TEST_F(TaskExecutorTest, StoppingTheAgentStopsTheHook) {
+  std::thread stopper([this] {
+    std::this_thread::sleep_for(milliseconds(200));
+    stop_.request_stop();
+  });
+  auto started = steady_clock::now();
+  auto r = run({script("h", "sleep 30")});
+  stopper.join();
+  EXPECT_EQ(r.end, HookResult::End::kStopped);
+  EXPECT_LT(steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+TEST_F(TaskExecutorTest, AHookThatIgnoresItsInputDoesNotHurtTheAgent) {
+  HookRun extra;
+  extra.input = std::string(1 << 20, 'x');  // more than a pipe holds
+  auto r = run({script("h", "exit 0")}, nullptr, extra);
+  EXPECT_TRUE(r.ok()) << r.describe();
+}
+
+TEST_F(TaskExecutorTest, AccessFilesAreWrittenPerLoginAndRevokedPerRental) {
+  fs::path root = dir_ / "ssh";
+  auto a = access_grant_from("rnt_a", {{"user", "gpu-aaaa"},
+                                       {"principals", {"rnt_a"}},
+                                       {"authorized_keys", {kKey}},
+                                       {"user_ca_keys", {kKey}}});
+  auto b = access_grant_from("rnt_b", {{"user", "gpu-bbbb"}, {"principals", {"rnt_b"}}});
+  install_access(root, a);
+  install_access(root, b);
+  EXPECT_EQ(slurp(root / "users/gpu-aaaa/principals"), "rnt_a\n");
+  EXPECT_EQ(slurp(root / "users/gpu-aaaa/authorized_keys"), kKey + "\n");
+  EXPECT_EQ(slurp(root / "users/gpu-aaaa/rental"), "rnt_a\n");
+  EXPECT_EQ(slurp(root / "users/gpu-bbbb/authorized_keys"), "");
+  EXPECT_EQ(slurp(root / "trusted_user_ca_keys"), kKey + "\n");
+
+  EXPECT_EQ(revoke_access(root, "rnt_a"), 1);
+  EXPECT_FALSE(fs::exists(root / "users/gpu-aaaa"));
+  EXPECT_TRUE(fs::exists(root / "users/gpu-bbbb/principals")) << "another rental's login stays";
+  EXPECT_EQ(revoke_access(root, "rnt_a"), 0) << "repeating it is harmless";
+  EXPECT_EQ(revoke_access(dir_ / "never-made", "rnt_a"), 0);
+}
+
+TEST_F(TaskExecutorTest, NothingUnsafeReachesSshdsFiles) {
+  const nlohmann::json bad_payloads[] = {
+      {{"principals", {"rnt_a"}}},                   // no user
+      {{"user", "root\nx"}},                         // a second line
+      {{"user", "Root"}},                            // not a login name
+      {{"user", std::string(40, 'a')}},              // too long
+      {{"user", "gpu-a"}, {"principals", {"a b"}}},  // a principal with a space
+      {{"user", "gpu-a"}, {"principals", "rnt_a"}},  // not a list
+      {{"user", "gpu-a"}, {"authorized_keys", {kKey + "\nssh-rsa AAAA evil"}}},
+      {{"user", "gpu-a"}, {"authorized_keys", {"command=\"/bin/sh\" " + kKey}}},
+      {{"user", "gpu-a"}, {"authorized_keys", {"-----BEGIN OPENSSH PRIVATE KEY-----"}}},
+      {{"user", "gpu-a"}, {"authorized_keys", {std::string(20000, 'A')}}},
+      {{"user", "gpu-a"}, {"user_ca_keys", {"ssh-ed25519 not*base64"}}},
+      {{"user", "gpu-a"}, {"authorized_keys", {1}}},
+  };
+  for (const auto& p : bad_payloads) {
+    EXPECT_THROW(access_grant_from("rnt_a", p), std::invalid_argument) << p.dump();
+  }
+}
+
+TEST_F(TaskExecutorTest, ProvisioningReportsTheHooksProgressAndItsFailure) {
+  ExecutorOptions options{
+      .access_root = dir_ / "ssh",
+      .provision_hook = {script("provision",
+                                "echo \"progress 30 writing $GPURENT_IMAGE_ID\"\n"
+                                "echo noise\necho 'progress 101 bad'\n"
+                                "echo \"progress 100 booted on $GPURENT_GPU_INDICES\"")}};
+  auto executor = make_executor(options, *backend_);
+  std::vector<std::pair<int, std::string>> progress;
+  auto outcome = executor->execute(
+      task(proto::TaskKind::kProvision, {{"image_id", "img_7"}, {"gpu_indices", {2, 3}}}),
+      [&](int p, const std::string& m) { progress.emplace_back(p, m); }, stop_.get_token());
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->ok) << outcome->message;
+  EXPECT_EQ(progress, (std::vector<std::pair<int, std::string>>{
+                          {0, "provisioning"}, {30, "writing img_7"}, {100, "booted on 2,3"}}));
+
+  options.provision_hook = {script("fail", "echo 'image img_7 is corrupt'\nexit 1")};
+  auto failing = make_executor(options, *backend_);
+  outcome = failing->execute(
+      task(proto::TaskKind::kProvision, {{"image_id", "img_7"}}), [](int, const std::string&) {},
+      stop_.get_token());
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->ok);
+  EXPECT_EQ(outcome->message, "provisioning hook exited with 1: image img_7 is corrupt");
+}
+
+TEST_F(TaskExecutorTest, AccessTasksWriteTheFilesThenRunTheAccessHook) {
+  std::string log = (dir_ / "hook.log").string();
+  ExecutorOptions options{
+      .access_root = dir_ / "ssh",
+      .access_hook = {script("access",
+                             "echo \"$GPURENT_ACCESS_ACTION $GPURENT_ACCESS_USER "
+                             "$(cat $GPURENT_ACCESS_ROOT/users/gpu-aaaa/principals "
+                             "2>/dev/null)\" >> " +
+                                 log)}};
+  auto executor = make_executor(options, *backend_);
+  auto noop = [](int, const std::string&) {};
+  auto installed = executor->execute(
+      task(proto::TaskKind::kInstallAccess,
+           {{"user", "gpu-aaaa"}, {"principals", {"rnt_a"}}, {"authorized_keys", {kKey}}}, "rnt_a"),
+      noop, stop_.get_token());
+  ASSERT_TRUE(installed);
+  EXPECT_TRUE(installed->ok) << installed->message;
+  EXPECT_EQ(installed->result->at("user"), "gpu-aaaa");
+
+  auto refused =
+      executor->execute(task(proto::TaskKind::kInstallAccess, {{"user", "gpu-b\nroot"}}, "rnt_b"),
+                        noop, stop_.get_token());
+  ASSERT_TRUE(refused);
+  EXPECT_FALSE(refused->ok);
+  EXPECT_NE(refused->message.find("user must be a login name"), std::string::npos);
+
+  auto revoked =
+      executor->execute(task(proto::TaskKind::kRevokeAccess, nlohmann::json::object(), "rnt_a"),
+                        noop, stop_.get_token());
+  ASSERT_TRUE(revoked);
+  EXPECT_TRUE(revoked->ok) << revoked->message;
+  EXPECT_EQ(slurp(log), "install gpu-aaaa rnt_a\nrevoke  \n");
+  EXPECT_FALSE(fs::exists(dir_ / "ssh/users/gpu-aaaa"));
+}
+
+TEST_F(TaskExecutorTest, WithoutHooksProvisioningIsSimulatedAndAWipeRemovesTheAccess) {
+  auto executor = make_simulated_executor(
+      {.access_root = dir_ / "ssh", .provision_delay = milliseconds(20)}, *backend_);
+  auto noop = [](int, const std::string&) {};
+  auto provisioned =
+      executor->execute(task(proto::TaskKind::kProvision, {}), noop, stop_.get_token());
+  ASSERT_TRUE(provisioned);
+  EXPECT_TRUE(provisioned->ok);
+  install_access(dir_ / "ssh",
+                 access_grant_from("rnt_0000000000000000000001", {{"user", "gpu-cccc"}}));
+  auto wiped = executor->execute(task(proto::TaskKind::kWipe, {}), noop, stop_.get_token());
+  ASSERT_TRUE(wiped);
+  EXPECT_TRUE(wiped->ok);
+  EXPECT_FALSE(fs::exists(dir_ / "ssh/users/gpu-cccc"));
+}
+
+}  // namespace gpurent::agent::task_executor_test
