@@ -121,6 +121,7 @@ int run_server(const Config& config) {
   add_listener_collector(metrics, listener);
   identity.add_metrics(metrics);
   inventory.add_metrics(metrics);
+  agents.add_metrics(metrics);
   ops.metrics = &metrics;
   ops.openapi =
       std::make_shared<const std::string>(http::build_openapi(router, GPURENT_VERSION).dump());

@@ -8,6 +8,8 @@
 #include "core/pg_array.h"
 #include "core/sql.h"
 
+#include <algorithm>
+
 namespace gpurent::inventory {
 namespace {
 
@@ -90,6 +92,20 @@ constexpr Statement kRecordAgent = {
     " WHERE id = $1"};
 constexpr Statement kRecordHeartbeat = {"node_record_heartbeat",
                                         "UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1"};
+constexpr Statement kRecordHeartbeats = {
+    "node_record_heartbeats",
+    "UPDATE nodes AS n SET last_heartbeat_at = b.at"
+    " FROM unnest($1::text[], $2::timestamptz[]) AS b(id, at) WHERE n.id = b.id"};
+constexpr Statement kNotHealthy = {
+    "node_not_healthy",
+    "SELECT id FROM nodes WHERE id = ANY($1::text[]) AND health <> 'ok'"
+    " UNION SELECT node_id FROM gpus WHERE node_id = ANY($1::text[]) AND health <> 'ok'"};
+constexpr Statement kSetHealthy = {
+    "node_set_healthy",
+    "UPDATE nodes SET health = 'ok' WHERE id = ANY($1::text[]) AND health <> 'ok'"};
+constexpr Statement kSetGpusHealthy = {
+    "node_set_gpus_healthy",
+    "UPDATE gpus SET health = 'ok' WHERE node_id = ANY($1::text[]) AND health <> 'ok'"};
 constexpr Statement kSetHealth = {"node_set_health", "UPDATE nodes SET health = $2 WHERE id = $1"};
 constexpr Statement kSetGpuHealth = {"node_set_gpu_health",
                                      "UPDATE gpus SET health = $2 WHERE node_id = $1"};
@@ -387,6 +403,31 @@ void NodeStore::record_agent(Tx& tx, const std::string& id, const std::string& a
 
 void NodeStore::record_heartbeat(Tx& tx, const std::string& id) {
   tx.exec(kRecordHeartbeat, id, sql_timestamp(clock_.now()));
+}
+
+void NodeStore::record_healthy_heartbeats(Tx& tx, const std::vector<HeartbeatSeen>& beats) {
+  if (beats.empty()) return;
+  // In id order, so two batches that overlap lock their rows in the same order.
+  std::vector<const HeartbeatSeen*> sorted;
+  for (const auto& b : beats) sorted.push_back(&b);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return a->node_id < b->node_id; });
+  std::vector<std::string> ids;
+  std::vector<std::string> times;
+  for (const auto* b : sorted) {
+    ids.push_back(b->node_id);
+    times.push_back(sql_timestamp(b->at));
+  }
+  std::string id_array = pg_array_literal(ids);
+  tx.exec(kRecordHeartbeats, id_array, pg_array_literal(times));
+  std::vector<std::string> unhealthy;
+  for (const auto& row : tx.exec(kNotHealthy, id_array))
+    unhealthy.push_back(row[0].as<std::string>());
+  if (unhealthy.empty()) return;
+  std::sort(unhealthy.begin(), unhealthy.end());
+  std::string unhealthy_array = pg_array_literal(unhealthy);
+  tx.exec(kSetHealthy, unhealthy_array);
+  tx.exec(kSetGpusHealthy, unhealthy_array);
 }
 
 void NodeStore::set_health(Tx& tx, const std::string& id, const std::string& health) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gpurent::inventory {
 
@@ -118,6 +119,16 @@ class NodeStore {
   void record_agent(Tx& tx, const std::string& id, const std::string& agent_version,
                     const std::string& driver_version);
   void record_heartbeat(Tx& tx, const std::string& id);
+
+  // Healthy heartbeats of many nodes at once, as the agent listener batches them: each
+  // node's last_heartbeat_at, and health 'ok' on every node and GPU not already ok, in one
+  // statement each; the health is written only where it changes (the capacity triggers
+  // fire on a health write, and a heartbeat that repeats the health changes no capacity).
+  struct HeartbeatSeen {
+    std::string node_id;
+    Timestamp at;
+  };
+  void record_healthy_heartbeats(Tx& tx, const std::vector<HeartbeatSeen>& beats);
 
   // Sets the node's health and its GPUs' (unknown | ok | warning | critical), as the health
   // rules will from agent reports; the demo fleet uses it for its simulated nodes.

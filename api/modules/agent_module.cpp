@@ -27,6 +27,15 @@ constexpr auto kServerCertificateValidity = std::chrono::hours(24 * 90);
 constexpr int kTasksPerDelivery = 64;
 // How long an agent has for a task it was sent; its executor's own limit is shorter.
 constexpr auto kTaskDeadline = std::chrono::hours(1);
+// Healthy heartbeats wait at most this long to be written with others, and a batch holds at
+// most this many: 10,000 agents every 10 s make ten transactions a second of about 100 rows.
+constexpr auto kHeartbeatWindow = std::chrono::milliseconds(100);
+constexpr std::size_t kHeartbeatBatch = 1000;
+
+std::chrono::microseconds since(Timestamp sent_at) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now() -
+                                                               sent_at);
+}
 
 std::string_view health_name(proto::Severity s) {
   switch (s) {
@@ -79,6 +88,15 @@ unsigned short AgentModule::start() {
                                  .server_key_pem = server.private_key_pem,
                                  .client_ca_pem = ca_.certificate_pem()},
       *this, workers_);
+  heartbeats_.emplace(kHeartbeatWindow, kHeartbeatBatch,
+                      [this](const std::vector<HeartbeatBatcher::Beat>& batch) {
+                        std::vector<inventory::NodeStore::HeartbeatSeen> seen;
+                        seen.reserve(batch.size());
+                        for (const auto& b : batch) seen.push_back({b.node_id, b.received_at});
+                        pool_.transact("agent_heartbeats",
+                                       [&](Tx& tx) { nodes_.record_healthy_heartbeats(tx, seen); });
+                        for (const auto& b : batch) heartbeat_lag_.record(since(b.sent_at));
+                      });
   unsigned short port = listener_->start();
   poller_ = std::thread([this] { poll_loop(); });
   return port;
@@ -92,6 +110,34 @@ void AgentModule::stop() {
   poll_wake_.notify_all();
   if (poller_.joinable()) poller_.join();
   if (listener_) listener_->stop();
+  // After the listener: what its last messages queued is written (and acked into closed
+  // channels, which drop it).
+  if (heartbeats_) heartbeats_->stop();
+}
+
+void AgentModule::add_metrics(http::Metrics& metrics) {
+  metrics.add_collector([this](std::string& out) {
+    auto line = [&out](const char* name, const char* type, std::uint64_t value) {
+      out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+      out.append(name).append(" ").append(std::to_string(value)).append("\n");
+    };
+    if (listener_) {
+      auto s = listener_->stats();
+      line("gpurent_agent_channels_open", "gauge", s.channels_open);
+      line("gpurent_agent_channels_opened_total", "counter", s.channels_opened_total);
+      line("gpurent_agent_refused_total", "counter", s.refused_total);
+      line("gpurent_agent_messages_received_total", "counter", s.messages_received_total);
+      line("gpurent_agent_messages_sent_total", "counter", s.messages_sent_total);
+    }
+    heartbeat_lag_.render(out, "gpurent_agent_heartbeat_commit_lag_seconds");
+  });
+}
+
+void AgentModule::send_to(http::AgentChannel& channel, proto::Body body) {
+  std::lock_guard lock(mutex_);
+  channel.send(proto::encode({.id = "srv-" + std::to_string(++sent_),
+                              .protocol_version = proto::kProtocolVersion,
+                              .body = std::move(body)}));
 }
 
 void AgentModule::poll_loop() {
@@ -171,12 +217,7 @@ std::shared_ptr<http::AgentChannel> AgentModule::channel_of(const std::string& n
 
 void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, std::string text) {
   const std::string& node = channel->node_id();
-  auto reply = [&](proto::Body body) {
-    std::lock_guard lock(mutex_);
-    channel->send(proto::encode({.id = "srv-" + std::to_string(++sent_),
-                                 .protocol_version = proto::kProtocolVersion,
-                                 .body = std::move(body)}));
-  };
+  auto reply = [&](proto::Body body) { send_to(*channel, std::move(body)); };
   proto::Message message;
   try {
     message = proto::decode(text);
@@ -219,40 +260,7 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
     // been lost with it (the agent runs each id once).
     deliver_tasks(node, /*resend_delivered=*/true);
   } else if (const auto* beat = std::get_if<proto::Heartbeat>(&message.body)) {
-    std::vector<proto::HealthVerdict> gpus;
-    for (const auto& gpu : beat->gpus) {
-      std::vector<proto::XidEvent> on_gpu;
-      for (const auto& e : beat->events) {
-        if (gpu.pci_bus_id && proto::same_pci_device(e.pci, *gpu.pci_bus_id)) on_gpu.push_back(e);
-      }
-      gpus.push_back(proto::gpu_health(std::nullopt, gpu, on_gpu));
-    }
-    auto verdict = proto::node_health(gpus, std::chrono::seconds(0), std::chrono::seconds(10));
-    std::string why;
-    for (const auto& f : verdict.findings) {
-      if (f.severity != verdict.severity) continue;
-      why += (why.empty() ? "" : "; ") + f.reason;
-    }
-    pool_.transact("agent_heartbeat", [&](Tx& tx) {
-      nodes_.record_heartbeat(tx, node);
-      nodes_.set_health(tx, node, std::string(health_name(verdict.severity)));
-      auto current = nodes_.get(tx, node);
-      if (!current) return;
-      const std::string& state = current->node.state;
-      if (verdict.severity == proto::Severity::kCritical && state != "failed" &&
-          state != "retired") {
-        // The node's GPUs cannot be trusted with work: out of service now, and what runs on
-        // it is interrupted (and credited by billing).
-        nodes_.transition(tx, node, inventory::NodeAction::kFail, why, std::nullopt);
-        if (on_failed_) on_failed_(tx, node, why);
-        log::warn("node {} failed: {}", node, why);
-      } else if (verdict.severity == proto::Severity::kWarning && state == "available") {
-        // Keep what runs; take no new work; maintenance once the rentals have ended.
-        nodes_.transition(tx, node, inventory::NodeAction::kDrain, why, std::nullopt);
-        log::warn("node {} draining: {}", node, why);
-      }
-    });
-    reply(proto::Ack{message.id});
+    heartbeat(channel, message.id, *beat);
   } else if (const auto* result = std::get_if<proto::TaskResult>(&message.body)) {
     pool_.transact("agent_task_result", [&](Tx& tx) {
       auto task = tasks_.get(tx, result->task_id);
@@ -270,6 +278,59 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
                        std::string(proto::type_name(message.body)) + " is sent by the server",
                        message.id});
   }
+}
+
+void AgentModule::heartbeat(const std::shared_ptr<http::AgentChannel>& channel,
+                            const std::string& message_id, const proto::Heartbeat& beat) {
+  const std::string& node = channel->node_id();
+  std::vector<proto::HealthVerdict> gpus;
+  for (const auto& gpu : beat.gpus) {
+    std::vector<proto::XidEvent> on_gpu;
+    for (const auto& e : beat.events) {
+      if (gpu.pci_bus_id && proto::same_pci_device(e.pci, *gpu.pci_bus_id)) on_gpu.push_back(e);
+    }
+    gpus.push_back(proto::gpu_health(std::nullopt, gpu, on_gpu));
+  }
+  auto verdict = proto::node_health(gpus, std::chrono::seconds(0), std::chrono::seconds(10));
+  // A healthy heartbeat changes no state: it is written with others, and acked once written.
+  if (health_name(verdict.severity) == "ok" && heartbeats_) {
+    bool queued = heartbeats_->add({.node_id = node,
+                                    .received_at = clock_.now(),
+                                    .sent_at = beat.sent_at,
+                                    .done = [this, channel, message_id](bool committed) {
+                                      if (committed)
+                                        return send_to(*channel, proto::Ack{message_id});
+                                      // As when a heartbeat's own transaction fails: the agent
+                                      // reconnects and goes on.
+                                      channel->close("internal error");
+                                    }});
+    if (queued) return;
+  }
+  std::string why;
+  for (const auto& f : verdict.findings) {
+    if (f.severity != verdict.severity) continue;
+    why += (why.empty() ? "" : "; ") + f.reason;
+  }
+  pool_.transact("agent_heartbeat", [&](Tx& tx) {
+    nodes_.record_heartbeat(tx, node);
+    nodes_.set_health(tx, node, std::string(health_name(verdict.severity)));
+    auto current = nodes_.get(tx, node);
+    if (!current) return;
+    const std::string& state = current->node.state;
+    if (verdict.severity == proto::Severity::kCritical && state != "failed" && state != "retired") {
+      // The node's GPUs cannot be trusted with work: out of service now, and what runs on
+      // it is interrupted (and credited by billing).
+      nodes_.transition(tx, node, inventory::NodeAction::kFail, why, std::nullopt);
+      if (on_failed_) on_failed_(tx, node, why);
+      log::warn("node {} failed: {}", node, why);
+    } else if (verdict.severity == proto::Severity::kWarning && state == "available") {
+      // Keep what runs; take no new work; maintenance once the rentals have ended.
+      nodes_.transition(tx, node, inventory::NodeAction::kDrain, why, std::nullopt);
+      log::warn("node {} draining: {}", node, why);
+    }
+  });
+  heartbeat_lag_.record(since(beat.sent_at));
+  send_to(*channel, proto::Ack{message_id});
 }
 
 void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivered) {

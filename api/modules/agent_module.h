@@ -5,7 +5,11 @@
 // to each connected agent.
 #pragma once
 
+#include "agent_proto/messages.h"
 #include "api/agent_listener.h"
+#include "api/metrics.h"
+#include "api/modules/heartbeat_batcher.h"
+#include "api/modules/heartbeat_lag.h"
 #include "api/modules/module_context.h"
 #include "core/certificate_authority.h"
 #include "core/worker_pool.h"
@@ -39,6 +43,9 @@ class AgentModule final : public http::AgentEndpoint {
   // sent yet, or with `resend_delivered` every unfinished one (after a reconnection).
   void deliver_tasks(const std::string& node_id, bool resend_delivered);
   const CertificateAuthority& ca() const { return ca_; }
+
+  // The listener's channels and messages, and the heartbeats' lag to their commit.
+  void add_metrics(http::Metrics& metrics);
   // What a node failing under its rentals does to them (the scheduler's), in the heartbeat's
   // transaction; set by the process's wiring.
   using NodeFailed =
@@ -53,6 +60,10 @@ class AgentModule final : public http::AgentEndpoint {
 
  private:
   std::shared_ptr<http::AgentChannel> channel_of(const std::string& node_id);
+  // Encodes and sends one message of this replica's on `channel`.
+  void send_to(http::AgentChannel& channel, agent_proto::Body body);
+  void heartbeat(const std::shared_ptr<http::AgentChannel>& channel, const std::string& message_id,
+                 const agent_proto::Heartbeat& beat);
   void poll_loop();
 
   const Config& config_;
@@ -64,6 +75,8 @@ class AgentModule final : public http::AgentEndpoint {
   inventory::NodeIdentity identity_;
   scheduler::TaskStore tasks_;
   std::optional<http::AgentListener> listener_;
+  HeartbeatLag heartbeat_lag_;
+  std::optional<HeartbeatBatcher> heartbeats_;  // while the listener runs
   NodeFailed on_failed_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<http::AgentChannel>> channels_;  // by node id

@@ -1,0 +1,58 @@
+// Healthy heartbeats of many agents committed together: one transaction per short window
+// instead of one per heartbeat, so 10,000 agents at a heartbeat every 10 s cost a few
+// transactions a second. Each heartbeat is acknowledged only once its batch has committed,
+// so an ack still means "recorded".
+#pragma once
+
+#include "core/clock.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gpurent {
+
+class HeartbeatBatcher {
+ public:
+  struct Beat {
+    std::string node_id;
+    Timestamp received_at;  // the control plane's clock: the node's last_heartbeat_at
+    Timestamp sent_at;      // the agent's clock, for the lag
+    // After the batch committed (true) or failed (false); on the batcher's thread.
+    std::function<void(bool committed)> done;
+  };
+  // Writes one batch in one transaction; throws when it could not.
+  using Write = std::function<void(const std::vector<Beat>&)>;
+
+  // A batch is written `window` after its first heartbeat arrived, or at once when it holds
+  // `max_batch` of them.
+  HeartbeatBatcher(std::chrono::milliseconds window, std::size_t max_batch, Write write);
+  ~HeartbeatBatcher();
+  HeartbeatBatcher(const HeartbeatBatcher&) = delete;
+  HeartbeatBatcher& operator=(const HeartbeatBatcher&) = delete;
+
+  // Queues a heartbeat; false once stopped (the caller records it itself).
+  bool add(Beat beat);
+  // Writes what is queued, then stops. Idempotent.
+  void stop();
+
+ private:
+  void run();
+
+  std::chrono::milliseconds window_;
+  std::size_t max_batch_;
+  Write write_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Beat> pending_;
+  std::chrono::steady_clock::time_point first_at_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gpurent
