@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace gpurent::agent {
 
@@ -28,6 +29,8 @@ struct RunnerOptions {
   std::chrono::milliseconds backoff_initial{1000};
   std::chrono::milliseconds backoff_max{60000};
   std::chrono::seconds hello_timeout{30};
+  // The node's sshd host keys (host_keys.h), sent in every hello.
+  std::vector<std::string> ssh_host_keys;
 };
 
 // Opens a new channel; throws ChannelError. Tests give one of their own.

@@ -776,4 +776,13 @@ Message decode(std::string_view text) {
   return message;
 }
 
+bool valid_ssh_host_key(std::string_view line) {
+  try {
+    read_ssh_host_key(json(std::string(line)), "ssh_host_keys[0]");
+    return true;
+  } catch (const ProtocolError&) {
+    return false;
+  }
+}
+
 }  // namespace gpurent::agent_proto

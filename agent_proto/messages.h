@@ -190,4 +190,8 @@ std::string encode(const Message& message);
 // unknown. UnsupportedVersion for a protocol_version negotiate() refuses.
 Message decode(std::string_view text);
 
+// Whether `line` may stand in a hello's ssh_host_keys, as decode() judges it: the agent
+// leaves out a host key file the server would refuse rather than have its hello refused.
+bool valid_ssh_host_key(std::string_view line);
+
 }  // namespace gpurent::agent_proto

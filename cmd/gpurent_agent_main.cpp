@@ -3,6 +3,7 @@
 #include "agent/enrollment.h"
 #include "agent/gpu_backend.h"
 #include "agent/hook_runner.h"
+#include "agent/host_keys.h"
 #include "agent/probe.h"
 #include "agent/state_files.h"
 #include "agent/task_executor.h"
@@ -39,6 +40,7 @@ void print_usage() {
       "                         [--access-root DIR] [--provision-hook CMD]\n"
       "                         [--provision-timeout 30m] [--provision-delay 2s]\n"
       "                         [--access-hook CMD] [--wipe-hook CMD] [--hook-timeout 10m]\n"
+      "                         [--ssh-host-keys /etc/ssh]\n"
       "                         [--log-level info] [--log-format text|json]\n\n"
       "  probe   print this node's GPU telemetry, link matrix and XID events as JSON; --from\n"
       "          reads DIR/query.csv, DIR/topo.txt and DIR/kern.log instead of the node\n"
@@ -160,7 +162,7 @@ int run_command(const Flags& flags) {
           "run", flags,
           {"url", "state-dir", "backend", "gpus", "model", "topology", "nvlink", "heartbeat",
            "access-root", "provision-delay", "provision-hook", "provision-timeout", "access-hook",
-           "wipe-hook", "hook-timeout", "hostname", "log-level", "log-format"}) ||
+           "wipe-hook", "hook-timeout", "ssh-host-keys", "hostname", "log-level", "log-format"}) ||
       !all_given("run", flags, {"url", "state-dir"})) {
     return 2;
   }
@@ -231,8 +233,10 @@ int run_command(const Flags& flags) {
        .hook_timeout = *hook_timeout},
       *backend);
   agent::AgentRunner runner(
-      {.hostname = flag_or(flags, "hostname", host_name()), .heartbeat = *heartbeat}, *backend,
-      *executor, *journal, [url = *url, identity] {
+      {.hostname = flag_or(flags, "hostname", host_name()),
+       .heartbeat = *heartbeat,
+       .ssh_host_keys = agent::read_ssh_host_keys(flag_or(flags, "ssh-host-keys", "/etc/ssh"))},
+      *backend, *executor, *journal, [url = *url, identity] {
         return agent::open_channel(url, identity, std::chrono::seconds(30));
       });
 

@@ -1,9 +1,15 @@
 // The agent's small pure parts: the --url reader, reconnect backoff, the key and CSR.
 #include "agent/backoff.h"
+#include "agent/host_keys.h"
 #include "agent/key_request.h"
 #include "agent/server_url.h"
 
+#include "core/subprocess.h"
+
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -69,6 +75,30 @@ TEST(KeyRequest, MakesAP256KeyAndACsrSignedWithIt) {
   EXPECT_STREQ(cn, "gpu-node-7");
   X509_REQ_free(req);
   EXPECT_NE(make_key_and_request("x").key_pem, made.key_pem) << "a fresh key each time";
+}
+
+TEST(HostKeys, TheHostKeysSshdKeepsThatAHelloMayCarry) {
+  namespace fs = std::filesystem;
+  std::string pattern = (fs::temp_directory_path() / "gpurent-hostkeys-XXXXXX").string();
+  fs::path dir = mkdtemp(pattern.data());
+  for (const char* type : {"ed25519", "ecdsa"}) {
+    std::string key = (dir / ("ssh_host_" + std::string(type) + "_key")).string();
+    auto made = run_subprocess({"ssh-keygen", "-q", "-N", "", "-t", type, "-f", key});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  std::ofstream(dir / "ssh_host_dsa_key.pub") << "ssh-dss AAAAB3NzaC1kc3MAAACBAP== root@x\n";
+  std::ofstream(dir / "ssh_host_bad_key.pub") << "not a key\n";
+  std::ofstream(dir / "authorized_keys.pub") << "ssh-ed25519 AAAA\n";  // not a host key file
+  auto keys = read_ssh_host_keys(dir);
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].rfind("ecdsa-sha2-nistp256 ", 0), 0u) << keys[0];  // by file name
+  EXPECT_EQ(keys[1].rfind("ssh-ed25519 ", 0), 0u) << keys[1];
+  std::ifstream pub(dir / "ssh_host_ed25519_key.pub");
+  std::string line;
+  std::getline(pub, line);
+  EXPECT_EQ(keys[1], line);
+  EXPECT_TRUE(read_ssh_host_keys(dir / "missing").empty());
+  fs::remove_all(dir);
 }
 
 }  // namespace gpurent::agent::agent_parts_test

@@ -18,6 +18,9 @@
 
 namespace gpurent::agent::agent_runner_test {
 
+const std::string kHostKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl root@node";
+
 namespace fs = std::filesystem;
 namespace proto = agent_proto;
 using testing::wait_for;
@@ -127,7 +130,8 @@ class AgentRunnerTest : public ::testing::Test {
         RunnerOptions{.hostname = "gpu-node-1",
                       .heartbeat = std::chrono::milliseconds(100),
                       .backoff_initial = std::chrono::milliseconds(10),
-                      .backoff_max = std::chrono::milliseconds(20)},
+                      .backoff_max = std::chrono::milliseconds(20),
+                      .ssh_host_keys = {kHostKey}},
         *backend_, executor_, *journal_, [this]() -> std::unique_ptr<Channel> {
           std::lock_guard lock(wires_mutex_);
           wires_.push_back(std::make_shared<Wire>());
@@ -183,6 +187,7 @@ TEST_F(AgentRunnerTest, SaysHelloThenSendsHeartbeats) {
   const auto* hello = std::get_if<proto::Hello>(&first.body);
   ASSERT_NE(hello, nullptr);
   EXPECT_EQ(hello->gpus.count, 4);
+  EXPECT_EQ(hello->ssh_host_keys, std::vector<std::string>{kHostKey});
   EXPECT_EQ(hello->topology,
             topology::declared_matrix(topology::Interconnect::kNvswitch, 4, "NV18"));
   EXPECT_EQ(hello->hostname, "gpu-node-1");

@@ -266,19 +266,30 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                     // snapshot (a transaction at READ COMMITTED would not give one either); a
                     // change landing between them shows in part now and whole on the next GET.
                     nlohmann::json rentals = nlohmann::json::array();
+                    nlohmann::json host_keys = nlohmann::json::array();
                     auto node = state.pool->read("node_get", [&](Tx& tx) {
                       auto n = state.nodes->get(tx, id);
                       if (n && state.rentals) rentals = state.rentals(tx, id);
+                      if (n && state.host_keys) {
+                        for (const auto& k : state.host_keys->list(tx, id)) {
+                          host_keys.push_back({{"algorithm", k.algorithm},
+                                               {"fingerprint", k.fingerprint},
+                                               {"public_key", k.public_key},
+                                               {"reported_at", time_json(k.reported_at)}});
+                        }
+                      }
                       return n;
                     });
                     if (!node) throw no_such_node();
                     auto out = node_detail_json(*node);
                     out["rentals"] = std::move(rentals);
+                    // As the agent last reported them: what engineers check the host by.
+                    out["ssh_host_keys"] = std::move(host_keys);
                     return json_response(200, out);
                   },
               .platform_admin = true,
-              .summary = "A node with its GPUs, link matrix, health and state history "
-                         "(platform admins).",
+              .summary = "A node with its GPUs, link matrix, health, state history, rentals "
+                         "and sshd host keys (platform admins).",
               .tag = "admin"});
 
   router.add({.method = Method::kPatch,

@@ -6,6 +6,7 @@
 #include "api/auth.h"
 #include "api/router.h"
 #include "core/db_pool.h"
+#include "inventory/node_host_keys.h"
 #include "inventory/node_store.h"
 #include "inventory/site_store.h"
 
@@ -20,6 +21,7 @@ struct NodeAdminRoutesState {
   PgPool* pool = nullptr;
   inventory::SiteStore* sites = nullptr;
   inventory::NodeStore* nodes = nullptr;
+  inventory::NodeHostKeys* host_keys = nullptr;  // shown in the node view when set
   // The node's rentals as the scheduler prints them, newest first, read in the same use
   // case; set by the process's wiring (inventory knows nothing of rentals). Unset: none.
   std::function<nlohmann::json(Tx&, const std::string& node_id)> rentals;

@@ -6,11 +6,32 @@
 #include "api/json_body.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "identity/ssh_public_key.h"
 
 #include <sstream>
 
 namespace gpurent {
 namespace {
+
+// The hello's sshd host keys with their fingerprints, each parsed as a registered SSH key is
+// (the decoder checked only their shape); one that does not parse is left out with a log
+// line rather than refusing the agent. Stored without the comment.
+std::vector<inventory::HostKey> read_host_keys(const std::string& node,
+                                               const std::vector<std::string>& lines) {
+  std::vector<inventory::HostKey> out;
+  for (const auto& line : lines) {
+    try {
+      auto key = identity::parse_ssh_public_key(line);
+      std::string canonical = key.canonical();
+      auto comment = canonical.find(' ', canonical.find(' ') + 1);
+      out.push_back({key.type, canonical.substr(0, comment), key.fingerprint, {}});
+    } catch (const Error& e) {
+      log::warn("agent of node {} reported an SSH host key that does not parse: {}", node,
+                e.what());
+    }
+  }
+  return out;
+}
 
 namespace proto = agent_proto;
 
@@ -58,6 +79,7 @@ AgentModule::AgentModule(const ModuleContext& ctx, WorkerPool& workers)
       ca_(CertificateAuthority::load_or_create(ctx.config.agent_pki_dir, "gpurent agents CA",
                                                ctx.clock)),
       nodes_(ctx.clock, ctx.config.enrollment_token_ttl),
+      host_keys_(ctx.clock),
       identity_(ctx.clock, nodes_, ca_, ctx.config.agent_certificate_validity),
       tasks_(ctx.clock) {
   // A task made on any replica names its node; the replica holding that agent sends it.
@@ -233,6 +255,7 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
   }
   Actor agent{.ip = channel->remote_ip()};
   if (const auto* hello = std::get_if<proto::Hello>(&message.body)) {
+    auto host_keys = read_host_keys(node, hello->ssh_host_keys);
     std::optional<std::string> mismatch;
     pool_.transact("agent_hello", [&](Tx& tx) {
       mismatch.reset();
@@ -245,6 +268,7 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
       }
       nodes_.record_agent(tx, node, hello->agent_version, hello->gpus.driver_version);
       nodes_.set_topology(tx, node, hello->topology, "agent", agent);
+      host_keys_.replace(tx, node, host_keys);
       if (current->node.state == "enrolling") {
         nodes_.transition(tx, node, inventory::NodeAction::kEnrolled,
                           "agent " + hello->agent_version + " connected", std::nullopt);

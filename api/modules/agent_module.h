@@ -13,6 +13,7 @@
 #include "api/modules/module_context.h"
 #include "core/certificate_authority.h"
 #include "core/worker_pool.h"
+#include "inventory/node_host_keys.h"
 #include "inventory/node_identity.h"
 #include "inventory/node_store.h"
 #include "scheduler/task_store.h"
@@ -72,6 +73,7 @@ class AgentModule final : public http::AgentEndpoint {
   WorkerPool& workers_;
   CertificateAuthority ca_;
   inventory::NodeStore nodes_;
+  inventory::NodeHostKeys host_keys_;
   inventory::NodeIdentity identity_;
   scheduler::TaskStore tasks_;
   std::optional<http::AgentListener> listener_;

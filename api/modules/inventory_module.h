@@ -46,6 +46,7 @@ class InventoryModule {
   inventory::CatalogStore catalog_store_;
   inventory::SiteStore site_store_;
   inventory::NodeStore node_store_;
+  inventory::NodeHostKeys host_keys_;
   inventory::PriceStore price_store_;
   http::CatalogCache catalog_cache_;
   http::CatalogRoutesState catalog_routes_;

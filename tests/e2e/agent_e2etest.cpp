@@ -4,8 +4,10 @@
 // out a rental's provisioning tasks until the rental is active. Refusals: used and unknown
 // tokens, a retired node's certificate, malformed messages.
 #include "agent_proto/messages.h"
+#include "core/subprocess.h"
 #include "tests/support/agent_client.h"
 #include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/test_keys.h"
 
 #include <gtest/gtest.h>
 
@@ -353,6 +355,38 @@ TEST_F(AgentE2E, AReinstalledAgentEnrolsAgainAndTheOldCertificateIsRefused) {
                  session(admin_))
                 .status,
             404);
+}
+
+TEST_F(AgentE2E, TheNodesSshHostKeysComeWithItsHelloAndShowInTheNodeView) {
+  auto [node_id, token] = create_enrolling_node("gpu-agent-7");
+  auto enrolled = enroll(token);
+  // sshd's own key files, as ssh-keygen makes them; the fingerprint is ssh-keygen's.
+  std::string key_file = ssh_key_pair("agent-host-ed25519", {"-t", "ed25519", "-C", "root@gpu"});
+  std::ifstream pub(key_file + ".pub");
+  std::string line;
+  std::getline(pub, line);
+  auto listed = run_subprocess({"ssh-keygen", "-l", "-E", "sha256", "-f", key_file + ".pub"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  std::istringstream words(listed.output);
+  std::string bits, fingerprint;
+  words >> bits >> fingerprint;
+
+  AgentConnection agent(server_->agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
+  auto with_keys = hello();
+  // The second has a sound shape but is no key: left out, and the hello still taken.
+  with_keys.ssh_host_keys = {line, "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7 broken"};
+  expect_ack(agent, send(agent, with_keys));
+  json keys = node_view(node_id)["ssh_host_keys"];
+  ASSERT_EQ(keys.size(), 1u) << keys;
+  EXPECT_EQ(keys[0]["algorithm"], "ssh-ed25519");
+  EXPECT_EQ(keys[0]["fingerprint"], fingerprint);
+  EXPECT_EQ(keys[0]["public_key"], line.substr(0, line.rfind(' ')));  // without its comment
+  EXPECT_EQ(node_view(node_id)["state"], "available");
+
+  // A later hello reports what the node has then: none.
+  AgentConnection again(server_->agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
+  expect_ack(again, send(again, hello()));
+  EXPECT_TRUE(node_view(node_id)["ssh_host_keys"].empty());
 }
 
 }  // namespace gpurent::testing::agent_e2e
