@@ -157,6 +157,11 @@ bool AgentRunner::send(proto::Body body) {
 }
 
 void AgentRunner::send_heartbeat() {
+  if (backend_.hung()) {
+    if (!hung_logged_) log::warn("the node does not answer (simulated hang): no heartbeats");
+    hung_logged_ = true;
+    return;
+  }
   std::vector<std::string> running;
   {
     std::lock_guard lock(queue_mutex_);

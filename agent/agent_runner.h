@@ -86,6 +86,7 @@ class AgentRunner {
   std::set<std::string> running_;  // queued or running now: a heartbeat's running_task_ids
 
   std::vector<agent_proto::XidEvent> pending_events_;
+  bool hung_logged_ = false;  // on the session thread, as send_heartbeat
 };
 
 }  // namespace gpurent::agent

@@ -23,7 +23,9 @@ class SimulatedBackend final : public GpuBackend {
  public:
   explicit SimulatedBackend(const SimulatedNode& node)
       : node_(node),
-        matrix_(topology::declared_matrix(node.interconnect, node.gpus, node.nvlink_kind)) {}
+        matrix_(topology::declared_matrix(node.interconnect, node.gpus, node.nvlink_kind)),
+        started_(std::chrono::steady_clock::now()),
+        reported_(node.faults.size(), false) {}
 
   proto::GpuInventory inventory() override {
     return {.count = node_.gpus,
@@ -40,10 +42,7 @@ class SimulatedBackend final : public GpuBackend {
       proto::GpuTelemetry gpu;
       gpu.index = i;
       gpu.name = node_.model;
-      char bus[32];
-      // Two PCIe roots, as an HGX board has them.
-      std::snprintf(bus, sizeof(bus), "00000000:%02X:00.0", (i < node_.gpus / 2 ? 0x18 : 0x98) + i);
-      gpu.pci_bus_id = bus;
+      gpu.pci_bus_id = bus(i);
       gpu.temperature_c = 34 + i % 4;
       gpu.power_w = 70;
       gpu.power_limit_w = 700;
@@ -55,16 +54,62 @@ class SimulatedBackend final : public GpuBackend {
       gpu.retired_pages_pending = false;
       gpu.remapped_rows_pending = false;
       gpu.remapped_rows_failure = false;
+      for (const auto& f : node_.faults) {
+        if (f.gpu != i || !struck(f)) continue;
+        if (f.kind == SimulatedFault::Kind::kDoubleBitEcc) {
+          gpu.ecc_volatile_dbe = 1;
+          gpu.ecc_aggregate_dbe = 1;
+        } else if (f.kind == SimulatedFault::Kind::kThermalSlowdown) {
+          gpu.temperature_c = 94;
+          gpu.throttle_reasons = {"hw_thermal_slowdown"};
+        }
+      }
       out.push_back(std::move(gpu));
     }
     return out;
   }
 
-  std::vector<proto::XidEvent> new_events() override { return {}; }
+  // Each XID fault once, when its time has come, as the kernel logs it for the GPU's bus.
+  std::vector<proto::XidEvent> new_events() override {
+    std::vector<proto::XidEvent> out;
+    for (std::size_t k = 0; k < node_.faults.size(); ++k) {
+      const auto& f = node_.faults[k];
+      if (f.kind != SimulatedFault::Kind::kXid || reported_[k] || !struck(f)) continue;
+      reported_[k] = true;
+      out.push_back({.pci = "0000:" + bus(f.gpu).substr(9, 5),
+                     .xid = f.xid,
+                     .pid = std::nullopt,
+                     .process = std::nullopt,
+                     .message = f.xid == 79 ? "pid='<unknown>', name=<unknown>, GPU has fallen "
+                                              "off the bus."
+                                            : "pid='<unknown>', name=<unknown>, simulated",
+                     .at = std::nullopt});
+    }
+    return out;
+  }
+
+  bool hung() override {
+    for (const auto& f : node_.faults) {
+      if (f.kind == SimulatedFault::Kind::kHang && struck(f)) return true;
+    }
+    return false;
+  }
 
  private:
+  bool struck(const SimulatedFault& f) const {
+    return std::chrono::steady_clock::now() - started_ >= f.at;
+  }
+  // "00000000:18:00.0": two PCIe roots, as an HGX board has them.
+  std::string bus(int i) const {
+    char text[32];
+    std::snprintf(text, sizeof(text), "00000000:%02X:00.0", (i < node_.gpus / 2 ? 0x18 : 0x98) + i);
+    return text;
+  }
+
   SimulatedNode node_;
   topology::Matrix matrix_;
+  std::chrono::steady_clock::time_point started_;
+  std::vector<bool> reported_;
 };
 
 // "CUDA Version: 12.4" in nvidia-smi's banner; the query interface has no field for it.

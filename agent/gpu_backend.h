@@ -2,6 +2,7 @@
 // node that declares its shape (for development, tests and the fleet simulator).
 #pragma once
 
+#include "agent/fault_schedule.h"
 #include "agent_proto/messages.h"
 
 #include <memory>
@@ -21,17 +22,21 @@ class GpuBackend {
   virtual std::vector<agent_proto::GpuTelemetry> telemetry() = 0;
   // XID events since the previous call.
   virtual std::vector<agent_proto::XidEvent> new_events() = 0;
+  // The node has stopped answering (a simulated hang): the agent sends no heartbeats, as a
+  // hung node sends none, and the control plane judges it by its silence.
+  virtual bool hung() { return false; }
 };
 
 struct SimulatedNode {
   int gpus = 8;
   std::string model = "NVIDIA H100 80GB HBM3";
   topology::Interconnect interconnect = topology::Interconnect::kNvswitch;
-  std::string nvlink_kind = "NV18";  // Hopper HGX
+  std::string nvlink_kind = "NV18";    // Hopper HGX
+  std::vector<SimulatedFault> faults;  // counted from when the backend is made
 };
 
-// Healthy, idle GPUs of the declared shape. Throws std::invalid_argument for a shape
-// declared_matrix refuses.
+// Idle GPUs of the declared shape, healthy until the faults strike. Throws std::invalid_argument
+// for a shape declared_matrix refuses.
 std::unique_ptr<GpuBackend> make_simulated_backend(const SimulatedNode& node);
 
 // nvidia-smi and the kernel log of this node.

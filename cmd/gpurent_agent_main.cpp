@@ -36,7 +36,9 @@ void print_usage() {
       "       gpurent-agent run --url https://HOST:PORT --state-dir DIR\n"
       "                         [--backend simulated|nvidia-smi] [--heartbeat 10s]\n"
       "                         [--gpus 8] [--model NAME] [--topology nvswitch|nvlink-pairs|pcie]\n"
-      "                         [--nvlink NV18] [--hostname NAME]\n"
+      "                         [--nvlink NV18] [--faults "
+      "xid79@30s:gpu1,dbe@2m,thermal@90s,hang@10m]\n"
+      "                         [--hostname NAME]\n"
       "                         [--access-root DIR] [--provision-hook CMD]\n"
       "                         [--provision-timeout 30m] [--provision-delay 2s]\n"
       "                         [--access-hook CMD] [--wipe-hook CMD] [--hook-timeout 10m]\n"
@@ -158,11 +160,12 @@ std::string host_name() {
 }
 
 int run_command(const Flags& flags) {
-  if (!only_known(
-          "run", flags,
-          {"url", "state-dir", "backend", "gpus", "model", "topology", "nvlink", "heartbeat",
-           "access-root", "provision-delay", "provision-hook", "provision-timeout", "access-hook",
-           "wipe-hook", "hook-timeout", "ssh-host-keys", "hostname", "log-level", "log-format"}) ||
+  if (!only_known("run", flags,
+                  {"url",         "state-dir",       "backend",        "gpus",
+                   "model",       "topology",        "nvlink",         "heartbeat",
+                   "access-root", "provision-delay", "provision-hook", "provision-timeout",
+                   "access-hook", "wipe-hook",       "hook-timeout",   "ssh-host-keys",
+                   "faults",      "hostname",        "log-level",      "log-format"}) ||
       !all_given("run", flags, {"url", "state-dir"})) {
     return 2;
   }
@@ -196,6 +199,7 @@ int run_command(const Flags& flags) {
     node.interconnect = *shape;
     node.nvlink_kind = flag_or(flags, "nvlink", node.nvlink_kind);
     try {
+      node.faults = agent::parse_fault_schedule(flag_or(flags, "faults", ""));
       backend = agent::make_simulated_backend(node);
     } catch (const std::invalid_argument& e) {
       std::fprintf(stderr, "gpurent-agent run: %s\n", e.what());

@@ -1,9 +1,12 @@
 // The agent's small pure parts: the --url reader, reconnect backoff, the key and CSR.
 #include "agent/backoff.h"
+#include "agent/fault_schedule.h"
+#include "agent/gpu_backend.h"
 #include "agent/host_keys.h"
 #include "agent/key_request.h"
 #include "agent/server_url.h"
 
+#include "agent_proto/health_rules.h"
 #include "core/subprocess.h"
 
 #include <gtest/gtest.h>
@@ -99,6 +102,54 @@ TEST(HostKeys, TheHostKeysSshdKeepsThatAHelloMayCarry) {
   EXPECT_EQ(keys[1], line);
   EXPECT_TRUE(read_ssh_host_keys(dir / "missing").empty());
   fs::remove_all(dir);
+}
+
+TEST(FaultSchedule, ReadsEveryKindOfFault) {
+  using K = SimulatedFault::Kind;
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  EXPECT_TRUE(parse_fault_schedule("").empty());
+  EXPECT_EQ(parse_fault_schedule("xid79@30s:gpu1,dbe@2m:gpu2,thermal@500ms,hang@1h"),
+            (std::vector<SimulatedFault>{
+                {.kind = K::kXid, .at = seconds(30), .gpu = 1, .xid = 79},
+                {.kind = K::kDoubleBitEcc, .at = minutes(2), .gpu = 2, .xid = 0},
+                {.kind = K::kThermalSlowdown, .at = milliseconds(500), .gpu = 0, .xid = 0},
+                {.kind = K::kHang, .at = minutes(60), .gpu = 0, .xid = 0}}));
+}
+
+TEST(FaultSchedule, SaysWhichFaultDoesNotRead) {
+  for (const char* bad : {"xid79", "xid@1s", "xid0@1s", "xid1000@1s", "xid79@", "xid79@1d",
+                          "xid79@-1s", "xid79@1s:gpu", "xid79@1s:gpu64", "xid79@1s:1",
+                          "hang@1s:gpu0", "fire@1s", "dbe@1s,", ",dbe@1s", "dbe@99999999h"}) {
+    try {
+      parse_fault_schedule(bad);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("fault \""), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FaultSchedule, TheSimulatedNodeSuffersItsFaultsWhenTheirTimeComes) {
+  SimulatedNode node;
+  node.faults = parse_fault_schedule("xid79@0s:gpu1,dbe@0s:gpu2,thermal@0s:gpu3,xid48@1h:gpu0");
+  auto backend = make_simulated_backend(node);
+  auto gpus = backend->telemetry();
+  ASSERT_EQ(gpus.size(), 8u);
+  EXPECT_EQ(gpus[2].ecc_volatile_dbe, 1);
+  EXPECT_EQ(gpus[3].throttle_reasons, std::vector<std::string>{"hw_thermal_slowdown"});
+  EXPECT_EQ(gpus[0].ecc_volatile_dbe, 0);
+  EXPECT_TRUE(gpus[0].throttle_reasons.empty());
+  auto events = backend->new_events();
+  ASSERT_EQ(events.size(), 1u) << "the XID due in an hour has not happened";
+  EXPECT_EQ(events[0].xid, 79);
+  EXPECT_TRUE(agent_proto::same_pci_device(events[0].pci, *gpus[1].pci_bus_id)) << events[0].pci;
+  EXPECT_TRUE(backend->new_events().empty()) << "logged once";
+  EXPECT_FALSE(backend->hung());
+
+  SimulatedNode hanging;
+  hanging.faults = parse_fault_schedule("hang@0s");
+  EXPECT_TRUE(make_simulated_backend(hanging)->hung());
 }
 
 }  // namespace gpurent::agent::agent_parts_test
