@@ -5,6 +5,7 @@
 
 #include "core/crypto.h"
 #include "core/error.h"
+#include "core/sql.h"
 #include "inventory/tests/inventory_fixture.h"
 
 #include <gtest/gtest.h>
@@ -322,6 +323,31 @@ TEST_F(NodeStoreTest, HealthIsSetForTheNodeAndItsGpus) {
   auto d = get(id);
   EXPECT_EQ(d->node.health, "ok");
   for (const auto& g : d->gpus) EXPECT_EQ(g.health, "ok");
+}
+
+TEST_F(NodeStoreTest, HealthyHeartbeatsOfManyNodesAreRecordedInOneCall) {
+  std::string a = create("beat-01", "L4-24GB", 2);
+  std::string b = create("beat-02", "L4-24GB", 2);
+  std::string quiet = create("beat-03", "L4-24GB", 2);
+  transact([&](Tx& tx) {
+    nodes_.set_health(tx, a, "ok");
+    nodes_.set_health(tx, b, "warning");
+  });
+  Timestamp at_a = timestamp_from_micros(1'780'000'000'123'456);
+  Timestamp at_b = timestamp_from_micros(1'780'000'001'000'000);
+  transact([&](Tx& tx) {
+    nodes_.record_healthy_heartbeats(tx, {});  // nothing to write
+    nodes_.record_healthy_heartbeats(tx, {{b, at_b}, {a, at_a}});
+  });
+  for (const auto& [id, at] : {std::pair{a, at_a}, std::pair{b, at_b}}) {
+    auto d = get(id);
+    EXPECT_EQ(d->node.last_heartbeat_at, at) << id;
+    EXPECT_EQ(d->node.health, "ok") << id;
+    for (const auto& g : d->gpus) EXPECT_EQ(g.health, "ok") << id;
+  }
+  auto untouched = get(quiet);
+  EXPECT_FALSE(untouched->node.last_heartbeat_at);
+  EXPECT_EQ(untouched->node.health, "unknown");
 }
 
 }  // namespace node_store_pgtest

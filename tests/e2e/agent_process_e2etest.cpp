@@ -4,6 +4,7 @@
 // task and started again ends that task once (as interrupted) and never runs it twice; the
 // control plane's retry then gets the rental going.
 #include "core/subprocess.h"
+#include "tests/support/child_process.h"
 #include "tests/support/paths.h"
 #include "tests/support/rental_fleet_fixture.h"
 #include "tests/support/test_keys.h"
@@ -34,43 +35,10 @@ std::string slurp(const fs::path& path) {
 }
 
 // `gpurent-agent run` as a child process, its output in a log file; killed at the end.
-class AgentProcess {
+class AgentProcess : public ChildProcess {
  public:
-  AgentProcess(std::vector<std::string> args, fs::path log) : log_(std::move(log)) {
-    args.insert(args.begin(), agent_path());
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~AgentProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Signals it and waits for it to end; its exit code, or -signal when a signal ended it.
-  int stop(int signal, std::chrono::seconds limit = std::chrono::seconds(20)) {
-    kill(pid_, signal);
-    int status = 0;
-    bool ended = wait_for([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, limit);
-    if (!ended) return 1000;
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  }
-  std::string log() const { return slurp(log_); }
-
- private:
-  fs::path log_;
-  pid_t pid_ = -1;
+  AgentProcess(std::vector<std::string> args, fs::path log)
+      : ChildProcess(agent_path(), std::move(args), std::move(log)) {}
 };
 
 class AgentProcessE2E : public RentalFleetTest {

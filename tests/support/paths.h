@@ -1,7 +1,7 @@
-// Where the source tree and the built gpurentd and gpurent-agent are, for tests that read
-// fixtures or start them. Defined in one generated source file (tests/support/CMakeLists.txt),
-// so the absolute paths of a checkout reach no other translation unit and ccache hits across
-// checkouts.
+// Where the source tree and the built gpurentd, gpurent-agent and gpurent-fleetsim are, for
+// tests that read fixtures or start them. Defined in one generated source file
+// (tests/support/CMakeLists.txt), so the absolute paths of a checkout reach no other
+// translation unit and ccache hits across checkouts.
 #pragma once
 
 #include <string>
@@ -14,5 +14,7 @@ const std::string& source_dir();
 const std::string& gpurentd_path();
 // The gpurent-agent binary of this build.
 const std::string& agent_path();
+// The gpurent-fleetsim binary of this build.
+const std::string& fleetsim_path();
 
 }  // namespace gpurent::testing
