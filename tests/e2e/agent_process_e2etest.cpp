@@ -68,31 +68,34 @@ class AgentProcessE2E : public RentalFleetTest {
                            pki_dir_ + "/ca.crt", "--state-dir", state_dir(), "--log-format",
                            "text"});
   }
-  std::unique_ptr<AgentProcess> start_agent(const std::string& provision_delay) {
-    return std::make_unique<AgentProcess>(std::vector<std::string>{"run",
-                                                                   "--url",
-                                                                   url_,
-                                                                   "--state-dir",
-                                                                   state_dir(),
-                                                                   "--backend",
-                                                                   "simulated",
-                                                                   "--gpus",
-                                                                   "8",
-                                                                   "--model",
-                                                                   "NVIDIA H100 80GB HBM3",
-                                                                   "--topology",
-                                                                   "nvswitch",
-                                                                   "--heartbeat",
-                                                                   "1s",
-                                                                   "--provision-delay",
-                                                                   provision_delay,
-                                                                   "--access-root",
-                                                                   access_root(),
-                                                                   "--log-format",
-                                                                   "text",
-                                                                   "--log-level",
-                                                                   "debug"},
-                                          fs::path(work_) / "agent.log");
+  // `extra`: more flags for `run` (a fault schedule).
+  std::unique_ptr<AgentProcess> start_agent(const std::string& provision_delay,
+                                            std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"run",
+                                  "--url",
+                                  url_,
+                                  "--state-dir",
+                                  state_dir(),
+                                  "--backend",
+                                  "simulated",
+                                  "--gpus",
+                                  "8",
+                                  "--model",
+                                  "NVIDIA H100 80GB HBM3",
+                                  "--topology",
+                                  "nvswitch",
+                                  "--heartbeat",
+                                  "1s",
+                                  "--provision-delay",
+                                  provision_delay,
+                                  "--access-root",
+                                  access_root(),
+                                  "--log-format",
+                                  "text",
+                                  "--log-level",
+                                  "debug"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<AgentProcess>(std::move(args), fs::path(work_) / "agent.log");
   }
   std::string state_dir() const { return work_ + "/state"; }
   std::string access_root() const { return work_ + "/access"; }
@@ -241,6 +244,40 @@ TEST_F(AgentProcessE2E, AnAgentKilledMidTaskNeverRunsItTwice) {
   auto first = log.find(started);
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_EQ(log.find(started, first + 1), std::string::npos) << "ran twice:\n" << log;
+  EXPECT_EQ(agent->stop(SIGTERM), 0) << agent->log();
+}
+
+TEST_F(AgentProcessE2E, AnXid79FailsTheNodeAndInterruptsItsRentalWithinTwoHeartbeats) {
+  auto [node_id, token] = create_enrolling_node("gpu-proc-3");
+  ASSERT_EQ(enroll(token).exit_code, 0);
+  // GPU 1 falls off the bus 8 s after the agent starts; heartbeats every second.
+  constexpr auto kFaultAt = std::chrono::seconds(8);
+  constexpr auto kHeartbeat = std::chrono::seconds(1);
+  const auto spawned = std::chrono::steady_clock::now();
+  auto agent = start_agent("300ms", {"--faults", "xid79@8s:gpu1"});
+  expect_in_service(node_id, *agent);
+
+  Login owner = account("owner@example.com", "Acme");
+  std::string rental = book(owner);
+  ASSERT_FALSE(rental.empty());
+  ASSERT_TRUE(drive_until(owner, rental, "active")) << agent->log();
+  ASSERT_LT(std::chrono::steady_clock::now() - spawned, kFaultAt)
+      << "the rental must be active before the fault: the machine was too slow";
+
+  // Polled until the node has failed; the time is measured from the agent's spawn, which
+  // is before its fault clock started, so it can only overstate the delay.
+  bool failed = wait_for([&] { return node_view(node_id)["state"] == "failed"; },
+                         std::chrono::seconds(30), std::chrono::milliseconds(50));
+  const auto took = std::chrono::steady_clock::now() - spawned - kFaultAt;
+  ASSERT_TRUE(failed) << agent->log();
+  // Two heartbeats, and a second for the sanitizer build to read, decide and commit.
+  EXPECT_LE(took, 2 * kHeartbeat + std::chrono::seconds(1))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  json shown = get("/v1/rentals/" + rental, session(owner)).json();
+  EXPECT_EQ(shown["state"], "interrupted") << shown;
+  json events = get("/v1/rentals/" + rental + "/events", session(owner)).json()["items"];
+  ASSERT_FALSE(events.empty());
+  EXPECT_NE(events.back().dump().find("79"), std::string::npos) << events.back();
   EXPECT_EQ(agent->stop(SIGTERM), 0) << agent->log();
 }
 
