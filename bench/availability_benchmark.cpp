@@ -314,6 +314,34 @@ BENCHMARK(BM_AvailabilityCalendar)
     ->Iterations(8)
     ->Unit(benchmark::kMillisecond);
 
+// GET /v1/offers for the model in one count (what the panel's catalog asks), from the
+// replica's copy as a server in service answers it: each offer's earliest start tried day by
+// day over the node groups that can hold it.
+void BM_Offers(benchmark::State& state) {
+  auto& env = AvailabilityBenchEnv::get();
+  const int count = static_cast<int>(state.range(0));
+  auto offers = [&] {
+    return env.pool().read("bench_offers", [&](Tx& tx) {
+      return env.views().offers(tx, {.gpu_model = kModel, .gpu_count = count, .days = 1});
+    });
+  };
+  offers();  // the copy exists, as on a replica in service
+  std::vector<double> ms;
+  std::size_t listed = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    listed = offers().size();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.SetIterationTime(seconds);
+    ms.push_back(seconds * 1e3);
+  }
+  report(state, ms);
+  state.counters["offers"] = static_cast<double>(listed);
+}
+BENCHMARK(BM_Offers)->ArgName("gpus")->Arg(1)->Arg(8)->UseManualTime()->MinTime(3.0)->Unit(
+    benchmark::kMillisecond);
+
 // The candidate load alone: over the calendar's 30 days (what the calendar reads), and over
 // one day (what a one-day booking reads on every attempt round).
 void BM_CandidateLoad(benchmark::State& state) {

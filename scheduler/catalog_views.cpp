@@ -29,11 +29,10 @@ constexpr Statement kSiteMidnights = {
 
 constexpr int kHorizonDays = 30;
 
-bool fits(const std::vector<NodeCandidate>& nodes, const std::string& model, int count,
+bool fits(const std::vector<const NodeCandidate*>& nodes, const std::string& model, int count,
           LinkNeed need, const Period& occupies) {
-  PlacementRequest req{
-      .gpu_model = model, .gpu_count = count, .link_need = need, .occupies = occupies};
-  return !place(req, nodes, {.max_choices = 1}).empty();
+  return fits_any({.gpu_model = model, .gpu_count = count, .link_need = need, .occupies = occupies},
+                  nodes);
 }
 
 bool is_date(std::string_view s) {
@@ -175,10 +174,10 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
     const auto& candidates = *it->second;
     LinkNeed need = price.gpu_count > 1 ? q.link_need : LinkNeed::kAny;
     // One offer per site and node shape that has a node big enough for the shape.
-    std::map<std::pair<std::string, std::string>, std::vector<NodeCandidate>> groups;
+    std::map<std::pair<std::string, std::string>, std::vector<const NodeCandidate*>> groups;
     for (const auto& c : candidates) {
       if (static_cast<int>(c->gpus.size()) < price.gpu_count) continue;
-      groups[{c->site_name, c->interconnect}].push_back(*c);
+      groups[{c->site_name, c->interconnect}].push_back(c.get());
     }
     for (const auto& [key, nodes] : groups) {
       Offer o{.gpu_model = price.gpu_model,

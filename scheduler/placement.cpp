@@ -341,6 +341,25 @@ std::optional<std::vector<int>> choose_gpu_set(const topology::Matrix& links,
   return index_list(*set);
 }
 
+bool fits_any(const PlacementRequest& request,
+              const std::vector<const NodeCandidate*>& candidates) {
+  const int count = request.gpu_count;
+  if (count < 1 || count > topology::kMaxGpus) return false;
+  GpuSetChooser chooser;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (i + kListsAhead < candidates.size()) prefetch_gpu_list(*candidates[i + kListsAhead]);
+    if (i + kBlocksAhead < candidates.size()) {
+      prefetch_gpu_blocks(*candidates[i + kBlocksAhead], ~Mask{0}, false);
+    }
+    const auto& node = *candidates[i];
+    if (node.gpu_model != request.gpu_model) continue;
+    Mask free = free_gpus(node, request.occupies, count);
+    if (std::popcount(free) < count || !usable_shape(node.links)) continue;
+    if (chooser.choose(node.links, free, count, request.link_need)) return true;
+  }
+  return false;
+}
+
 std::vector<Placement> place(const PlacementRequest& request,
                              const std::vector<NodeCandidate>& candidates,
                              const PlacementOptions& options) {

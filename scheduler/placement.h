@@ -83,6 +83,11 @@ std::vector<Placement> place(const PlacementRequest& request,
                              const std::vector<NodeCandidate>& candidates,
                              const PlacementOptions& options = {});
 
+// Whether place() would find any choice among `candidates`: the same fit, without ranking
+// (the first node that fits answers), over records held elsewhere (the catalog's views ask
+// it of the capacity copy's shared nodes, for each start they try).
+bool fits_any(const PlacementRequest& request, const std::vector<const NodeCandidate*>& candidates);
+
 // Within one node: the best set of `count` GPUs among `free` (indices into `links`), or
 // none when no set satisfies `need`. Sets score by the links between their members, NVLink
 // with more bonded links first, then PCIe paths by distance (PIX, PXB, PHB, NODE, SYS);

@@ -742,5 +742,37 @@ TEST(Place, RealCapturesAsNodes) {
   EXPECT_EQ(quad[0].gpu_indices, (std::vector<int>{0, 1, 2, 3}));
 }
 
+// fits_any is place()'s fit without the ranking: on random fleets (shapes, busy periods,
+// unhealthy GPUs, another model) the two always agree.
+TEST(FitsAny, AgreesWithPlaceOnRandomFleets) {
+  std::mt19937 rng(20261130);
+  const std::vector<Matrix> shapes{nvswitch(), bridged_pairs(), hybrid_cube_mesh(),
+                                   nvswitch(4, "NV6")};
+  int agreed_fits = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<NodeCandidate> nodes;
+    for (int n = 0; n < 1 + static_cast<int>(rng() % 4); ++n) {
+      auto node = make_node("n" + std::to_string(n), shapes[rng() % shapes.size()]);
+      if (rng() % 7 == 0) node.gpu_model = "A100-SXM4-80GB";
+      for (auto& g : node.gpus) {
+        if (rng() % 9 == 0) g.healthy = false;
+        if (rng() % 3 == 0) {
+          int from = static_cast<int>(rng() % 72);
+          g.busy.push_back(hours(from, from + 1 + static_cast<int>(rng() % 30)));
+        }
+      }
+      nodes.push_back(std::move(node));
+    }
+    std::vector<const NodeCandidate*> pointers;
+    for (const auto& n : nodes) pointers.push_back(&n);
+    auto req = request(1 + static_cast<int>(rng() % 8), rng() % 2 ? kNvlink : LinkNeed::kAny);
+    bool placed = !place(req, nodes, {.max_choices = 1}).empty();
+    ASSERT_EQ(fits_any(req, pointers), placed) << "round " << round;
+    agreed_fits += placed;
+  }
+  EXPECT_GT(agreed_fits, 30) << "the rounds must include fits, not only refusals";
+  EXPECT_LT(agreed_fits, 270) << "and refusals";
+}
+
 }  // namespace placement_test
 }  // namespace gpurent::scheduler
