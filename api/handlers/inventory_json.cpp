@@ -89,9 +89,10 @@ nlohmann::json node_detail_json(const inventory::NodeDetail& d) {
   }
   out["gpus"] = std::move(gpus);
   out["topology"] = topology::to_json(d.topology);
-  // Filled in as agents report telemetry and the scheduler books rentals.
+  // Filled in as agents report telemetry; the admin routes add the rentals and host keys.
   out["telemetry"] = nullptr;
   out["rentals"] = nlohmann::json::array();
+  out["ssh_host_keys"] = nlohmann::json::array();
   out["events"] = std::move(events);
   return out;
 }

@@ -148,6 +148,26 @@ topology::Matrix read_topology_text(const Request& req) {
   }
 }
 
+// The node as every route answers it, read in the caller's use case: the detail, and what
+// other modules and tables add to it (its latest rentals, its sshd host keys as its agent
+// last reported them, which engineers check the host by).
+nlohmann::json full_node_json(const NodeAdminRoutesState& state, Tx& tx,
+                              const inventory::NodeDetail& node) {
+  auto out = node_detail_json(node);
+  if (state.rentals) out["rentals"] = state.rentals(tx, node.node.id);
+  nlohmann::json host_keys = nlohmann::json::array();
+  if (state.host_keys) {
+    for (const auto& k : state.host_keys->list(tx, node.node.id)) {
+      host_keys.push_back({{"algorithm", k.algorithm},
+                           {"fingerprint", k.fingerprint},
+                           {"public_key", k.public_key},
+                           {"reported_at", time_json(k.reported_at)}});
+    }
+  }
+  out["ssh_host_keys"] = std::move(host_keys);
+  return out;
+}
+
 void add_transition_route(Router& router, NodeAdminRoutesState& state, const char* verb,
                           inventory::NodeAction action, const char* summary) {
   router.add({.method = Method::kPost,
@@ -156,14 +176,16 @@ void add_transition_route(Router& router, NodeAdminRoutesState& state, const cha
                   [&state, action](const Request& req, const Principal& p) {
                     std::string id = node_id_param(req);
                     std::string reason = read_reason(req);
-                    auto node = state.pool->transact("node_transition", [&](Tx& tx) {
-                      auto moved =
-                          state.nodes->transition(tx, id, action, reason, actor_of(req, p));
-                      if (moved && state.check_transition) state.check_transition(tx, id, action);
-                      return moved;
-                    });
+                    auto node = state.pool->transact(
+                        "node_transition", [&](Tx& tx) -> std::optional<nlohmann::json> {
+                          auto moved =
+                              state.nodes->transition(tx, id, action, reason, actor_of(req, p));
+                          if (!moved) return std::nullopt;
+                          if (state.check_transition) state.check_transition(tx, id, action);
+                          return full_node_json(state, tx, *moved);
+                        });
                     if (!node) throw no_such_node();
-                    return json_response(200, node_detail_json(*node));
+                    return json_response(200, *node);
                   },
               .platform_admin = true,
               .summary = summary,
@@ -265,54 +287,47 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                     // One connection, no transaction: the node's four reads need no common
                     // snapshot (a transaction at READ COMMITTED would not give one either); a
                     // change landing between them shows in part now and whole on the next GET.
-                    nlohmann::json rentals = nlohmann::json::array();
-                    nlohmann::json host_keys = nlohmann::json::array();
-                    auto node = state.pool->read("node_get", [&](Tx& tx) {
-                      auto n = state.nodes->get(tx, id);
-                      if (n && state.rentals) rentals = state.rentals(tx, id);
-                      if (n && state.host_keys) {
-                        for (const auto& k : state.host_keys->list(tx, id)) {
-                          host_keys.push_back({{"algorithm", k.algorithm},
-                                               {"fingerprint", k.fingerprint},
-                                               {"public_key", k.public_key},
-                                               {"reported_at", time_json(k.reported_at)}});
-                        }
-                      }
-                      return n;
-                    });
+                    auto node =
+                        state.pool->read("node_get", [&](Tx& tx) -> std::optional<nlohmann::json> {
+                          auto n = state.nodes->get(tx, id);
+                          if (!n) return std::nullopt;
+                          return full_node_json(state, tx, *n);
+                        });
                     if (!node) throw no_such_node();
-                    auto out = node_detail_json(*node);
-                    out["rentals"] = std::move(rentals);
-                    // As the agent last reported them: what engineers check the host by.
-                    out["ssh_host_keys"] = std::move(host_keys);
-                    return json_response(200, out);
+                    return json_response(200, *node);
                   },
               .platform_admin = true,
               .summary = "A node with its GPUs, link matrix, health, state history, rentals "
                          "and sshd host keys (platform admins).",
               .tag = "admin"});
 
-  router.add({.method = Method::kPatch,
-              .pattern = "/v1/admin/nodes/{id}",
-              .handler =
-                  [&state](const Request& req, const Principal& p) {
-                    std::string id = node_id_param(req);
-                    auto body = parse_json_body(req);
-                    auto change = read_node_change(body);
-                    auto node =
-                        change.empty()
-                            ? state.pool->read("node_get",
-                                               [&](Tx& tx) { return state.nodes->get(tx, id); })
-                            : state.pool->transact("node_update", [&](Tx& tx) {
-                                return state.nodes->update(tx, id, change, actor_of(req, p));
-                              });
-                    if (!node) throw no_such_node();
-                    return json_response(200, node_detail_json(*node));
-                  },
-              .platform_admin = true,
-              .summary = "Change a node's hostname, hardware facts or labels; null clears an "
-                         "optional fact (platform admins).",
-              .tag = "admin"});
+  router.add(
+      {.method = Method::kPatch,
+       .pattern = "/v1/admin/nodes/{id}",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             std::string id = node_id_param(req);
+             auto body = parse_json_body(req);
+             auto change = read_node_change(body);
+             auto full = [&](Tx& tx, const std::optional<inventory::NodeDetail>& n)
+                 -> std::optional<nlohmann::json> {
+               if (!n) return std::nullopt;
+               return full_node_json(state, tx, *n);
+             };
+             auto node =
+                 change.empty()
+                     ? state.pool->read("node_get",
+                                        [&](Tx& tx) { return full(tx, state.nodes->get(tx, id)); })
+                     : state.pool->transact("node_update", [&](Tx& tx) {
+                         return full(tx, state.nodes->update(tx, id, change, actor_of(req, p)));
+                       });
+             if (!node) throw no_such_node();
+             return json_response(200, *node);
+           },
+       .platform_admin = true,
+       .summary = "Change a node's hostname, hardware facts or labels; null clears an "
+                  "optional fact (platform admins).",
+       .tag = "admin"});
 
   router.add({.method = Method::kPut,
               .pattern = "/v1/admin/nodes/{id}/topology",
@@ -320,11 +335,15 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                   [&state](const Request& req, const Principal& p) {
                     std::string id = node_id_param(req);
                     auto matrix = read_topology_text(req);
-                    auto node = state.pool->transact("node_set_topology", [&](Tx& tx) {
-                      return state.nodes->set_topology(tx, id, matrix, "admin", actor_of(req, p));
-                    });
+                    auto node = state.pool->transact(
+                        "node_set_topology", [&](Tx& tx) -> std::optional<nlohmann::json> {
+                          auto set =
+                              state.nodes->set_topology(tx, id, matrix, "admin", actor_of(req, p));
+                          if (!set) return std::nullopt;
+                          return full_node_json(state, tx, *set);
+                        });
                     if (!node) throw no_such_node();
-                    return json_response(200, node_detail_json(*node));
+                    return json_response(200, *node);
                   },
               .platform_admin = true,
               .summary = "Set a node's GPU link matrix from its `nvidia-smi topo -m` output "
