@@ -87,6 +87,9 @@ int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* st
 }
 
 int Lifecycle::fail_silent_nodes(PgPool& pool, Timestamp now) {
+  if (now.time_since_epoch().count() < silence_judged_from_us_.load(std::memory_order_relaxed)) {
+    return 0;
+  }
   return pool.transact("lifecycle_silent_nodes", [&](Tx& tx) {
     int moved = 0;
     for (const auto& row :

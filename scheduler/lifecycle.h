@@ -56,6 +56,14 @@ class Lifecycle {
 
   const LifecycleOptions& options() const { return options_; }
 
+  // Silence is judged from `t` on (before it no node is failed for it): a replica that has
+  // just started, after an outage of the control plane, has not been listening for the
+  // agents long enough to tell a silent node from one that has yet to reconnect. The process
+  // wiring sets it to its start plus agent_silence_limit.
+  void judge_silence_from(Timestamp t) {
+    silence_judged_from_us_.store(t.time_since_epoch().count(), std::memory_order_relaxed);
+  }
+
   // Reads the public keys (one line each) of a rental's registered SSH keys, inside the
   // lifecycle's transaction, for its install_access task. The process wiring hands it the
   // identity module's key store; without it the task grants certificates only.
@@ -103,6 +111,7 @@ class Lifecycle {
   Booking& booking_;
   LifecycleOptions options_;
   AuthorizedKeysOf keys_of_;
+  std::atomic<Timestamp::rep> silence_judged_from_us_{Timestamp::min().time_since_epoch().count()};
 };
 
 }  // namespace gpurent::scheduler

@@ -85,6 +85,8 @@ void SchedulerModule::add_routes(http::Router& router) {
 
 void SchedulerModule::start() {
   if (thread_.joinable()) return;
+  // Agents reconnect after this replica starts: silence counts from a full limit later.
+  lifecycle_.judge_silence_from(clock_.now() + lifecycle_.options().agent_silence_limit);
   thread_ = std::thread([this] { loop(); });
 }
 
