@@ -111,6 +111,9 @@ class BeastChannel final : public Channel {
       beast::error_code ignored;
       beast::get_lowest_layer(ws_).socket().shutdown(tcp::socket::shutdown_both, ignored);
       beast::get_lowest_layer(ws_).socket().close(ignored);
+      // The WebSocket's keep-alive timer would hold run() until its next ping (half the idle
+      // timeout); nothing is left to do on this context once the socket is closed.
+      ioc_.stop();
     });
     work_.reset();
     if (io_.joinable()) io_.join();
@@ -242,8 +245,11 @@ HttpsResponse https_post_json(const ServerUrl& url, const std::string& ca_pem,
   parser.body_limit(kMaxHttpBodyBytes);
   bhttp::read(stream, buffer, parser, ec);
   if (ec) throw ChannelError("reading the response failed: " + ec.message());
+  // The response is complete (its length was known): a polite TLS close, but not a wait for
+  // a server that keeps the connection open for another request.
   beast::error_code ignored;
-  stream.shutdown(ignored);  // the server may cut it first; the response is complete
+  beast::get_lowest_layer(stream).expires_after(std::chrono::milliseconds(500));
+  stream.shutdown(ignored);
   const auto& res = parser.get();
   return {static_cast<int>(res.result_int()), res.body()};
 }

@@ -107,11 +107,11 @@ TEST_F(TaskExecutorTest, ATimeLimitKillsTheHookAndWhatItStarted) {
   extra.timeout = milliseconds(300);
   auto started = steady_clock::now();
   auto r =
-      run({script("h", "(sleep 3; touch " + marker + ") &\necho begun\nsleep 30")}, nullptr, extra);
+      run({script("h", "(sleep 1; touch " + marker + ") &\necho begun\nsleep 30")}, nullptr, extra);
   EXPECT_LT(steady_clock::now() - started, std::chrono::seconds(5));
   EXPECT_EQ(r.end, HookResult::End::kTimedOut);
   EXPECT_EQ(r.describe(), "timed out: (time limit 300ms)");
-  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_FALSE(fs::exists(marker)) << "the hook's background child outlived it";
 }
 

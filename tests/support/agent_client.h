@@ -1,6 +1,6 @@
 // A node agent as the end-to-end tests play it: enrolment over the agent listener's TLS and
 // one WebSocket with the client certificate, speaking raw text so a test can send what a real
-// agent would and what a hostile one might. Keeps Beast out of the tests that use it.
+// agent would and what a hostile one might. Over the real agent's client (agent/channel.h).
 #pragma once
 
 #include <chrono>
