@@ -21,7 +21,7 @@ build: build/release/build.ninja
 run:
 	@scripts/bootstrap
 	@$(MAKE) --no-print-directory build
-	./build/release/cmd/gpurentd serve --demo=true
+	@scripts/run-demo
 
 build-test: build/test/build.ninja
 	cmake --build build/test -j $(JOBS)

@@ -11,6 +11,29 @@
 
 namespace gpurent {
 
+namespace {
+
+// `demo-agents` beside the data folder (mode 0600), one line per demo node:
+// `node_id token gpus interconnect nvlink_kind|-`, for scripts/run-demo, which enrols a
+// simulated gpurent-agent with the token where it has no certificate yet and runs it.
+void write_demo_agents(const Config& config, PgPool& pool, const inventory::DemoFleetStores& fleet,
+                       const Actor& actor) {
+  namespace fs = std::filesystem;
+  fs::path file = fs::path(config.data_dir).parent_path() / "demo-agents";
+  std::string text;
+  for (const auto& seat : inventory::demo_agent_seats(pool, fleet, actor)) {
+    text += seat.node_id + " " + seat.token + " " + std::to_string(seat.gpu_count) + " " +
+            seat.interconnect + " " + (seat.nvlink_kind.empty() ? "-" : seat.nvlink_kind) + "\n";
+  }
+  fs::create_directories(file.parent_path());
+  // Owner-only before the tokens go in.
+  { std::ofstream(file, std::ios::trunc); }
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  std::ofstream(file, std::ios::trunc) << text;
+}
+
+}  // namespace
+
 // The admin's generated password is kept beside the data folder (mode 0600) so every
 // start can print the login.
 void seed_demo(const Config& config, PgPool& pool, identity::IdentityStore& store,
@@ -38,6 +61,9 @@ void seed_demo(const Config& config, PgPool& pool, identity::IdentityStore& stor
       admin && inventory::seed_demo_fleet(
                    pool, fleet, {.user_id = admin->first.id, .request_id = "demo-seed"})) {
     log::info("seeded the demo fleet: one site, eight nodes, five images, a price list");
+  }
+  if (auto admin = find_admin()) {
+    write_demo_agents(config, pool, fleet, {.user_id = admin->first.id, .request_id = "demo-seed"});
   }
   if (password.empty()) {
     log::warn("demo admin {} exists but its password file {} is gone", kEmail, secret_file);

@@ -93,4 +93,26 @@ bool seed_demo_fleet(PgPool& pool, const DemoFleetStores& stores, const Actor& a
   });
 }
 
+std::vector<DemoAgentSeat> demo_agent_seats(PgPool& pool, const DemoFleetStores& stores,
+                                            const Actor& actor) {
+  static constexpr Statement kDemoNodes = {
+      "demo_fleet_agent_nodes",
+      "SELECT n.id, n.gpu_count, n.interconnect,"
+      " CASE n.interconnect WHEN 'nvswitch' THEN m.nvswitch_link_kind"
+      " WHEN 'nvlink-pairs' THEN m.bridge_link_kind END"
+      " FROM nodes n JOIN gpu_models m ON m.name = n.gpu_model"
+      " WHERE n.labels ->> 'demo' = 'true' AND n.state <> 'retired' ORDER BY n.hostname"};
+  return pool.transact("demo_fleet_agents", [&](Tx& tx) {
+    std::vector<DemoAgentSeat> out;
+    for (const auto& row : tx.exec(kDemoNodes)) {
+      std::string id = row[0].as<std::string>();
+      auto token = stores.nodes->issue_enrollment_token(tx, id, actor);
+      if (!token) continue;
+      out.push_back({id, token->enrollment_token, row[1].as<int>(), row[2].as<std::string>(),
+                     row[3].is_null() ? "" : row[3].as<std::string>()});
+    }
+    return out;
+  });
+}
+
 }  // namespace gpurent::inventory

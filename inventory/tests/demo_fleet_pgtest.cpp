@@ -78,5 +78,25 @@ TEST_F(DemoFleetTest, ASeedThatFailsPartWayLeavesNothing) {
   EXPECT_EQ(count("SELECT count(*) FROM audit_log"), audits);
 }
 
+TEST_F(DemoFleetTest, EachDemoNodeGetsASeatForASimulatedAgent) {
+  ASSERT_TRUE(seed_demo_fleet(pool_, stores(), admin_));
+  auto seats = demo_agent_seats(pool_, stores(), admin_);
+  ASSERT_EQ(seats.size(), 8u);
+  std::map<std::string, int> by_shape;
+  for (const auto& seat : seats) {
+    ++by_shape[seat.interconnect + " " + seat.nvlink_kind];
+    // The token is a real, single-use enrolment token for that node.
+    auto node = transact([&](Tx& tx) { return nodes_.consume_enrollment_token(tx, seat.token); });
+    EXPECT_EQ(node, seat.node_id);
+  }
+  EXPECT_EQ(by_shape["nvswitch NV18"], 3) << "2x H100 and the H200";
+  EXPECT_EQ(by_shape["pcie "], 3) << "L40S, L4 and RTX 4090: no NVLink";
+  EXPECT_EQ(by_shape["nvswitch NV12"], 1) << "the A100 SXM4";
+  EXPECT_EQ(by_shape["nvlink-pairs NV4"], 1) << "the A100 PCIe's bridges";
+  // A retired node gets no agent.
+  exec("UPDATE nodes SET state = 'retired' WHERE id = '" + seats[0].node_id + "'");
+  EXPECT_EQ(demo_agent_seats(pool_, stores(), admin_).size(), 7u);
+}
+
 }  // namespace demo_fleet_pgtest
 }  // namespace gpurent::inventory
