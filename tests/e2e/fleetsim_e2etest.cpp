@@ -26,12 +26,7 @@ class FleetsimE2E : public RentalFleetTest {
   void SetUp() override {
     pki_dir_ = make_temp_dir("gpurent-fleetsim-pki");
     work_ = make_temp_dir("gpurent-fleetsim-run");
-    server_ = std::make_unique<ServerProcess>(ServerOptions{
-        .database_url = db_.url(),
-        .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
-                  "--lifecycle_interval=60s", "--agent_pki_dir=" + pki_dir_,
-                  // The test clock jumps a minute at a time; heartbeats come in real time.
-                  "--agent_silence_limit=24h"}});
+    server_ = agent_server(pki_dir_);
     ASSERT_NE(server_->agent_port(), 0) << "the agent listener is on";
     seed_fleet({1, 2, 4, 8});
   }

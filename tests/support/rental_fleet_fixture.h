@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -16,6 +17,17 @@ namespace gpurent::testing {
 class RentalFleetTest : public ApiTest {
  protected:
   static constexpr const char* kModel = "H100-SXM5-80GB";
+
+  // A server for real agent processes, its agents' CA in `pki_dir`: the lifecycle runs when a
+  // test asks (the test clock jumps a minute at a time), and heartbeats, which come in real
+  // time, never count as silence within a test.
+  std::unique_ptr<ServerProcess> agent_server(const std::string& pki_dir) {
+    return std::make_unique<ServerProcess>(
+        ServerOptions{.database_url = db_.url(),
+                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
+                                "--lifecycle_interval=60s", "--agent_pki_dir=" + pki_dir,
+                                "--agent_silence_limit=24h"}});
+  }
 
   // After the server is up: the admin, the site (Moscow time), a CUDA 12.4 image and a
   // price of 100,000 minor units per GPU a day for each of `counts` GPUs.
