@@ -68,14 +68,6 @@ bool says_fatal(std::string_view message) {
   return false;
 }
 
-std::string_view xid_what(int xid) {
-  for (const auto& r : kXidRules) {
-    if (r.xid == xid) return r.what;
-  }
-  if (is_nvlink5(xid)) return "NVLink5 error";
-  return "unclassified XID";
-}
-
 std::string gpu_name(const GpuTelemetry& gpu) {
   return "GPU " + std::to_string(gpu.index);
 }
@@ -140,6 +132,14 @@ std::optional<PciAddress> parse_pci(std::string_view s) {
 
 }  // namespace
 
+std::string_view xid_description(int xid) {
+  for (const auto& r : kXidRules) {
+    if (r.xid == xid) return r.what;
+  }
+  if (is_nvlink5(xid)) return "NVLink5 error";
+  return "unclassified XID";
+}
+
 std::string_view to_string(Severity severity) {
   switch (severity) {
     case Severity::kOk:
@@ -184,8 +184,8 @@ HealthVerdict gpu_health(const std::optional<GpuTelemetry>& previous, const GpuT
   const GpuTelemetry* prev = previous ? &*previous : nullptr;
 
   for (const auto& e : events) {
-    out.add(severity_of(e), "XID " + std::to_string(e.xid) + " (" + std::string(xid_what(e.xid)) +
-                                "): " + e.message);
+    out.add(severity_of(e), "XID " + std::to_string(e.xid) + " (" +
+                                std::string(xid_description(e.xid)) + "): " + e.message);
   }
 
   // Volatile counts restart at zero when the driver reloads: a count below the previous one

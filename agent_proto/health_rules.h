@@ -28,6 +28,8 @@ std::optional<Severity> parse_severity(std::string_view text);
 // and kWarning otherwise. Codes in neither table are kWarning: the driver reported an error
 // nobody has classified, so the node drains rather than takes new work.
 Severity severity_of(const XidEvent& event);
+// What the code means, in a few words: "GPU has fallen off the bus", "unclassified XID".
+std::string_view xid_description(int xid);
 
 struct Finding {
   Severity severity = Severity::kOk;

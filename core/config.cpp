@@ -306,6 +306,18 @@ const std::vector<Field>& fields() {
         "notification have been missed (whole seconds)",
         "15s"},
        [](Config& c, const std::string& v) { c.agent_task_poll = parse_whole_seconds(v); }},
+      {{"agent_telemetry_interval", "GPURENT_AGENT_TELEMETRY_INTERVAL",
+        "how often a node's GPU telemetry is kept: its latest and a row of history "
+        "(whole seconds; unhealthy heartbeats are always kept)",
+        "60s"},
+       [](Config& c, const std::string& v) {
+         c.agent_telemetry_interval = parse_whole_seconds(v);
+       }},
+      {{"agent_telemetry_retention", "GPURENT_AGENT_TELEMETRY_RETENTION",
+        "how long the history of GPU telemetry is kept (whole seconds)", "24h"},
+       [](Config& c, const std::string& v) {
+         c.agent_telemetry_retention = parse_whole_seconds(v);
+       }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

@@ -69,6 +69,11 @@ struct Config {
   // How often each replica looks for tasks its agents have not been sent: the fallback for
   // a notification missed while its listener reconnected.
   std::chrono::seconds agent_task_poll{15};
+  // A node's telemetry is kept once per interval (its latest, and a row of history for the
+  // admin views' charts), and every heartbeat that is not healthy; the history is kept this
+  // long.
+  std::chrono::seconds agent_telemetry_interval{60};
+  std::chrono::seconds agent_telemetry_retention{24 * 3600};
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

@@ -98,8 +98,9 @@ constexpr Statement kRecordHeartbeats = {
     " FROM unnest($1::text[], $2::timestamptz[]) AS b(id, at) WHERE n.id = b.id"};
 constexpr Statement kNotHealthy = {
     "node_not_healthy",
-    "SELECT id FROM nodes WHERE id = ANY($1::text[]) AND health <> 'ok'"
-    " UNION SELECT node_id FROM gpus WHERE node_id = ANY($1::text[]) AND health <> 'ok'"};
+    "SELECT id, NULL::integer, health FROM nodes WHERE id = ANY($1::text[]) AND health <> 'ok'"
+    " UNION ALL SELECT node_id, idx, health FROM gpus"
+    " WHERE node_id = ANY($1::text[]) AND health <> 'ok'"};
 constexpr Statement kSetHealthy = {
     "node_set_healthy",
     "UPDATE nodes SET health = 'ok' WHERE id = ANY($1::text[]) AND health <> 'ok'"};
@@ -109,6 +110,15 @@ constexpr Statement kSetGpusHealthy = {
 constexpr Statement kSetHealth = {"node_set_health", "UPDATE nodes SET health = $2 WHERE id = $1"};
 constexpr Statement kSetGpuHealth = {"node_set_gpu_health",
                                      "UPDATE gpus SET health = $2 WHERE node_id = $1"};
+constexpr Statement kHealthState = {"node_health_state",
+                                    "SELECT NULL::integer, health FROM nodes WHERE id = $1"
+                                    " UNION ALL SELECT idx, health FROM gpus WHERE node_id = $1"};
+constexpr Statement kSetNodeHealthIfChanged = {
+    "node_set_health_if_changed", "UPDATE nodes SET health = $2 WHERE id = $1 AND health <> $2"};
+constexpr Statement kSetGpusHealthIfChanged = {
+    "node_set_gpus_health_if_changed",
+    "UPDATE gpus SET health = g.health FROM unnest($2::integer[], $3::text[]) AS g(idx, health)"
+    " WHERE gpus.node_id = $1 AND gpus.idx = g.idx AND gpus.health <> g.health"};
 
 NodeRecord node_from(const pqxx::row& row) {
   NodeRecord n;
@@ -405,8 +415,10 @@ void NodeStore::record_heartbeat(Tx& tx, const std::string& id) {
   tx.exec(kRecordHeartbeat, id, sql_timestamp(clock_.now()));
 }
 
-void NodeStore::record_healthy_heartbeats(Tx& tx, const std::vector<HeartbeatSeen>& beats) {
-  if (beats.empty()) return;
+std::map<std::string, NodeHealthState> NodeStore::record_healthy_heartbeats(
+    Tx& tx, const std::vector<HeartbeatSeen>& beats) {
+  std::map<std::string, NodeHealthState> before;
+  if (beats.empty()) return before;
   // In id order, so two batches that overlap lock their rows in the same order.
   std::vector<const HeartbeatSeen*> sorted;
   for (const auto& b : beats) sorted.push_back(&b);
@@ -420,14 +432,50 @@ void NodeStore::record_healthy_heartbeats(Tx& tx, const std::vector<HeartbeatSee
   }
   std::string id_array = pg_array_literal(ids);
   tx.exec(kRecordHeartbeats, id_array, pg_array_literal(times));
+  auto rows = tx.exec(kNotHealthy, id_array);
+  if (rows.empty()) return before;
+  for (const auto& row : rows) {
+    // A node listed for its GPUs alone was ok itself.
+    auto& state =
+        before.try_emplace(row[0].as<std::string>(), NodeHealthState{"ok", {}}).first->second;
+    if (row[1].is_null()) {
+      state.node = row[2].as<std::string>();
+    } else {
+      state.gpus[row[1].as<int>()] = row[2].as<std::string>();
+    }
+  }
   std::vector<std::string> unhealthy;
-  for (const auto& row : tx.exec(kNotHealthy, id_array))
-    unhealthy.push_back(row[0].as<std::string>());
-  if (unhealthy.empty()) return;
-  std::sort(unhealthy.begin(), unhealthy.end());
+  for (const auto& [id, state] : before) unhealthy.push_back(id);
   std::string unhealthy_array = pg_array_literal(unhealthy);
   tx.exec(kSetHealthy, unhealthy_array);
   tx.exec(kSetGpusHealthy, unhealthy_array);
+  return before;
+}
+
+std::optional<NodeHealthState> NodeStore::health_state(Tx& tx, const std::string& id) {
+  auto rows = tx.exec(kHealthState, id);
+  if (rows.empty()) return std::nullopt;
+  NodeHealthState state;
+  for (const auto& row : rows) {
+    if (row[0].is_null()) {
+      state.node = row[1].as<std::string>();
+    } else {
+      state.gpus[row[0].as<int>()] = row[1].as<std::string>();
+    }
+  }
+  return state;
+}
+
+void NodeStore::set_health(Tx& tx, const std::string& id, const NodeHealthState& health) {
+  tx.exec(kSetNodeHealthIfChanged, id, health.node);
+  if (health.gpus.empty()) return;
+  std::vector<int> indexes;
+  std::vector<std::string> values;
+  for (const auto& [index, value] : health.gpus) {
+    indexes.push_back(index);
+    values.push_back(value);
+  }
+  tx.exec(kSetGpusHealthIfChanged, id, pg_array_literal(indexes), pg_array_literal(values));
 }
 
 void NodeStore::set_health(Tx& tx, const std::string& id, const std::string& health) {

@@ -10,6 +10,7 @@
 #include "inventory/records.h"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,14 @@ struct NodeFilter {
   std::optional<std::string> site_id;
   std::optional<std::string> state;
   std::optional<std::string> gpu_model;
+};
+
+// A node's health and its GPUs' by index: unknown | ok | warning | critical.
+struct NodeHealthState {
+  std::string node = "unknown";
+  std::map<int, std::string> gpus;
+
+  bool operator==(const NodeHealthState&) const = default;
 };
 
 struct EnrollmentToken {
@@ -124,14 +133,20 @@ class NodeStore {
   // node's last_heartbeat_at, and health 'ok' on every node and GPU not already ok, in one
   // statement each; the health is written only where it changes (the capacity triggers
   // fire on a health write, and a heartbeat that repeats the health changes no capacity).
+  // The health the nodes had where any of it was not ok, by node id (for the health log).
   struct HeartbeatSeen {
     std::string node_id;
     Timestamp at;
   };
-  void record_healthy_heartbeats(Tx& tx, const std::vector<HeartbeatSeen>& beats);
+  std::map<std::string, NodeHealthState> record_healthy_heartbeats(
+      Tx& tx, const std::vector<HeartbeatSeen>& beats);
 
-  // Sets the node's health and its GPUs' (unknown | ok | warning | critical), as the health
-  // rules will from agent reports; the demo fleet uses it for its simulated nodes.
+  // The node's health and its GPUs' (unknown | ok | warning | critical).
+  std::optional<NodeHealthState> health_state(Tx& tx, const std::string& id);
+  // Sets the node's health and that of the GPUs named (by index), writing only what differs.
+  void set_health(Tx& tx, const std::string& id, const NodeHealthState& health);
+  // Sets the node's health and all its GPUs': the silence rule, and the demo fleet for its
+  // simulated nodes.
   void set_health(Tx& tx, const std::string& id, const std::string& health);
 
  private:

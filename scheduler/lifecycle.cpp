@@ -98,6 +98,11 @@ int Lifecycle::fail_silent_nodes(PgPool& pool, Timestamp now) {
       std::string reason =
           "agent silent since " + format_rfc3339(read_timestamp(row[1])) + ": node unreachable";
       nodes_.set_health(tx, node, "critical");
+      health_log_.record_events(tx, {{.node_id = node,
+                                      .at = now,
+                                      .kind = "health",
+                                      .severity = "critical",
+                                      .reason = reason}});
       nodes_.transition(tx, node, inventory::NodeAction::kFail, reason, std::nullopt);
       moved += static_cast<int>(interrupt_node(tx, node, reason, now).size());
     }

@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "inventory/node_health_log.h"
 #include "inventory/node_store.h"
 #include "scheduler/booking.h"
 #include "scheduler/records.h"
@@ -111,6 +112,7 @@ class Lifecycle {
   Booking& booking_;
   LifecycleOptions options_;
   AuthorizedKeysOf keys_of_;
+  inventory::NodeHealthLog health_log_;
   std::atomic<Timestamp::rep> silence_judged_from_us_{Timestamp::min().time_since_epoch().count()};
 };
 

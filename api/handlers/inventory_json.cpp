@@ -89,10 +89,11 @@ nlohmann::json node_detail_json(const inventory::NodeDetail& d) {
   }
   out["gpus"] = std::move(gpus);
   out["topology"] = topology::to_json(d.topology);
-  // Filled in as agents report telemetry; the admin routes add the rentals and host keys.
+  // The admin routes add the rentals, host keys, latest telemetry and health events.
   out["telemetry"] = nullptr;
   out["rentals"] = nlohmann::json::array();
   out["ssh_host_keys"] = nlohmann::json::array();
+  out["health_events"] = nlohmann::json::array();
   out["events"] = std::move(events);
   return out;
 }

@@ -11,6 +11,7 @@
 #include "core/id.h"
 
 #include <cctype>
+#include <charconv>
 
 namespace gpurent::http {
 namespace {
@@ -148,6 +149,33 @@ topology::Matrix read_topology_text(const Request& req) {
   }
 }
 
+constexpr int kHealthEventsShown = 20;
+// The longest telemetry window one request reads, and its rows (a week of one-minute samples).
+constexpr auto kMaxTelemetryWindow = std::chrono::hours(24 * 7);
+constexpr int kMaxTelemetryRows = 7 * 24 * 60;
+
+nlohmann::json health_event_json(const inventory::HealthEvent& e) {
+  return {{"id", std::to_string(e.id)},
+          {"at", time_json(e.at)},
+          {"gpu_index", optional_json(e.gpu_index)},
+          {"kind", e.kind},
+          {"severity", e.severity},
+          {"xid", optional_json(e.xid)},
+          {"reason", e.reason}};
+}
+
+nlohmann::json telemetry_point_json(const inventory::TelemetryPoint& p) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : p.gpus) {
+    gpus.push_back({{"index", g.index},
+                    {"temperature_c", optional_json(g.temperature_c)},
+                    {"power_w", optional_json(g.power_w)},
+                    {"utilization_pct", optional_json(g.utilization_pct)},
+                    {"memory_used_mib", optional_json(g.memory_used_mib)}});
+  }
+  return {{"at", time_json(p.at)}, {"gpus", std::move(gpus)}};
+}
+
 // The node as every route answers it, read in the caller's use case: the detail, and what
 // other modules and tables add to it (its latest rentals, its sshd host keys as its agent
 // last reported them, which engineers check the host by).
@@ -165,6 +193,16 @@ nlohmann::json full_node_json(const NodeAdminRoutesState& state, Tx& tx,
     }
   }
   out["ssh_host_keys"] = std::move(host_keys);
+  nlohmann::json health_events = nlohmann::json::array();
+  if (state.health_log) {
+    if (auto latest = state.health_log->latest(tx, node.node.id)) {
+      out["telemetry"] = {{"at", time_json(latest->at)}, {"gpus", latest->gpus}};
+    }
+    for (const auto& e : state.health_log->events(tx, node.node.id, kHealthEventsShown)) {
+      health_events.push_back(health_event_json(e));
+    }
+  }
+  out["health_events"] = std::move(health_events);
   return out;
 }
 
@@ -231,6 +269,82 @@ void add_site_routes(Router& router, NodeAdminRoutesState& state) {
 }
 
 }  // namespace
+
+// The agent's reports over time: the telemetry history for charts and the health history.
+void add_health_routes(Router& router, NodeAdminRoutesState& state) {
+  router.add(
+      {.method = Method::kGet,
+       .pattern = "/v1/admin/nodes/{id}/telemetry",
+       .handler =
+           [&state](const Request& req, const Principal&) {
+             std::string id = node_id_param(req);
+             QueryParams query(req, {"from", "to"});
+             // Up to now inclusive, when not given: a sample taken this instant is shown.
+             Timestamp to =
+                 query.timestamp("to").value_or(state.clock->now() + std::chrono::microseconds(1));
+             Timestamp from = query.timestamp("from").value_or(to - std::chrono::hours(24));
+             if (from >= to) throw Error::invalid_field("from", "must be before `to`");
+             if (to - from > kMaxTelemetryWindow) {
+               throw Error::invalid_field("from", "must be at most 7 days before `to`");
+             }
+             auto points = state.pool->read(
+                 "node_telemetry",
+                 [&](Tx& tx) -> std::optional<std::vector<inventory::TelemetryPoint>> {
+                   if (!state.nodes->health_state(tx, id)) return std::nullopt;
+                   return state.health_log->history(tx, id, from, to, kMaxTelemetryRows);
+                 });
+             if (!points) throw no_such_node();
+             nlohmann::json items = nlohmann::json::array();
+             for (const auto& p : *points) items.push_back(telemetry_point_json(p));
+             return json_response(200, {{"node_id", id},
+                                        {"from", time_json(from)},
+                                        {"to", time_json(to)},
+                                        {"items", std::move(items)}});
+           },
+       .platform_admin = true,
+       .summary = "The node's GPU telemetry history in [from, to) (default: the last 24 hours; "
+                  "at most 7 days): temperature, power, utilisation and memory per GPU, one "
+                  "sample per agent_telemetry_interval, oldest first (platform admins).",
+       .tag = "admin"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/nodes/{id}/health-events",
+              .handler =
+                  [&state](const Request& req, const Principal&) {
+                    std::string id = node_id_param(req);
+                    QueryParams query(req, {"limit", "cursor"});
+                    std::optional<std::int64_t> before;
+                    if (auto cursor = query.cursor()) {
+                      auto [end, ec] = std::from_chars(
+                          cursor->data(), cursor->data() + cursor->size(), before.emplace());
+                      if (ec != std::errc() || end != cursor->data() + cursor->size() ||
+                          *before <= 0) {
+                        throw Error::invalid_field("cursor", "is not a cursor of this list");
+                      }
+                    }
+                    int limit = query.limit();
+                    auto events = state.pool->read(
+                        "node_health_events",
+                        [&](Tx& tx) -> std::optional<std::vector<inventory::HealthEvent>> {
+                          if (!state.nodes->health_state(tx, id)) return std::nullopt;
+                          return state.health_log->events(tx, id, limit + 1, before);
+                        });
+                    if (!events) throw no_such_node();
+                    std::optional<std::string> next;
+                    if (static_cast<int>(events->size()) > limit) {
+                      events->pop_back();
+                      next = std::to_string(events->back().id);
+                    }
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& e : *events) items.push_back(health_event_json(e));
+                    return list_response(200, std::move(items), next);
+                  },
+              .platform_admin = true,
+              .summary = "The node's health history, newest first: each XID event its agent "
+                         "reported, with the health rules' severity, and each change of the "
+                         "node's or a GPU's health, with why (platform admins).",
+              .tag = "admin"});
+}
 
 void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
   add_site_routes(router, state);
@@ -300,6 +414,8 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
               .summary = "A node with its GPUs, link matrix, health, state history, rentals "
                          "and sshd host keys (platform admins).",
               .tag = "admin"});
+
+  if (state.health_log && state.clock) add_health_routes(router, state);
 
   router.add(
       {.method = Method::kPatch,

@@ -1,11 +1,13 @@
 // Platform administration of the fleet: sites (/v1/admin/sites), nodes with their state
 // machine (/v1/admin/nodes, …/{maintenance,drain,activate,retire}) and link matrices
-// (PUT /v1/admin/nodes/{id}/topology with `nvidia-smi topo -m` text).
+// (PUT /v1/admin/nodes/{id}/topology with `nvidia-smi topo -m` text), and what the node's
+// agent reported: its GPUs' telemetry history and its health history.
 #pragma once
 
 #include "api/auth.h"
 #include "api/router.h"
 #include "core/db_pool.h"
+#include "inventory/node_health_log.h"
 #include "inventory/node_host_keys.h"
 #include "inventory/node_store.h"
 #include "inventory/site_store.h"
@@ -22,6 +24,10 @@ struct NodeAdminRoutesState {
   inventory::SiteStore* sites = nullptr;
   inventory::NodeStore* nodes = nullptr;
   inventory::NodeHostKeys* host_keys = nullptr;  // shown in the node view when set
+  // The latest telemetry and health events in the node view, and the routes of the
+  // telemetry history and the health history, when set.
+  inventory::NodeHealthLog* health_log = nullptr;
+  const Clock* clock = nullptr;  // "now" for the telemetry history's default window
   // The node's rentals as the scheduler prints them, newest first, read in the same use
   // case; set by the process's wiring (inventory knows nothing of rentals). Unset: none.
   std::function<nlohmann::json(Tx&, const std::string& node_id)> rentals;

@@ -4,6 +4,7 @@
 #include "agent_proto/health_rules.h"
 #include "agent_proto/messages.h"
 #include "api/json_body.h"
+#include "api/modules/heartbeat_health.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "identity/ssh_public_key.h"
@@ -58,16 +59,16 @@ std::chrono::microseconds since(Timestamp sent_at) {
                                                                sent_at);
 }
 
-std::string_view health_name(proto::Severity s) {
-  switch (s) {
-    case proto::Severity::kCritical:
-      return "critical";
-    case proto::Severity::kWarning:
-      return "warning";
-    default:
-      return "ok";
-  }
+// The heartbeat's GPUs whole, as they become the node's latest telemetry.
+nlohmann::json telemetry_json(const proto::Heartbeat& beat) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : beat.gpus) gpus.push_back(proto::to_json(g));
+  return gpus;
 }
+
+// Samples older than the retention deleted per poll: ahead of what 10,000 nodes add in one
+// (a sample a minute each: ~2,500 rows in 15 s).
+constexpr int kSamplesPurgedPerPoll = 10000;
 
 }  // namespace
 
@@ -110,15 +111,9 @@ unsigned short AgentModule::start() {
                                  .server_key_pem = server.private_key_pem,
                                  .client_ca_pem = ca_.certificate_pem()},
       *this, workers_);
-  heartbeats_.emplace(kHeartbeatWindow, kHeartbeatBatch,
-                      [this](const std::vector<HeartbeatBatcher::Beat>& batch) {
-                        std::vector<inventory::NodeStore::HeartbeatSeen> seen;
-                        seen.reserve(batch.size());
-                        for (const auto& b : batch) seen.push_back({b.node_id, b.received_at});
-                        pool_.transact("agent_heartbeats",
-                                       [&](Tx& tx) { nodes_.record_healthy_heartbeats(tx, seen); });
-                        for (const auto& b : batch) heartbeat_lag_.record(since(b.sent_at));
-                      });
+  heartbeats_.emplace(
+      kHeartbeatWindow, kHeartbeatBatch,
+      [this](const std::vector<HeartbeatBatcher::Beat>& batch) { write_heartbeats(batch); });
   unsigned short port = listener_->start();
   poller_ = std::thread([this] { poll_loop(); });
   return port;
@@ -178,6 +173,14 @@ void AgentModule::poll_loop() {
     } catch (const std::exception& e) {
       log::warn("looking for tasks not sent to agents: {}", e.what());
     }
+    try {
+      pool_.transact("agent_telemetry_purge", [&](Tx& tx) {
+        return health_log_.purge_samples(tx, clock_.now() - config_.agent_telemetry_retention,
+                                         kSamplesPurgedPerPoll);
+      });
+    } catch (const std::exception& e) {
+      log::warn("deleting GPU telemetry older than the retention: {}", e.what());
+    }
     lock.lock();
   }
 }
@@ -228,7 +231,10 @@ void AgentModule::opened(const std::shared_ptr<http::AgentChannel>& channel) {
 void AgentModule::closed(const std::shared_ptr<http::AgentChannel>& channel) {
   std::lock_guard lock(mutex_);
   auto it = channels_.find(channel->node_id());
-  if (it != channels_.end() && it->second == channel) channels_.erase(it);
+  if (it != channels_.end() && it->second == channel) {
+    channels_.erase(it);
+    seen_.erase(channel->node_id());
+  }
 }
 
 std::shared_ptr<http::AgentChannel> AgentModule::channel_of(const std::string& node_id) {
@@ -304,23 +310,58 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
   }
 }
 
+void AgentModule::write_heartbeats(const std::vector<HeartbeatBatcher::Beat>& batch) {
+  std::vector<inventory::NodeStore::HeartbeatSeen> seen;
+  std::vector<inventory::TelemetrySample> samples;
+  seen.reserve(batch.size());
+  for (const auto& b : batch) {
+    seen.push_back({b.node_id, b.received_at});
+    if (b.sample) samples.push_back(*b.sample);
+  }
+  pool_.transact("agent_heartbeats", [&](Tx& tx) {
+    // Nodes or GPUs that were not ok are ok again: each change is in the health history.
+    std::vector<inventory::HealthEvent> events;
+    auto before = nodes_.record_healthy_heartbeats(tx, seen);
+    for (const auto& [node, health] : before) {
+      HeartbeatVerdict now{.node = {"ok", ""}};
+      for (const auto& [index, _] : health.gpus) now.gpus[index] = {"ok", ""};
+      auto at = std::find_if(batch.begin(), batch.end(), [&](const auto& b) {
+                  return b.node_id == node;
+                })->received_at;
+      for (auto& e : health_changes(node, at, health, now)) events.push_back(std::move(e));
+    }
+    health_log_.record_events(tx, events);
+    health_log_.record_samples(tx, samples);
+  });
+  for (const auto& b : batch) heartbeat_lag_.record(since(b.sent_at));
+}
+
 void AgentModule::heartbeat(const std::shared_ptr<http::AgentChannel>& channel,
                             const std::string& message_id, const proto::Heartbeat& beat) {
   const std::string& node = channel->node_id();
-  std::vector<proto::HealthVerdict> gpus;
-  for (const auto& gpu : beat.gpus) {
-    std::vector<proto::XidEvent> on_gpu;
-    for (const auto& e : beat.events) {
-      if (gpu.pci_bus_id && proto::same_pci_device(e.pci, *gpu.pci_bus_id)) on_gpu.push_back(e);
-    }
-    gpus.push_back(proto::gpu_health(std::nullopt, gpu, on_gpu));
+  auto now = clock_.now();
+  std::optional<HeartbeatCounters> previous;
+  bool sample_due = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto& seen = seen_[node];
+    previous = std::exchange(seen.counters, counters_of(beat));
+    sample_due = !seen.sampled_at || now - *seen.sampled_at >= config_.agent_telemetry_interval;
   }
-  auto verdict = proto::node_health(gpus, std::chrono::seconds(0), std::chrono::seconds(10));
+  auto verdict = judge_heartbeat(node, now, beat, previous);
+  std::optional<inventory::TelemetrySample> sample;
+  // Every unhealthy heartbeat is kept: what the GPUs looked like when it went wrong.
+  if (sample_due || !verdict.routine()) {
+    sample = inventory::TelemetrySample{node, now, telemetry_json(beat), points_of(beat)};
+    std::lock_guard lock(mutex_);
+    seen_[node].sampled_at = now;
+  }
   // A healthy heartbeat changes no state: it is written with others, and acked once written.
-  if (health_name(verdict.severity) == "ok" && heartbeats_) {
+  if (verdict.routine() && heartbeats_) {
     bool queued = heartbeats_->add({.node_id = node,
-                                    .received_at = clock_.now(),
+                                    .received_at = now,
                                     .sent_at = beat.sent_at,
+                                    .sample = sample,
                                     .done = [this, channel, message_id](bool committed) {
                                       if (committed)
                                         return send_to(*channel, proto::Ack{message_id});
@@ -330,24 +371,28 @@ void AgentModule::heartbeat(const std::shared_ptr<http::AgentChannel>& channel,
                                     }});
     if (queued) return;
   }
-  std::string why;
-  for (const auto& f : verdict.findings) {
-    if (f.severity != verdict.severity) continue;
-    why += (why.empty() ? "" : "; ") + f.reason;
-  }
+  const std::string& why = verdict.node.reason;
   pool_.transact("agent_heartbeat", [&](Tx& tx) {
     nodes_.record_heartbeat(tx, node);
-    nodes_.set_health(tx, node, std::string(health_name(verdict.severity)));
+    auto stored = nodes_.health_state(tx, node);
+    if (!stored) return;
+    auto events = verdict.xid_events;
+    for (auto& e : health_changes(node, now, *stored, verdict)) events.push_back(std::move(e));
+    inventory::NodeHealthState health{verdict.node.health, {}};
+    for (const auto& [index, gpu] : verdict.gpus) health.gpus[index] = gpu.health;
+    nodes_.set_health(tx, node, health);
+    health_log_.record_events(tx, events);
+    if (sample) health_log_.record_samples(tx, {*sample});
     auto current = nodes_.get(tx, node);
     if (!current) return;
     const std::string& state = current->node.state;
-    if (verdict.severity == proto::Severity::kCritical && state != "failed" && state != "retired") {
+    if (verdict.node.health == "critical" && state != "failed" && state != "retired") {
       // The node's GPUs cannot be trusted with work: out of service now, and what runs on
       // it is interrupted (and credited by billing).
       nodes_.transition(tx, node, inventory::NodeAction::kFail, why, std::nullopt);
       if (on_failed_) on_failed_(tx, node, why);
       log::warn("node {} failed: {}", node, why);
-    } else if (verdict.severity == proto::Severity::kWarning && state == "available") {
+    } else if (verdict.node.health == "warning" && state == "available") {
       // Keep what runs; take no new work; maintenance once the rentals have ended.
       nodes_.transition(tx, node, inventory::NodeAction::kDrain, why, std::nullopt);
       log::warn("node {} draining: {}", node, why);

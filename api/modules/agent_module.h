@@ -9,10 +9,12 @@
 #include "api/agent_listener.h"
 #include "api/metrics.h"
 #include "api/modules/heartbeat_batcher.h"
+#include "api/modules/heartbeat_health.h"
 #include "api/modules/heartbeat_lag.h"
 #include "api/modules/module_context.h"
 #include "core/certificate_authority.h"
 #include "core/worker_pool.h"
+#include "inventory/node_health_log.h"
 #include "inventory/node_host_keys.h"
 #include "inventory/node_identity.h"
 #include "inventory/node_store.h"
@@ -65,6 +67,8 @@ class AgentModule final : public http::AgentEndpoint {
   void send_to(http::AgentChannel& channel, agent_proto::Body body);
   void heartbeat(const std::shared_ptr<http::AgentChannel>& channel, const std::string& message_id,
                  const agent_proto::Heartbeat& beat);
+  // The batched healthy heartbeats, in one transaction.
+  void write_heartbeats(const std::vector<HeartbeatBatcher::Beat>& batch);
   void poll_loop();
 
   const Config& config_;
@@ -74,6 +78,7 @@ class AgentModule final : public http::AgentEndpoint {
   CertificateAuthority ca_;
   inventory::NodeStore nodes_;
   inventory::NodeHostKeys host_keys_;
+  inventory::NodeHealthLog health_log_;
   inventory::NodeIdentity identity_;
   scheduler::TaskStore tasks_;
   std::optional<http::AgentListener> listener_;
@@ -82,7 +87,14 @@ class AgentModule final : public http::AgentEndpoint {
   NodeFailed on_failed_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<http::AgentChannel>> channels_;  // by node id
-  int sent_ = 0;  // message ids of this replica's sends
+  // Per connected node: its last heartbeat's counters (the rules judge their rise) and when
+  // its telemetry was last kept.
+  struct NodeSeen {
+    std::optional<HeartbeatCounters> counters;
+    std::optional<Timestamp> sampled_at;
+  };
+  std::map<std::string, NodeSeen> seen_;  // by node id, under mutex_
+  int sent_ = 0;                          // message ids of this replica's sends
   std::thread poller_;
   std::condition_variable poll_wake_;
   bool stopping_ = false;  // under mutex_

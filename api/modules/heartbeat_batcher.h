@@ -5,12 +5,14 @@
 #pragma once
 
 #include "core/clock.h"
+#include "inventory/node_health_log.h"
 
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +25,8 @@ class HeartbeatBatcher {
     std::string node_id;
     Timestamp received_at;  // the control plane's clock: the node's last_heartbeat_at
     Timestamp sent_at;      // the agent's clock, for the lag
+    // The node's telemetry when a sample of it is due (agent_telemetry_interval).
+    std::optional<inventory::TelemetrySample> sample;
     // After the batch committed (true) or failed (false); on the batcher's thread.
     std::function<void(bool committed)> done;
   };

@@ -47,6 +47,7 @@ class InventoryModule {
   inventory::SiteStore site_store_;
   inventory::NodeStore node_store_;
   inventory::NodeHostKeys host_keys_;
+  inventory::NodeHealthLog health_log_;
   inventory::PriceStore price_store_;
   http::CatalogCache catalog_cache_;
   http::CatalogRoutesState catalog_routes_;

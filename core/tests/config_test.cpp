@@ -99,6 +99,8 @@ const std::map<std::string, std::string>& other_values() {
       {"agent_certificate_validity", "720h"},
       {"agent_silence_limit", "5m"},
       {"agent_task_poll", "1m"},
+      {"agent_telemetry_interval", "5m"},
+      {"agent_telemetry_retention", "168h"},
       {"log_format", "json"},
       {"log_level", "debug"},
       {"demo", "true"},
@@ -339,7 +341,8 @@ TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
        {"http_read_timeout", "http_write_timeout", "http_idle_timeout", "shutdown_deadline",
         "db_pool_wait", "db_statement_timeout", "session_idle", "session_absolute",
         "enrollment_token_ttl", "rental_cleaning_window", "lifecycle_interval",
-        "agent_certificate_validity", "agent_silence_limit", "agent_task_poll"}) {
+        "agent_certificate_validity", "agent_silence_limit", "agent_task_poll",
+        "agent_telemetry_interval", "agent_telemetry_retention"}) {
     SCOPED_TRACE(key);
     for (std::string too_long : {"87601h", "999999999h", "315360001s"}) {
       std::string error = config_error({"--" + key + "=" + too_long});

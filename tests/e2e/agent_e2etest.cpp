@@ -195,6 +195,18 @@ TEST_F(AgentE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARental) {
   shown = node_view(node_id);
   EXPECT_EQ(shown["state"], "failed");
   EXPECT_EQ(shown["health"], "critical");
+  EXPECT_EQ(shown["gpus"][1]["health"], "critical");
+  EXPECT_EQ(shown["gpus"][0]["health"], "ok");
+  // The health history, newest first: the GPU's and the node's changes after the event.
+  ASSERT_EQ(shown["health_events"].size(), 3u) << shown["health_events"];
+  EXPECT_EQ(shown["health_events"][2]["kind"], "xid");
+  EXPECT_EQ(shown["health_events"][2]["xid"], 79);
+  EXPECT_EQ(shown["health_events"][2]["gpu_index"], 1);
+  EXPECT_EQ(shown["health_events"][2]["severity"], "critical");
+  EXPECT_EQ(shown["health_events"][1]["gpu_index"], nullptr);
+  EXPECT_EQ(shown["health_events"][1]["severity"], "critical");
+  EXPECT_EQ(shown["health_events"][0]["gpu_index"], 1);
+  EXPECT_EQ(shown["health_events"][0]["kind"], "health");
   r = get("/v1/rentals/" + rental, session(owner));
   EXPECT_EQ(r.json()["state"], "interrupted") << r.body;
   auto events = get("/v1/rentals/" + rental + "/events", session(owner)).json()["items"];
@@ -311,6 +323,11 @@ TEST_F(AgentE2E, ANodeWhoseAgentFallsSilentFails) {
   ASSERT_FALSE(shown["events"].empty());
   EXPECT_NE(shown["events"][0]["reason"].get<std::string>().find("silent"), std::string::npos)
       << shown["events"][0];
+  ASSERT_FALSE(shown["health_events"].empty());
+  EXPECT_EQ(shown["health_events"][0]["severity"], "critical");
+  EXPECT_NE(shown["health_events"][0]["reason"].get<std::string>().find("unreachable"),
+            std::string::npos)
+      << shown["health_events"][0];
 }
 
 // The task table is the truth and the notification only a wake-up: a task whose
@@ -403,6 +420,112 @@ TEST_F(AgentE2E, TheNodesSshHostKeysComeWithItsHelloAndShowInTheNodeView) {
   AgentConnection again(server_->agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
   expect_ack(again, send(again, hello()));
   EXPECT_TRUE(node_view(node_id)["ssh_host_keys"].empty());
+}
+
+// What the agent reports is kept for the admin views: the latest telemetry in the node view
+// (once per agent_telemetry_interval, and every unhealthy heartbeat), its history for
+// charts, and the health history: each change of health with why, and each XID event.
+TEST_F(AgentE2E, TheNodeViewShowsTelemetryAndTheHealthHistory) {
+  auto [node_id, token] = create_enrolling_node("gpu-agent-8");
+  auto enrolled = enroll(token);
+  AgentConnection agent(server_->agent_port(), ca_pem_, enrolled.certificate_pem, enrolled.key_pem);
+  expect_ack(agent, send(agent, hello()));
+  auto beat_at = [&](double temperature) {
+    auto beat = heartbeat();
+    for (auto& gpu : beat.gpus) gpu.temperature_c = temperature;
+    return beat;
+  };
+  expect_ack(agent, send(agent, beat_at(41)));
+  json shown = node_view(node_id);
+  ASSERT_TRUE(shown["telemetry"].is_object()) << shown["telemetry"];
+  ASSERT_EQ(shown["telemetry"]["gpus"].size(), 8u);
+  EXPECT_EQ(shown["telemetry"]["gpus"][0]["temperature_c"], 41);
+  EXPECT_EQ(shown["telemetry"]["gpus"][7]["pci_bus_id"], "00000000:97:00.0");
+  EXPECT_TRUE(shown["health_events"].empty()) << "a first ok is no change worth a line";
+
+  // Within the interval a healthy heartbeat keeps no telemetry; after it, one does.
+  expect_ack(agent, send(agent, beat_at(42)));
+  EXPECT_EQ(node_view(node_id)["telemetry"]["gpus"][0]["temperature_c"], 41);
+  advance(61);
+  expect_ack(agent, send(agent, beat_at(43)));
+  auto history = get("/v1/admin/nodes/" + node_id + "/telemetry", session(admin_));
+  ASSERT_EQ(history.status, 200) << history.body;
+  ASSERT_EQ(history.json()["items"].size(), 2u) << history.body;
+  EXPECT_EQ(history.json()["items"][0]["gpus"][0]["temperature_c"], 41);
+  EXPECT_EQ(history.json()["items"][1]["gpus"][0]["temperature_c"], 43);
+  EXPECT_EQ(history.json()["items"][1]["gpus"][5], (json{{"index", 5},
+                                                         {"temperature_c", 43},
+                                                         {"power_w", nullptr},
+                                                         {"utilization_pct", 0},
+                                                         {"memory_used_mib", nullptr}}));
+
+  // GPU 3 slows down for heat: a warning, kept at once, and the node drains.
+  auto hot = beat_at(44);
+  hot.gpus[3].throttle_reasons = {"hw_thermal_slowdown"};
+  expect_ack(agent, send(agent, hot));
+  shown = node_view(node_id);
+  EXPECT_EQ(shown["health"], "warning");
+  EXPECT_EQ(shown["state"], "draining");
+  EXPECT_EQ(shown["gpus"][3]["health"], "warning");
+  EXPECT_EQ(shown["gpus"][2]["health"], "ok") << "each GPU its own health";
+  EXPECT_EQ(shown["telemetry"]["gpus"][3]["throttle_reasons"],
+            json::array({"hw_thermal_slowdown"}));
+  ASSERT_EQ(shown["health_events"].size(), 2u) << shown["health_events"];
+  EXPECT_EQ(shown["health_events"][0]["gpu_index"], 3);
+  EXPECT_EQ(shown["health_events"][0]["severity"], "warning");
+  EXPECT_EQ(shown["health_events"][1]["gpu_index"], nullptr);
+  EXPECT_NE(shown["health_events"][1]["reason"].get<std::string>().find("hw_thermal_slowdown"),
+            std::string::npos)
+      << shown["health_events"][1];
+
+  // It cools down: back to ok, through the batched path, with a line each.
+  expect_ack(agent, send(agent, beat_at(45)));
+  shown = node_view(node_id);
+  EXPECT_EQ(shown["health"], "ok");
+  EXPECT_EQ(shown["gpus"][3]["health"], "ok");
+  // An application's fault on GPU 0: recorded, and nothing else changes.
+  auto app_fault = beat_at(45);
+  app_fault.events.push_back(
+      {.pci = "0000:10:00", .xid = 13, .message = "Graphics SM Warp Exception on (GPC 0, TPC 1)"});
+  expect_ack(agent, send(agent, app_fault));
+  EXPECT_EQ(node_view(node_id)["health"], "ok");
+
+  // The health history, a page at a time, newest first.
+  std::vector<json> seen;
+  std::string path = "/v1/admin/nodes/" + node_id + "/health-events?limit=2";
+  for (int page = 0; page < 5; ++page) {
+    auto r = get(path, session(admin_));
+    ASSERT_EQ(r.status, 200) << r.body;
+    json body = r.json();
+    for (const auto& e : body["items"]) seen.push_back(e);
+    if (body["next_cursor"].is_null()) break;
+    path = "/v1/admin/nodes/" + node_id +
+           "/health-events?limit=2&cursor=" + body["next_cursor"].get<std::string>();
+  }
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen[0]["kind"], "xid");
+  EXPECT_EQ(seen[0]["xid"], 13);
+  EXPECT_EQ(seen[0]["severity"], "info");
+  EXPECT_EQ(seen[0]["gpu_index"], 0);
+  EXPECT_EQ(seen[1]["reason"], "back to ok from warning");
+  EXPECT_EQ(seen[2]["reason"], "back to ok from warning");
+  EXPECT_EQ(seen[3]["severity"], "warning");
+  EXPECT_EQ(seen[4]["severity"], "warning");
+
+  // Refusals in the contract's format.
+  std::string other = node_id.substr(0, node_id.size() - 1) + (node_id.back() == 'a' ? "b" : "a");
+  EXPECT_EQ(get("/v1/admin/nodes/" + other + "/health-events", session(admin_)).status, 404);
+  EXPECT_EQ(get("/v1/admin/nodes/" + other + "/telemetry", session(admin_)).status, 404);
+  for (std::string bad :
+       {"/health-events?cursor=abc", "/health-events?cursor=-5",
+        "/telemetry?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z",
+        "/telemetry?from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z", "/telemetry?hours=3"}) {
+    auto r = get("/v1/admin/nodes/" + node_id + bad, session(admin_));
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+    EXPECT_EQ(r.json()["error"]["code"], "invalid_request") << bad;
+  }
+  Login customer = account("someone@example.com", "Someone");
+  EXPECT_NE(get("/v1/admin/nodes/" + node_id + "/telemetry", session(customer)).status, 200);
 }
 
 }  // namespace gpurent::testing::agent_e2e

@@ -182,8 +182,16 @@ TEST_F(AgentProcessE2E, AnEnrolledAgentBringsItsNodeIntoServiceAndProvisionsARen
   EXPECT_EQ(slurp(logins[0] / "principals"), rental + "\n");
   EXPECT_EQ(slurp(logins[0] / "authorized_keys"), public_key_ + "\n");
 
-  // Each task ran once and its result was acknowledged.
-  json tasks = journal()["tasks"];
+  // Each task ran once and its result was acknowledged. The ack follows the commit that
+  // made the rental active, so the agent may record it a moment after the test saw that.
+  json tasks;
+  wait_for([&] {
+    tasks = journal()["tasks"];
+    for (const auto& t : tasks) {
+      if (!t["acked"].get<bool>()) return false;
+    }
+    return true;
+  });
   ASSERT_EQ(tasks.size(), 2u) << tasks;
   for (const auto& t : tasks) {
     EXPECT_TRUE(t["result"]["ok"].get<bool>()) << t;
