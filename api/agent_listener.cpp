@@ -1,10 +1,11 @@
 // The agent listener over Beast and OpenSSL: TLS 1.3 with optional client certificates
 // (verified against the platform's CA by OpenSSL during the handshake), one request per
 // connection for enrolment, and WebSocket channels for enrolled agents. The only
-// translation unit with Beast's TLS and WebSocket code.
+// translation unit with Beast's WebSocket code on the server side; TLS is api/tls_socket.h.
 #include "api/agent_listener.h"
 
 #include "api/responses.h"
+#include "api/tls_socket.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -15,12 +16,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
-#include <boost/beast/websocket/ssl.hpp>
 
 #include <atomic>
 #include <deque>
@@ -37,8 +37,7 @@ namespace websocket = boost::beast::websocket;
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
-using SslStream = beast::ssl_stream<beast::tcp_stream>;
-using WsStream = websocket::stream<SslStream>;
+using WsStream = websocket::stream<TlsSocket>;
 
 namespace {
 
@@ -158,7 +157,7 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
       : ws_(std::move(ws)), impl_(impl), node_id_(std::move(node_id)), ip_(std::move(ip)) {}
 
   void start(const bhttp::request<bhttp::string_body>& upgrade) {
-    beast::get_lowest_layer(ws_).expires_never();  // the WebSocket's own timeouts from here
+    // The WebSocket's own timeouts from here.
     websocket::stream_base::timeout timeout{};
     timeout.handshake_timeout = impl_.options.handshake_timeout;
     // Silence for this long closes the channel; the server pings at half of it, so a live
@@ -215,8 +214,8 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
     finished_ = true;
     closing_ = true;
     beast::error_code ignored;
-    beast::get_lowest_layer(ws_).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    beast::get_lowest_layer(ws_).socket().close(ignored);
+    ws_.next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    ws_.next_layer().socket().close(ignored);
     impl_.connections.fetch_sub(1);
     if (!open_) return;
     auto self = shared_from_this();
@@ -281,7 +280,7 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
     finished_ = true;
     closing_ = true;
     beast::error_code ignored;
-    beast::get_lowest_layer(ws_).socket().close(ignored);
+    ws_.next_layer().socket().close(ignored);
     impl_.connections.fetch_sub(1);
     if (!open_) return;
     auto self = shared_from_this();
@@ -308,19 +307,28 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
 class Connection final : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, Impl& impl)
-      : stream_(std::move(socket), impl.ssl_ctx), impl_(impl) {
+      : stream_(std::move(socket), impl.ssl_ctx.native_handle()),
+        impl_(impl),
+        deadline_(stream_.get_executor()) {
     beast::error_code ec;
-    auto peer = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
+    auto peer = stream_.socket().remote_endpoint(ec);
     if (!ec) ip_ = peer.address().to_string();
   }
 
   void start() {
-    beast::get_lowest_layer(stream_).expires_after(impl_.options.handshake_timeout);
-    stream_.async_handshake(ssl::stream_base::server,
-                            [self = shared_from_this()](beast::error_code ec) {
-                              if (ec) return self->refuse_quietly("TLS handshake: " + ec.message());
-                              self->read_request();
-                            });
+    // The handshake and the first request within the limit, or the socket is closed (which
+    // ends whatever is pending on it). A channel's WebSocket keeps its own timeouts.
+    deadline_.expires_after(impl_.options.handshake_timeout);
+    deadline_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->handed_over_) return;
+      beast::error_code ignored;
+      self->stream_.socket().close(ignored);
+    });
+    stream_.async_handshake([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->refuse_quietly("TLS handshake: " + ec.message());
+      self->read_request();
+    });
   }
 
  private:
@@ -375,9 +383,10 @@ class Connection final : public std::enable_shared_from_this<Connection> {
       net::post(self->stream_.get_executor(),
                 [self, node_id, upgrade, refusal = std::move(refusal)]() mutable {
                   if (refusal.result_int() != 200) return self->reply(std::move(refusal));
+                  self->handed_over_ = true;
+                  self->deadline_.cancel();
                   auto channel = std::make_shared<Channel>(WsStream(std::move(self->stream_)),
                                                            self->impl_, node_id, self->ip_);
-                  self->handed_over_ = true;
                   channel->start(*upgrade);
                 });
     });
@@ -407,10 +416,11 @@ class Connection final : public std::enable_shared_from_this<Connection> {
     auto owned = std::make_shared<bhttp::response<bhttp::string_body>>(std::move(res));
     bhttp::async_write(stream_, *owned,
                        [self = shared_from_this(), owned](beast::error_code, std::size_t) {
-                         self->stream_.async_shutdown([self](beast::error_code) {
-                           beast::error_code ignored;
-                           beast::get_lowest_layer(self->stream_).socket().close(ignored);
-                         });
+                         self->deadline_.cancel();
+                         self->stream_.close_notify();
+                         beast::error_code ignored;
+                         self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+                         self->stream_.socket().close(ignored);
                        });
   }
 
@@ -418,7 +428,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
     impl_.count(&AgentListenerStats::refused_total);
     log::debug("agent listener: {} from {}", why, ip_);
     beast::error_code ignored;
-    beast::get_lowest_layer(stream_).socket().close(ignored);
+    stream_.socket().close(ignored);
   }
 
  public:
@@ -427,8 +437,9 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  SslStream stream_;
+  TlsSocket stream_;
   Impl& impl_;
+  net::steady_timer deadline_;
   std::string ip_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;

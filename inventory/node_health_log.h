@@ -30,8 +30,8 @@ struct GpuPoint {
 struct TelemetrySample {
   std::string node_id;
   Timestamp at;
-  nlohmann::json telemetry;     // the heartbeat's GPUs, whole: an array of objects
-  std::vector<GpuPoint> gpus;   // what the history keeps of them, in index order
+  nlohmann::json telemetry;    // the heartbeat's GPUs, whole: an array of objects
+  std::vector<GpuPoint> gpus;  // what the history keeps of them, in index order
 };
 
 struct LatestTelemetry {

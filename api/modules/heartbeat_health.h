@@ -39,7 +39,7 @@ struct JudgedHealth {
 };
 
 struct HeartbeatVerdict {
-  JudgedHealth node;                // the worst GPU's; silence is judged elsewhere
+  JudgedHealth node;                 // the worst GPU's; silence is judged elsewhere
   std::map<int, JudgedHealth> gpus;  // each reported GPU, by index
   // The heartbeat's XID events, each with its GPU (matched by bus address) and severity.
   std::vector<inventory::HealthEvent> xid_events;

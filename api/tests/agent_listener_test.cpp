@@ -64,6 +64,12 @@ class RecordingEndpoint final : public AgentEndpoint {
     std::lock_guard lock(mutex_);
     events.push_back("received " + text);
     if (text.rfind("echo ", 0) == 0) channel->send("reply " + text.substr(5));
+    if (text.rfind("big ", 0) == 0) {
+      std::size_t size = std::stoul(text.substr(4));
+      std::string big(size, 'b');
+      for (std::size_t i = 0; i < size; i += 997) big[i] = static_cast<char>('a' + i % 26);
+      channel->send(std::move(big));
+    }
     changed_.notify_all();
   }
   void closed(const std::shared_ptr<AgentChannel>& channel) override {
@@ -258,6 +264,38 @@ TEST_F(AgentListenerTest, MessagesFlowInOrderBothWays) {
   ws->close(websocket::close_code::normal);
   EXPECT_EQ(endpoint_.wait_for(22).back(), "closed " + node);
   EXPECT_EQ(listener_->stats().messages_received_total, 20u);
+}
+
+// The listener's TLS writes at most one record (16 KiB) at a time and reads what each
+// record holds: a message of many records arrives whole and in order, both ways.
+TEST_F(AgentListenerTest, MessagesOfManyTlsRecordsArriveWhole) {
+  auto id = identity(*ca_);
+  auto ws = connect(&id);
+  ASSERT_NE(ws, nullptr);
+  endpoint_.wait_for(1);
+  for (std::size_t size : {16u * 1024 - 1, 16u * 1024 + 1, 1u << 20}) {
+    ws->write(net::buffer("big " + std::to_string(size)));
+    ws->write(net::buffer("echo after " + std::to_string(size)));
+    beast::flat_buffer buffer;
+    ws->read(buffer);
+    std::string got = beast::buffers_to_string(buffer.data());
+    ASSERT_EQ(got.size(), size);
+    for (std::size_t i = 0; i < size; ++i) {
+      char expected = i % 997 == 0 ? static_cast<char>('a' + i % 26) : 'b';
+      ASSERT_EQ(got[i], expected) << "byte " << i << " of " << size;
+    }
+    buffer.clear();
+    ws->read(buffer);
+    EXPECT_EQ(beast::buffers_to_string(buffer.data()), "reply after " + std::to_string(size));
+  }
+  // An agent's own message as large as the listener allows, many times over.
+  for (int i = 0; i < 50; ++i) ws->write(net::buffer("echo " + std::string(4000, 'x')));
+  for (int i = 0; i < 50; ++i) {
+    beast::flat_buffer buffer;
+    ws->read(buffer);
+    EXPECT_EQ(buffer.size(), 6u + 4000u);
+  }
+  ws->close(websocket::close_code::normal);
 }
 
 TEST_F(AgentListenerTest, AnOversizedMessageClosesTheChannel) {

@@ -20,7 +20,10 @@ class NodeHealthLogTest : public InventoryTest {
             at,
             nlohmann::json::array({{{"index", 0}, {"temperature_c", temperature}},
                                    {{"index", 1}, {"temperature_c", temperature + 1}}}),
-            {{.index = 0, .temperature_c = temperature, .power_w = 70.5, .utilization_pct = 99,
+            {{.index = 0,
+              .temperature_c = temperature,
+              .power_w = 70.5,
+              .utilization_pct = 99,
               .memory_used_mib = 20000},
              {.index = 1, .temperature_c = temperature + 1}}};
   }
@@ -41,9 +44,7 @@ TEST_F(NodeHealthLogTest, SamplesAreTheLatestTelemetryAndTheHistory) {
   std::string b = new_node("gpu-b");
   auto t0 = clock_.now();
   EXPECT_EQ(read([&](Tx& tx) { return log_.latest(tx, a); }), std::nullopt);
-  transact([&](Tx& tx) {
-    log_.record_samples(tx, {sample(a, t0, 50), sample(b, t0, 60)});
-  });
+  transact([&](Tx& tx) { log_.record_samples(tx, {sample(a, t0, 50), sample(b, t0, 60)}); });
   transact([&](Tx& tx) { log_.record_samples(tx, {sample(a, t0 + std::chrono::minutes(1), 51)}); });
   // A sample that arrives late is history, not the latest; one at an instant already kept
   // is ignored.
@@ -66,7 +67,8 @@ TEST_F(NodeHealthLogTest, SamplesAreTheLatestTelemetryAndTheHistory) {
   EXPECT_EQ(history[1].gpus[0], (GpuPoint{0, 50, 70.5, 99, 20000}));
   EXPECT_EQ(history[1].gpus[1], (GpuPoint{1, 51, std::nullopt, std::nullopt, std::nullopt}));
   // [from, to), and the limit.
-  auto window = read([&](Tx& tx) { return log_.history(tx, a, t0, t0 + std::chrono::minutes(1), 100); });
+  auto window =
+      read([&](Tx& tx) { return log_.history(tx, a, t0, t0 + std::chrono::minutes(1), 100); });
   ASSERT_EQ(window.size(), 1u);
   EXPECT_EQ(window[0].at, t0);
   EXPECT_EQ(read([&](Tx& tx) {
@@ -81,7 +83,10 @@ TEST_F(NodeHealthLogTest, SamplesAreTheLatestTelemetryAndTheHistory) {
   EXPECT_EQ(b_history[0].gpus[0].temperature_c, 60) << "the first sample at that instant stays";
 
   // A sample of a node that is gone (or never was) is dropped, not an error for the batch.
-  transact([&](Tx& tx) { log_.record_samples(tx, {sample("nod_missing", t0, 1), sample(b, t0 + std::chrono::seconds(5), 61)}); });
+  transact([&](Tx& tx) {
+    log_.record_samples(
+        tx, {sample("nod_missing", t0, 1), sample(b, t0 + std::chrono::seconds(5), 61)});
+  });
   EXPECT_EQ(count("SELECT count(*) FROM node_telemetry_samples"), 5);
 }
 
@@ -105,7 +110,8 @@ TEST_F(NodeHealthLogTest, EventsAreReadNewestFirstAPageAtATime) {
   std::string b = new_node("gpu-b");
   auto t0 = clock_.now();
   transact([&](Tx& tx) {
-    log_.record_events(tx, {event(a, t0, "first"), event(b, t0, "b's"),
+    log_.record_events(tx, {event(a, t0, "first"),
+                            event(b, t0, "b's"),
                             {.node_id = a,
                              .at = t0 + std::chrono::seconds(1),
                              .kind = "xid",
@@ -116,7 +122,9 @@ TEST_F(NodeHealthLogTest, EventsAreReadNewestFirstAPageAtATime) {
   // A reason longer than the column allows is cut at a character boundary, not refused.
   std::string long_reason(1999, 'x');
   long_reason += "é and more";
-  transact([&](Tx& tx) { log_.record_events(tx, {event(a, t0 + std::chrono::seconds(2), long_reason)}); });
+  transact([&](Tx& tx) {
+    log_.record_events(tx, {event(a, t0 + std::chrono::seconds(2), long_reason)});
+  });
 
   auto page = read([&](Tx& tx) { return log_.events(tx, a, 2); });
   ASSERT_EQ(page.size(), 2u);
@@ -157,7 +165,8 @@ TEST_F(NodeHealthLogTest, HealthyHeartbeatsPutBackToOkWhatWasNotAndSayWhatItWas)
             (NodeHealthState{"warning", {{0, "ok"}, {1, "warning"}}}))
       << "the node's own write and each GPU's";
   auto before = transact([&](Tx& tx) {
-    return nodes_.record_healthy_heartbeats(tx, {{a, clock_.now()}, {b, clock_.now()}, {c, clock_.now()}});
+    return nodes_.record_healthy_heartbeats(
+        tx, {{a, clock_.now()}, {b, clock_.now()}, {c, clock_.now()}});
   });
   ASSERT_EQ(before.size(), 2u) << "a was ok throughout";
   EXPECT_EQ(before.at(b), (NodeHealthState{"warning", {{1, "warning"}}})) << "what was not ok";
