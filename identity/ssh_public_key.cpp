@@ -204,29 +204,6 @@ std::optional<std::string> decode_base64_strict(std::string_view in) {
   return out;
 }
 
-std::string encode_base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(data.data()),
-                          static_cast<int>(data.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-// "SHA256:" and the digest in base64 without padding, as ssh-keygen -l prints it.
-std::string sha256_fingerprint(std::string_view blob) {
-  std::string hex = crypto::sha256_hex(blob);
-  std::string digest;
-  digest.reserve(hex.size() / 2);
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    digest.push_back(static_cast<char>((nibble(hex[i]) << 4) | nibble(hex[i + 1])));
-  }
-  std::string b64 = encode_base64(digest);
-  while (!b64.empty() && b64.back() == '=') b64.pop_back();
-  return "SHA256:" + b64;
-}
-
 // ---- Wire format ----
 
 // Reads the uint32-length-prefixed strings of an SSH wire blob (RFC 4251 §5).
@@ -415,8 +392,30 @@ void check_comment(std::string_view comment) {
 
 }  // namespace
 
+std::string ssh_base64(std::string_view data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(data.data()),
+                          static_cast<int>(data.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::string ssh_fingerprint(std::string_view blob) {
+  std::string hex = crypto::sha256_hex(blob);
+  std::string digest;
+  digest.reserve(hex.size() / 2);
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    digest.push_back(static_cast<char>((nibble(hex[i]) << 4) | nibble(hex[i + 1])));
+  }
+  std::string b64 = ssh_base64(digest);
+  while (!b64.empty() && b64.back() == '=') b64.pop_back();
+  return "SHA256:" + b64;
+}
+
 std::string SshPublicKey::canonical() const {
-  std::string line = type + " " + encode_base64(blob);
+  std::string line = type + " " + ssh_base64(blob);
   if (!comment.empty()) line += " " + comment;
   return line;
 }
@@ -453,7 +452,7 @@ SshPublicKey parse_ssh_public_key(std::string_view text) {
   auto comment = trim(line.substr(base64_end), kWhitespace);
   check_comment(comment);
   key.comment = std::string(comment);
-  key.fingerprint = sha256_fingerprint(key.blob);
+  key.fingerprint = ssh_fingerprint(key.blob);
   return key;
 }
 

@@ -31,4 +31,9 @@ struct SshPublicKey {
 // "public_key") with a sentence saying what is wrong; the error never repeats key material.
 SshPublicKey parse_ssh_public_key(std::string_view text);
 
+// Standard base64 with '=' padding, as OpenSSH writes key and certificate blobs.
+std::string ssh_base64(std::string_view data);
+// "SHA256:" and the blob's digest in base64 without padding, as `ssh-keygen -l` prints it.
+std::string ssh_fingerprint(std::string_view blob);
+
 }  // namespace gpurent::identity

@@ -1,0 +1,265 @@
+// OpenSSH certificates (PROTOCOL.certkeys) over OpenSSL's Ed25519: the wire encoding of
+// RFC 4251 §5, the certificate's fields in their order, and an Ed25519 signature over them.
+#include "identity/ssh_certificate_authority.h"
+
+#include "core/crypto.h"
+
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace gpurent::identity {
+namespace fs = std::filesystem;
+namespace {
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+using Bio = std::unique_ptr<BIO, BioFree>;
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+[[noreturn]] void fail(const std::string& what) {
+  char text[256] = "no OpenSSL error";
+  if (unsigned long e = ERR_get_error()) ERR_error_string_n(e, text, sizeof text);
+  ERR_clear_error();
+  throw std::runtime_error(what + ": " + text);
+}
+
+// RFC 4251 §5: big-endian integers, strings as a uint32 length and the bytes.
+class Wire {
+ public:
+  void u32(std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out_.push_back(static_cast<char>(v >> shift));
+  }
+  void u64(std::uint64_t v) {
+    for (int shift = 56; shift >= 0; shift -= 8) out_.push_back(static_cast<char>(v >> shift));
+  }
+  void string(std::string_view s) {
+    u32(static_cast<std::uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void raw(std::string_view s) { out_.append(s); }
+  const std::string& bytes() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// The key's blob without its leading type string: the fields a certificate repeats.
+std::string_view key_fields(const SshPublicKey& key) {
+  std::string_view blob = key.blob;
+  std::size_t skip = 4 + key.type.size();
+  if (blob.size() < skip) throw std::invalid_argument("the key's blob is shorter than its type");
+  return blob.substr(skip);
+}
+
+std::string raw_public_key(EVP_PKEY* key) {
+  std::string raw(32, '\0');
+  std::size_t n = raw.size();
+  if (EVP_PKEY_get_raw_public_key(key, reinterpret_cast<unsigned char*>(raw.data()), &n) != 1 ||
+      n != 32) {
+    fail("reading an Ed25519 public key");
+  }
+  return raw;
+}
+
+std::string ed25519_blob(EVP_PKEY* key) {
+  Wire w;
+  w.string("ssh-ed25519");
+  w.string(raw_public_key(key));
+  return w.bytes();
+}
+
+std::string ed25519_sign(EVP_PKEY* key, std::string_view data) {
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key) != 1) {
+    fail("starting an Ed25519 signature");
+  }
+  std::string sig(64, '\0');
+  std::size_t n = sig.size();
+  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &n,
+                     reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1 ||
+      n != 64) {
+    fail("signing with Ed25519");
+  }
+  return sig;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The key at `path`, made (0600, written under a temporary name and renamed) when absent.
+Pkey load_or_make_key(const fs::path& path) {
+  if (!fs::exists(path)) {
+    Pkey key(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"));
+    if (!key) fail("making an Ed25519 key");
+    Bio bio(BIO_new(BIO_s_mem()));
+    if (!bio || !PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr,
+                                          nullptr)) {
+      fail("writing an Ed25519 key");
+    }
+    char* data = nullptr;
+    long n = BIO_get_mem_data(bio.get(), &data);
+    fs::path tmp = path;
+    tmp += ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("cannot write " + tmp.string());
+    bool written = ::write(fd, data, static_cast<std::size_t>(n)) == n;
+    ::close(fd);
+    if (!written) throw std::runtime_error("cannot write " + tmp.string());
+    fs::rename(tmp, path);
+    return key;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("cannot stat " + path.string());
+  if ((st.st_mode & 077) != 0) {
+    throw std::runtime_error("the SSH CA key " + path.string() +
+                             " is readable by others; chmod 600 it before starting");
+  }
+  std::string text = read_file(path);
+  Bio bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+  Pkey key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!key) fail("reading " + path.string());
+  if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519) {
+    throw std::runtime_error("the SSH CA key " + path.string() + " is not an Ed25519 key");
+  }
+  return key;
+}
+
+void check_text(std::string_view what, std::string_view text, bool spaces) {
+  if (text.empty() || text.size() > 255) {
+    throw std::invalid_argument(std::string(what) + " must be 1 to 255 bytes");
+  }
+  for (char c : text) {
+    bool printable = c > ' ' && c < 0x7f && c != ',';
+    if (!printable && !(spaces && c == ' ')) {
+      throw std::invalid_argument(std::string(what) + " must be printable ASCII");
+    }
+  }
+}
+
+std::uint64_t seconds_of(Timestamp t) {
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+  return s < 0 ? 0 : static_cast<std::uint64_t>(s);
+}
+
+}  // namespace
+
+struct SshCertificateAuthority::State {
+  Pkey user_key;
+  Pkey host_key;
+  std::string user_public;
+  std::string host_public;
+};
+
+SshCertificateAuthority::SshCertificateAuthority(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
+SshCertificateAuthority::SshCertificateAuthority(SshCertificateAuthority&&) noexcept = default;
+SshCertificateAuthority& SshCertificateAuthority::operator=(SshCertificateAuthority&&) noexcept =
+    default;
+SshCertificateAuthority::~SshCertificateAuthority() = default;
+
+SshCertificateAuthority SshCertificateAuthority::load_or_create(const fs::path& dir) {
+  bool made = !fs::exists(dir);
+  fs::create_directories(dir);
+  if (made) ::chmod(dir.c_str(), 0700);
+  struct Lock {
+    int fd;
+    ~Lock() {
+      if (fd >= 0) ::close(fd);  // releases the flock
+    }
+  } lock{::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
+  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0) {
+    throw std::runtime_error("cannot lock the SSH CA folder " + dir.string());
+  }
+  auto state = std::make_unique<State>();
+  state->user_key = load_or_make_key(dir / "ssh_user_ca");
+  state->host_key = load_or_make_key(dir / "ssh_host_ca");
+  state->user_public =
+      "ssh-ed25519 " + ssh_base64(ed25519_blob(state->user_key.get())) + " gpurent-user-ca";
+  state->host_public =
+      "ssh-ed25519 " + ssh_base64(ed25519_blob(state->host_key.get())) + " gpurent-host-ca";
+  return SshCertificateAuthority(std::move(state));
+}
+
+const std::string& SshCertificateAuthority::user_ca_public_key() const {
+  return state_->user_public;
+}
+
+const std::string& SshCertificateAuthority::host_ca_public_key() const {
+  return state_->host_public;
+}
+
+std::string SshCertificateAuthority::sign(const SshPublicKey& key,
+                                          const SshCertificateRequest& request) const {
+  if (request.principals.empty()) throw std::invalid_argument("a certificate needs a principal");
+  if (request.valid_after >= request.valid_before) {
+    throw std::invalid_argument("valid_after must be before valid_before");
+  }
+  check_text("the key id", request.key_id, /*spaces=*/true);
+  for (const auto& p : request.principals) check_text("a principal", p, /*spaces=*/false);
+  bool user = request.type == SshCertificateType::kUser;
+  EVP_PKEY* ca = user ? state_->user_key.get() : state_->host_key.get();
+  std::string cert_type = key.type;
+  // "sk-ssh-ed25519@openssh.com" → "sk-ssh-ed25519-cert-v01@openssh.com".
+  if (auto at = cert_type.find('@'); at != std::string::npos) {
+    cert_type.insert(at, "-cert-v01");
+  } else {
+    cert_type += "-cert-v01@openssh.com";
+  }
+
+  Wire principals;
+  for (const auto& p : request.principals) principals.string(p);
+  Wire extensions;  // name and empty data, in lexical order
+  if (user) {
+    std::vector<std::string_view> names(kUserCertificateExtensions.begin(),
+                                        kUserCertificateExtensions.end());
+    std::sort(names.begin(), names.end());
+    for (auto name : names) {
+      extensions.string(name);
+      extensions.string("");
+    }
+  }
+  auto nonce = crypto::random_bytes(32);
+  Wire cert;
+  cert.string(cert_type);
+  cert.string(std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()));
+  cert.raw(key_fields(key));
+  cert.u64(request.serial);
+  cert.u32(static_cast<std::uint32_t>(request.type));
+  cert.string(request.key_id);
+  cert.string(principals.bytes());
+  cert.u64(seconds_of(request.valid_after));
+  cert.u64(seconds_of(request.valid_before));
+  cert.string("");  // critical options: none
+  cert.string(extensions.bytes());
+  cert.string("");  // reserved
+  cert.string(ed25519_blob(ca));
+  Wire signature;
+  signature.string("ssh-ed25519");
+  signature.string(ed25519_sign(ca, cert.bytes()));
+  cert.string(signature.bytes());
+  return cert_type + " " + ssh_base64(cert.bytes()) + " " + request.key_id;
+}
+
+}  // namespace gpurent::identity

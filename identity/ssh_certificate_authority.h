@@ -1,0 +1,71 @@
+// The platform's SSH certificate authority: two Ed25519 keys, one signing the user
+// certificates engineers log in to a rental's node with, one signing the nodes' host
+// certificates engineers check the node by. Certificates are in OpenSSH's format
+// (PROTOCOL.certkeys: the `*-cert-v01@openssh.com` types), signed with OpenSSL, for every
+// key type the key registry accepts (identity/ssh_public_key.h).
+//
+// The keys are made on first start in a folder readable by its owner only (0700, keys
+// 0600; a key others can read is refused, as OpenSSH refuses one); every replica of
+// gpurentd must see the same folder.
+#pragma once
+
+#include "core/clock.h"
+#include "identity/ssh_public_key.h"
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpurent::identity {
+
+enum class SshCertificateType : std::uint32_t { kUser = 1, kHost = 2 };
+
+struct SshCertificateRequest {
+  SshCertificateType type = SshCertificateType::kUser;
+  std::uint64_t serial = 0;
+  std::string key_id;                   // shown by `ssh-keygen -L` and logged by sshd
+  std::vector<std::string> principals;  // user names / host names; at least one
+  Timestamp valid_after;                // whole seconds: OpenSSH's resolution
+  Timestamp valid_before;
+};
+
+// The user certificate's extensions: what an interactive session needs (a terminal, agent
+// and port forwarding, X11, ~/.ssh/rc) — the set `ssh-keygen -s` grants by default.
+inline constexpr std::array<std::string_view, 5> kUserCertificateExtensions{
+    "permit-X11-forwarding", "permit-agent-forwarding", "permit-port-forwarding", "permit-pty",
+    "permit-user-rc"};
+
+class SshCertificateAuthority {
+ public:
+  // Loads `dir/ssh_user_ca` and `dir/ssh_host_ca` (PKCS#8 PEM), making each that does not
+  // exist. Throws std::runtime_error when a key is unreadable, not Ed25519, or readable by
+  // group or others. Replicas starting together: a lock file lets one make the keys.
+  static SshCertificateAuthority load_or_create(const std::filesystem::path& dir);
+
+  SshCertificateAuthority(SshCertificateAuthority&&) noexcept;
+  SshCertificateAuthority& operator=(SshCertificateAuthority&&) noexcept;
+  ~SshCertificateAuthority();
+
+  // "ssh-ed25519 AAAA… gpurent-user-ca": the line for sshd's TrustedUserCAKeys.
+  const std::string& user_ca_public_key() const;
+  // "ssh-ed25519 AAAA… gpurent-host-ca": for known_hosts' @cert-authority lines.
+  const std::string& host_ca_public_key() const;
+
+  // `key` signed into a certificate by the user CA (kUser) or the host CA (kHost): one line,
+  // "<type>-cert-v01@openssh.com <base64> <key_id>", as `ssh-keygen -s` writes it.
+  // Throws std::invalid_argument for a request without principals, with valid_after not
+  // before valid_before, or with a key id or principal that is empty, over 255 bytes or not
+  // printable ASCII.
+  std::string sign(const SshPublicKey& key, const SshCertificateRequest& request) const;
+
+ private:
+  struct State;
+  explicit SshCertificateAuthority(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gpurent::identity
