@@ -318,6 +318,13 @@ const std::vector<Field>& fields() {
        [](Config& c, const std::string& v) {
          c.agent_telemetry_retention = parse_whole_seconds(v);
        }},
+      {{"ssh_ca_dir", "GPURENT_SSH_CA_DIR",
+        "the platform's SSH certificate authority: its user and host keys, made on first start",
+        "var/ssh-ca"},
+       [](Config& c, const std::string& v) {
+         if (v.empty()) bad("a folder", v);
+         c.ssh_ca_dir = v;
+       }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

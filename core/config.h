@@ -74,6 +74,8 @@ struct Config {
   // long.
   std::chrono::seconds agent_telemetry_interval{60};
   std::chrono::seconds agent_telemetry_retention{24 * 3600};
+  // The platform's SSH CA (ssh_user_ca, ssh_host_ca); every replica needs the same one.
+  std::string ssh_ca_dir = "var/ssh-ca";
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

@@ -114,8 +114,8 @@ Pkey load_or_make_key(const fs::path& path) {
     Pkey key(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"));
     if (!key) fail("making an Ed25519 key");
     Bio bio(BIO_new(BIO_s_mem()));
-    if (!bio || !PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr,
-                                          nullptr)) {
+    if (!bio ||
+        !PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr)) {
       fail("writing an Ed25519 key");
     }
     char* data = nullptr;

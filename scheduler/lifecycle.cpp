@@ -196,7 +196,8 @@ void Lifecycle::provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt) {
                  {"attempt", attempt},
                  {"user", rental_login(r.id)},
                  {"principals", {rental_principal(r.id)}},
-                 {"authorized_keys", keys}});
+                 {"authorized_keys", keys},
+                 {"user_ca_keys", options_.user_ca_keys}});
 }
 
 void Lifecycle::wipe_task(Tx& tx, const RentalRecord& r, int attempt) {

@@ -40,6 +40,9 @@ struct LifecycleOptions {
   // A node whose agent has said nothing for longer is unreachable: failed, and what runs on
   // it interrupted. Nodes that never heard from an agent are not judged.
   std::chrono::seconds agent_silence_limit{60};
+  // The SSH user CA's public key lines each node's sshd trusts (install_access writes them
+  // to TrustedUserCAKeys).
+  std::vector<std::string> user_ca_keys;
 };
 
 class Lifecycle {

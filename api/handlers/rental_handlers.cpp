@@ -10,6 +10,7 @@
 #include "core/db_errors.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "identity/ssh_public_key.h"
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,13 @@ nlohmann::json period_json(const scheduler::Period& p) {
   return {{"start", time_json(p.start)}, {"end", time_json(p.end)}};
 }
 
+nlohmann::json ssh_json(const std::optional<scheduler::SshDetails>& d) {
+  if (!d) return nullptr;
+  return {{"host", d->host},       {"port", d->port},
+          {"user", d->user},       {"host_key_fingerprints", d->host_key_fingerprints},
+          {"command", d->command}, {"known_hosts", d->known_hosts}};
+}
+
 nlohmann::json rental_json(const RentalRecord& r) {
   return {{"id", r.id},
           {"name", r.name},
@@ -39,13 +47,20 @@ nlohmann::json rental_json(const RentalRecord& r) {
           {"days", r.days},
           {"image", {{"id", r.image_id}}},
           {"ssh_key_ids", r.ssh_key_ids},
-          // Filled once SSH access is set up on the node (the SSH capability).
+          // Set by with_ssh() where the route reads the node: null until the rental is active.
           {"ssh", nullptr},
           {"price", {{"per_day", r.price_per_day.to_json()}, {"total", r.total_price().to_json()}}},
           {"pending_expires_at", optional_json(r.pending_expires_at)},
           {"created_at", time_json(r.created_at)},
           {"created_by", r.created_by},
           {"state_changed_at", time_json(r.state_changed_at)}};
+}
+
+// The rental as its owner sees it, with the SSH details of an active one.
+nlohmann::json with_ssh(RentalRoutesState& state, Tx& tx, const RentalRecord& r) {
+  auto out = rental_json(r);
+  if (state.ssh) out["ssh"] = ssh_json(state.ssh->details(tx, r));
+  return out;
 }
 
 // The rental id from the path; a malformed one is a rental that does not exist.
@@ -276,12 +291,13 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                       filter = scheduler::parse_rental_state(*s);
                       if (!filter) throw Error::invalid_field("state", "is not a rental state");
                     }
-                    auto page = state.pool->read("rental_list", [&](Tx& tx) {
-                      return state.rentals->list(tx, *p.org_id, filter, query.limit(),
-                                                 query.cursor());
-                    });
                     nlohmann::json items = nlohmann::json::array();
-                    for (const auto& r : page.items) items.push_back(rental_json(r));
+                    auto page = state.pool->read("rental_list", [&](Tx& tx) {
+                      auto rentals =
+                          state.rentals->list(tx, *p.org_id, filter, query.limit(), query.cursor());
+                      for (const auto& r : rentals.items) items.push_back(with_ssh(state, tx, r));
+                      return rentals;
+                    });
                     return list_response(200, std::move(items), page.next_cursor);
                   },
               .needs_org = true,
@@ -298,7 +314,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                     state.pool->read("rental_get", [&](Tx& tx) {
                       auto rental = state.rentals->get(tx, *p.org_id, id);
                       if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
-                      out = rental_json(*rental);
+                      out = with_ssh(state, tx, *rental);
                       if (rental->state == RentalState::kPending) {
                         auto standing = state.booking->standing(tx, *rental);
                         out["waitlist"] = {
@@ -313,6 +329,41 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .scope = "rentals:read",
               .summary = "One rental.",
               .tag = "rentals"});
+
+  if (state.ssh) {
+    router.add({.method = Method::kPost,
+                .pattern = "/v1/rentals/{id}/ssh-certificate",
+                .handler =
+                    [&state](const Request& req, const Principal& p) {
+                      std::string id = rental_id(req);
+                      auto body = parse_json_body(req);
+                      JsonObjectReader in(body);
+                      std::string text =
+                          in.required_string("public_key", identity::kMaxSshPublicKeyTextBytes);
+                      in.finish();
+                      auto key = identity::parse_ssh_public_key(text);
+                      scheduler::CertificateRequester requester{p.user.id, std::nullopt};
+                      if (!p.token_id.empty()) requester.token_id = p.token_id;
+                      auto issued = state.pool->transact("rental_ssh_certificate", [&](Tx& tx) {
+                        auto r = state.rentals->get(tx, *p.org_id, id);
+                        if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
+                        return state.ssh->issue(tx, *r, key, requester);
+                      });
+                      return json_response(200, {{"certificate", issued.certificate},
+                                                 {"serial", std::to_string(issued.serial)},
+                                                 {"key_id", issued.key_id},
+                                                 {"principals", issued.principals},
+                                                 {"user", issued.user},
+                                                 {"valid_after", time_json(issued.valid_after)},
+                                                 {"valid_before", time_json(issued.valid_before)}});
+                    },
+                .needs_org = true,
+                .scope = "rentals:write",
+                .summary =
+                    "Sign a public key into an SSH certificate for the rental: its own principal, "
+                    "valid for exactly its period (scheduled, provisioning and active rentals).",
+                .tag = "rentals"});
+  }
 
   router.add({.method = Method::kGet,
               .pattern = "/v1/rentals/{id}/events",
@@ -423,10 +474,14 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                }
                timeout_s = value;
              }
-             auto rental = state.pool->read(
-                 "rental_wait", [&](Tx& tx) { return state.rentals->get(tx, *p.org_id, id); });
+             nlohmann::json out;
+             auto rental = state.pool->read("rental_wait", [&](Tx& tx) {
+               auto found = state.rentals->get(tx, *p.org_id, id);
+               if (found) out = with_ssh(state, tx, *found);
+               return found;
+             });
              if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
-             Response r = json_response(200, rental_json(*rental));
+             Response r = json_response(200, out);
              // Reached, or never will be: answer now. Otherwise look again later, holding no
              // worker meanwhile (the server calls the handler again from a timer), until the
              // timeout; then this answer, the rental as it is, goes out.

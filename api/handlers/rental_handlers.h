@@ -11,6 +11,7 @@
 #include "scheduler/catalog_views.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/rental_store.h"
+#include "scheduler/ssh_access.h"
 
 namespace gpurent::http {
 
@@ -26,6 +27,8 @@ struct RentalRoutesState {
   // The copy of capacity the views count from; told at once of this replica's own bookings,
   // extensions and terminations (other changes arrive as announcements).
   scheduler::CapacityIndex* capacity = nullptr;
+  // Certificates and the rentals' SSH details; unset: `ssh` is null and no certificates.
+  scheduler::SshAccess* ssh = nullptr;
 };
 
 void add_rental_routes(Router& router, RentalRoutesState& state);

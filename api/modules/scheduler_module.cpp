@@ -17,12 +17,15 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
       nodes_(ctx.clock, ctx.config.enrollment_token_ttl),
       rentals_(ctx.clock),
       tasks_(ctx.clock),
+      ssh_ca_(identity::SshCertificateAuthority::load_or_create(ctx.config.ssh_ca_dir)),
+      ssh_access_(ssh_ca_, ctx.clock),
       booking_(ctx.clock, catalog_, prices_, rentals_, candidates_,
                {.cleaning_window = ctx.config.rental_cleaning_window}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
       lifecycle_(rentals_, tasks_, nodes_, booking_,
                  {.poll = ctx.config.lifecycle_interval,
-                  .agent_silence_limit = ctx.config.agent_silence_limit}),
+                  .agent_silence_limit = ctx.config.agent_silence_limit,
+                  .user_ca_keys = {ssh_ca_.user_ca_public_key()}}),
       capacity_(ctx.clock, candidates_,
                 [&listener = ctx.listener] { return listener.connected(); }),
       views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window),
@@ -34,7 +37,8 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
                      .ssh_keys = &ssh_keys_,
                      .orgs = &orgs_,
                      .views = &views_,
-                     .capacity = &capacity_} {
+                     .capacity = &capacity_,
+                     .ssh = &ssh_access_} {
   // Each announcement names a node, or '*' for everything (migrations/0010).
   ctx.listener.subscribe("gpurent_capacity", [this](const std::string& node) {
     if (node == "*") {

@@ -5,6 +5,7 @@
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module_context.h"
 #include "identity/org_admin_store.h"
+#include "identity/ssh_certificate_authority.h"
 #include "identity/ssh_key_store.h"
 #include "inventory/catalog_store.h"
 #include "inventory/node_store.h"
@@ -14,6 +15,7 @@
 #include "scheduler/capacity_index.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/rental_store.h"
+#include "scheduler/ssh_access.h"
 #include "scheduler/task_store.h"
 
 #include <atomic>
@@ -70,6 +72,9 @@ class SchedulerModule {
   scheduler::RentalStore rentals_;
   scheduler::CandidateStore candidates_;
   scheduler::TaskStore tasks_;
+  // Before lifecycle_, whose install_access tasks carry its user CA key.
+  identity::SshCertificateAuthority ssh_ca_;
+  scheduler::SshAccess ssh_access_;
   scheduler::Booking booking_;
   scheduler::Lifecycle lifecycle_;
   // Before views_, which counts from it.

@@ -101,6 +101,7 @@ const std::map<std::string, std::string>& other_values() {
       {"agent_task_poll", "1m"},
       {"agent_telemetry_interval", "5m"},
       {"agent_telemetry_retention", "168h"},
+      {"ssh_ca_dir", "/etc/gpurent/ssh-ca"},
       {"log_format", "json"},
       {"log_level", "debug"},
       {"demo", "true"},

@@ -38,8 +38,7 @@ std::string read_text(const fs::path& path) {
 
 std::string wire_string(std::string_view s) {
   std::string out;
-  for (int shift = 24; shift >= 0; shift -= 8)
-    out.push_back(static_cast<char>(s.size() >> shift));
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(s.size() >> shift));
   return out.append(s);
 }
 
@@ -103,9 +102,9 @@ TEST_F(SshCertificateAuthorityTest, EveryAcceptedKeyTypeBecomesAUserCertificateS
     ASSERT_EQ(status, 0) << shown;
     EXPECT_THAT(shown, HasSubstr("Type: " + cert_type + " user certificate"));
     EXPECT_THAT(shown, HasSubstr(key.fingerprint)) << "the certified key";
-    EXPECT_THAT(shown, HasSubstr("Signing CA: ED25519 " +
-                                 fingerprint_of(ca_->user_ca_public_key()) +
-                                 " (using ssh-ed25519)"));
+    EXPECT_THAT(shown,
+                HasSubstr("Signing CA: ED25519 " + fingerprint_of(ca_->user_ca_public_key()) +
+                          " (using ssh-ed25519)"));
     EXPECT_THAT(shown, HasSubstr("Key ID: \"rental=rnt_abc user=usr_def\""));
     EXPECT_THAT(shown, HasSubstr("Serial: " + std::to_string(serial)));
     EXPECT_THAT(shown, HasSubstr("Valid: from 2026-12-02T00:00:00 to 2026-12-03T00:00:00"));

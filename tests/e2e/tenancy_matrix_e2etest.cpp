@@ -486,6 +486,19 @@ const std::vector<EndpointCase>& endpoint_cases() {
        {"owner", "admin", "member"},
        200,
        true},
+      // Access to the rental's node is a write: the roles that may book it.
+      {"POST",
+       "/v1/rentals/{id}/ssh-certificate",
+       [](T& t, const Actor& o) {
+         return Prepared{Json{{"public_key",
+                               "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5"
+                               "C9okWi0dh2l9GKJl dev@laptop"}},
+                         t.new_rental_id(o)};
+       },
+       "rentals:write",
+       {"owner", "admin", "member"},
+       200,
+       true},
       // timeout_s=0: the rental is scheduled, not active, so it answers at once as it is.
       {"GET", "/v1/rentals/{id}/wait",
        [](T& t, const Actor& o) {

@@ -26,11 +26,12 @@ ServerProcess::ServerProcess(ServerOptions options) {
   dir_ = dir;
   chmod(dir, 0755);  // an embedded cluster inside runs as the postgres user when we are root
   std::string port_file = dir_ + "/port";
-  std::vector<std::string> args = {
-      gpurentd_path(), "serve", "--listen=127.0.0.1:0", "--port_file=" + port_file,
-      // Its own CA and a free port: test servers run side by side.
-      "--agent_listen=127.0.0.1:0", "--agent_pki_dir=" + dir_ + "/pki", "--log_format=json",
-      "--io_threads=2", "--web_root=" + source_dir() + "/web/public"};
+  std::vector<std::string> args = {gpurentd_path(), "serve", "--listen=127.0.0.1:0",
+                                   "--port_file=" + port_file,
+                                   // Its own CA and a free port: test servers run side by side.
+                                   "--agent_listen=127.0.0.1:0", "--agent_pki_dir=" + dir_ + "/pki",
+                                   "--ssh_ca_dir=" + dir_ + "/ssh-ca", "--log_format=json",
+                                   "--io_threads=2", "--web_root=" + source_dir() + "/web/public"};
   if (options.test_mode) args.push_back("--test_mode=true");
   if (options.database_url.empty()) {
     args.push_back("--data_dir=" + dir_ + "/pg");

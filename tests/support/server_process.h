@@ -33,6 +33,7 @@ class ServerProcess {
   int agent_port() const { return agent_port_; }
   // The folder of the server's agents' CA (ca.crt, ca.key).
   std::string agent_pki_dir() const { return dir_ + "/pki"; }
+  std::string ssh_ca_dir() const { return dir_ + "/ssh-ca"; }
   pid_t pid() const { return pid_; }
 
   void send_signal(int signal);
