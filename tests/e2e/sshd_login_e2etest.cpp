@@ -1,0 +1,324 @@
+// An engineer logs in to a rental's node through a real sshd, configured from the files the
+// real `gpurent-agent` wrote (TrustedUserCAKeys, AuthorizedPrincipalsFile, AuthorizedKeysFile
+// under its access root), with a certificate the API issued for the active rental, the
+// host checked through the rental's served known_hosts lines with StrictHostKeyChecking=yes.
+// Refused: a certificate for another rental, an expired one, a key never registered, and
+// every login once the rental has ended.
+//
+// The rental's login must exist on the machine, as the operator's access hook makes it on a
+// real node: the test's hook runs `useradd`, so the test needs root (CI runs as root); the
+// test removes the account at the end.
+#include "core/sql.h"
+#include "core/subprocess.h"
+#include "identity/ssh_certificate_authority.h"
+#include "tests/support/child_process.h"
+#include "tests/support/paths.h"
+#include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/test_keys.h"
+#include "tests/support/wait_for.h"
+
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gpurent::testing::sshd_login_e2e {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string first_line(std::string text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// A TCP port nobody listens on now (the kernel's choice for port 0, released).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t n = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+class SshdLoginE2E : public RentalFleetTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the access hook's useradd needs root";
+    pki_dir_ = make_temp_dir("gpurent-sshd-pki");
+    work_ = make_temp_dir("gpurent-sshd");
+    server_ = agent_server(pki_dir_);
+    seed_fleet({2});
+    port_ = free_port();
+    fs::create_directories(work_ + "/hostkeys");
+    auto made = run_subprocess({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@node",
+                                "-f", work_ + "/hostkeys/ssh_host_ed25519_key"});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    // The operator's hook: the rental's login made on install, as a real node's hook would.
+    // '*' is no password, not a locked account (sshd refuses locked ones without PAM).
+    std::ofstream(work_ + "/access-hook")
+        << "#!/bin/sh\n"
+        << "[ \"$GPURENT_ACCESS_ACTION\" = install ] || exit 0\n"
+        << "id \"$GPURENT_ACCESS_USER\" >/dev/null 2>&1 && exit 0\n"
+        << "useradd -M -p '*' -d /tmp -s /bin/sh "
+           "\"$GPURENT_ACCESS_USER\" || exit 1\n"
+        << "echo \"$GPURENT_ACCESS_USER\" >> " << work_ << "/created-users\n";
+    fs::permissions(work_ + "/access-hook", fs::perms::owner_all);
+    std::string access = work_ + "/access";
+    std::ofstream(work_ + "/sshd_config")
+        << "Port " << port_ << "\nListenAddress 127.0.0.1\n"
+        << "HostKey " << work_ << "/hostkeys/ssh_host_ed25519_key\n"
+        << "PidFile " << work_ << "/sshd.pid\n"
+        << "TrustedUserCAKeys " << access << "/trusted_user_ca_keys\n"
+        << "AuthorizedPrincipalsFile " << access << "/users/%u/principals\n"
+        << "AuthorizedKeysFile " << access << "/users/%u/authorized_keys\n"
+        << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+        // The files live under /tmp, which everyone may write to.
+        << "StrictModes no\nLogLevel VERBOSE\n";
+    fs::create_directories("/run/sshd");  // sshd's privilege separation folder
+    sshd_ = std::make_unique<ChildProcess>(
+        "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},
+        work_ + "/sshd.log");
+    ASSERT_TRUE(wait_for([&] {
+      return slurp(work_ + "/sshd.log").find("listening") != std::string::npos;
+    })) << slurp(work_ + "/sshd.log");
+  }
+
+  void TearDown() override {
+    sshd_.reset();
+    agent_.reset();
+    // Every login the hook made, whichever rental it was for.
+    std::istringstream created(slurp(work_ + "/created-users"));
+    for (std::string user; std::getline(created, user);) {
+      if (!user.empty()) run_subprocess({"userdel", user});
+    }
+    ApiTest::TearDown();
+    if (!pki_dir_.empty()) fs::remove_all(pki_dir_);
+    if (!work_.empty()) fs::remove_all(work_);
+  }
+
+  // The node on 127.0.0.1 at sshd's port, served by a real agent reporting sshd's host key.
+  std::string agent_node() {
+    auto [node_id, token] = create_enrolling_node("127.0.0.1");
+    auto labelled = patch("/v1/admin/nodes/" + node_id,
+                          {{"labels", {{"ssh_port", std::to_string(port_)}}}}, session(admin_));
+    EXPECT_EQ(labelled.status, 200) << labelled.body;
+    std::string url = "https://127.0.0.1:" + std::to_string(server_->agent_port());
+    auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url, "--token", token,
+                                    "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
+                                    work_ + "/state", "--log-format", "text"});
+    EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
+    agent_ = std::make_unique<ChildProcess>(agent_path(),
+                                            std::vector<std::string>{"run",
+                                                                     "--url",
+                                                                     url,
+                                                                     "--state-dir",
+                                                                     work_ + "/state",
+                                                                     "--backend",
+                                                                     "simulated",
+                                                                     "--gpus",
+                                                                     "8",
+                                                                     "--model",
+                                                                     "NVIDIA H100 80GB HBM3",
+                                                                     "--topology",
+                                                                     "nvswitch",
+                                                                     "--heartbeat",
+                                                                     "1s",
+                                                                     "--provision-delay",
+                                                                     "100ms",
+                                                                     "--access-root",
+                                                                     work_ + "/access",
+                                                                     "--access-hook",
+                                                                     work_ + "/access-hook",
+                                                                     "--ssh-host-keys",
+                                                                     work_ + "/hostkeys",
+                                                                     "--log-format",
+                                                                     "text"},
+                                            work_ + "/agent.log");
+    EXPECT_TRUE(wait_for([&] {
+      json n = node_view(node_id);
+      return n["state"] == "available" && n["health"] == "ok";
+    })) << agent_->log();
+    return node_id;
+  }
+
+  // A rental of two GPUs from now with `key_line` registered for it.
+  std::string book(const Login& owner, const std::string& key_line) {
+    auto key =
+        post("/v1/ssh-keys", {{"name", "laptop " + std::to_string(++n_)}, {"public_key", key_line}},
+             session(owner));
+    EXPECT_EQ(key.status, 201) << key.body;
+    auto booked = post("/v1/rentals",
+                       {{"gpu_model", kModel},
+                        {"gpu_count", 2},
+                        {"start", "now"},
+                        {"days", 1},
+                        {"image_id", image_id_},
+                        {"ssh_key_ids", {key.json().value("id", "")}}},
+                       session(owner));
+    EXPECT_EQ(booked.status, 201) << booked.body;
+    return booked.json().value("id", "");
+  }
+
+  bool drive_until(const Login& owner, const std::string& rental, const std::string& state) {
+    advance(1);
+    run_lifecycle();
+    return wait_for(
+        [&] {
+          advance(61);
+          run_lifecycle();
+          return get("/v1/rentals/" + rental, session(owner)).json()["state"] == state;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(300));
+  }
+
+  // A copy of key pair `name` the test may use (ssh wants its private key 0600 and its own).
+  std::string key_pair(const std::string& name) {
+    std::string source = ssh_key_pair(name, {"-t", "ed25519"});
+    std::string path = work_ + "/" + name;
+    fs::copy_file(source, path, fs::copy_options::overwrite_existing);
+    fs::copy_file(source + ".pub", path + ".pub", fs::copy_options::overwrite_existing);
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+    return path;
+  }
+
+  // `ssh … user@127.0.0.1 echo logged-in` with the identity `key` (and `certificate`, if
+  // any), the host checked against `known_hosts` alone; its exit code and output.
+  SubprocessResult ssh(const std::string& user, const std::string& key,
+                       const std::string& certificate, const std::string& known_hosts) {
+    std::vector<std::string> argv{"ssh",
+                                  "-F",
+                                  "/dev/null",
+                                  "-o",
+                                  "BatchMode=yes",
+                                  "-o",
+                                  "StrictHostKeyChecking=yes",
+                                  "-o",
+                                  "UserKnownHostsFile=" + known_hosts,
+                                  "-o",
+                                  "GlobalKnownHostsFile=/dev/null",
+                                  "-o",
+                                  "IdentitiesOnly=yes",
+                                  "-o",
+                                  "ConnectTimeout=10",
+                                  "-i",
+                                  key,
+                                  "-p",
+                                  std::to_string(port_)};
+    if (!certificate.empty()) {
+      argv.push_back("-o");
+      argv.push_back("CertificateFile=" + certificate);
+    }
+    argv.push_back(user + "@127.0.0.1");
+    argv.push_back("echo logged-in");
+    return run_subprocess(argv);
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = work_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  std::string pki_dir_;
+  std::string work_;
+  int port_ = 0;
+  int n_ = 0;
+  std::string login_;
+  std::unique_ptr<ChildProcess> sshd_;
+  std::unique_ptr<ChildProcess> agent_;
+};
+
+TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
+  agent_node();
+  Login owner = account("owner@example.com", "Acme");
+  std::string registered = key_pair("sshd-registered");
+  std::string rental = book(owner, first_line(slurp(registered + ".pub")));
+  ASSERT_FALSE(rental.empty());
+  ASSERT_TRUE(drive_until(owner, rental, "active")) << agent_->log();
+  json ssh_info = get("/v1/rentals/" + rental, session(owner)).json()["ssh"];
+  ASSERT_TRUE(ssh_info.is_object());
+  login_ = ssh_info["user"];
+  EXPECT_EQ(ssh_info["command"], "ssh -p " + std::to_string(port_) + " " + login_ + "@127.0.0.1");
+  ASSERT_EQ(ssh_info["host_key_fingerprints"].size(), 1u) << ssh_info;
+  std::string known_hosts;
+  for (const auto& line : ssh_info["known_hosts"]) known_hosts += line.get<std::string>() + "\n";
+  std::string known_hosts_file = write("known_hosts", known_hosts);
+
+  // A certificate for a key the org never registered: it logs in, and the host is checked.
+  std::string engineer = key_pair("sshd-engineer");
+  auto issued = post("/v1/rentals/" + rental + "/ssh-certificate",
+                     {{"public_key", first_line(slurp(engineer + ".pub"))}}, session(owner));
+  ASSERT_EQ(issued.status, 200) << issued.body;
+  std::string cert =
+      write("engineer-cert.pub", issued.json()["certificate"].get<std::string>() + "\n");
+  // Its validity starts at the period's start rounded up to a whole second, which may still
+  // be ahead of the clock this soon after booking "now".
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto in = ssh(login_, engineer, cert, known_hosts_file);
+  EXPECT_EQ(in.exit_code, 0) << in.output << slurp(work_ + "/sshd.log") << issued.body
+                             << get("/v1/rentals/" + rental, session(owner)).body;
+  EXPECT_NE(in.output.find("logged-in"), std::string::npos) << in.output;
+  // The registered key, for clients without certificates, through authorized_keys.
+  auto plain = ssh(login_, registered, "", known_hosts_file);
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  // A host that is not the one the rental names is not trusted.
+  auto wrong_host =
+      ssh(login_, engineer, cert,
+          write("other_known_hosts", "[127.0.0.1]:" + std::to_string(port_) + " " +
+                                         first_line(slurp(registered + ".pub")) + "\n"));
+  EXPECT_NE(wrong_host.exit_code, 0) << wrong_host.output;
+
+  // Refused: the key alone, never registered; a certificate of another rental; an expired one.
+  auto bare = ssh(login_, engineer, "", known_hosts_file);
+  EXPECT_NE(bare.exit_code, 0) << bare.output;
+  std::string other = book(owner, first_line(slurp(key_pair("sshd-other").append(".pub"))));
+  auto other_cert = post("/v1/rentals/" + other + "/ssh-certificate",
+                         {{"public_key", first_line(slurp(engineer + ".pub"))}}, session(owner));
+  ASSERT_EQ(other_cert.status, 200) << other_cert.body;
+  auto crossed =
+      ssh(login_, engineer,
+          write("other-cert.pub", other_cert.json()["certificate"].get<std::string>() + "\n"),
+          known_hosts_file);
+  EXPECT_NE(crossed.exit_code, 0) << crossed.output;
+  // The platform's own CA, read from its folder, signs one whose validity has passed.
+  auto ca = identity::SshCertificateAuthority::load_or_create(server_->ssh_ca_dir());
+  auto now =
+      std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+  std::string expired =
+      ca.sign(identity::parse_ssh_public_key(first_line(slurp(engineer + ".pub"))),
+              {.serial = 999999,
+               .key_id = "expired",
+               .principals = {rental},
+               .valid_after = now - std::chrono::hours(2),
+               .valid_before = now - std::chrono::hours(1)});
+  auto late = ssh(login_, engineer, write("expired-cert.pub", expired + "\n"), known_hosts_file);
+  EXPECT_NE(late.exit_code, 0) << late.output;
+
+  // Ended: revoke_access took the login's files away; no way in remains.
+  ASSERT_EQ(post("/v1/rentals/" + rental + "/terminate", json::object(), session(owner)).status,
+            200);
+  ASSERT_TRUE(drive_until(owner, rental, "ended")) << agent_->log();
+  auto after_cert = ssh(login_, engineer, cert, known_hosts_file);
+  EXPECT_NE(after_cert.exit_code, 0) << after_cert.output;
+  auto after_key = ssh(login_, registered, "", known_hosts_file);
+  EXPECT_NE(after_key.exit_code, 0) << after_key.output;
+}
+
+}  // namespace gpurent::testing::sshd_login_e2e
