@@ -67,6 +67,22 @@ std::vector<std::string> string_list(const nlohmann::json& payload, const char* 
   return out;
 }
 
+// "ssh-ed25519-cert-v01@openssh.com", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+// "ssh-rsa-cert-v01@openssh.com" → "ed25519", "ecdsa", "rsa"; "" for any other type.
+std::string host_key_kind(const std::string& certificate) {
+  std::string type = certificate.substr(0, certificate.find(' '));
+  if (type == "ssh-ed25519-cert-v01@openssh.com") return "ed25519";
+  if (type.rfind("ecdsa-sha2-nistp", 0) == 0 &&
+      type.find("-cert-v01@openssh.com") != std::string::npos)
+    return "ecdsa";
+  if (type == "ssh-rsa-cert-v01@openssh.com") return "rsa";
+  return "";
+}
+
+bool host_certificate_ok(const std::string& c) {
+  return !host_key_kind(c).empty() && public_key_ok(c);
+}
+
 std::string lines(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) out += i + "\n";
@@ -86,6 +102,7 @@ AccessGrant access_grant_from(const std::string& rental_id, const nlohmann::json
   g.principals = string_list(payload, "principals", principal_ok);
   g.authorized_keys = string_list(payload, "authorized_keys", public_key_ok);
   g.user_ca_keys = string_list(payload, "user_ca_keys", public_key_ok);
+  g.host_certificates = string_list(payload, "host_certificates", host_certificate_ok);
   if (!principal_ok(rental_id)) throw std::invalid_argument("the rental id is not a name");
   return g;
 }
@@ -101,6 +118,12 @@ void install_access(const fs::path& root, const AccessGrant& grant) {
   write_file_atomic(dir / "authorized_keys", lines(grant.authorized_keys), 0644);
   if (!grant.user_ca_keys.empty()) {
     write_file_atomic(root / "trusted_user_ca_keys", lines(grant.user_ca_keys), 0644);
+  }
+  if (!grant.host_certificates.empty()) fs::create_directories(root / "host_certificates");
+  for (const auto& c : grant.host_certificates) {
+    write_file_atomic(
+        root / "host_certificates" / ("ssh_host_" + host_key_kind(c) + "_key-cert.pub"), c + "\n",
+        0644);
   }
 }
 

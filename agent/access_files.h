@@ -33,16 +33,21 @@ struct AccessGrant {
   std::vector<std::string> principals;       // certificate principals accepted for the user
   std::vector<std::string> authorized_keys;  // registered public keys, one line each
   std::vector<std::string> user_ca_keys;     // the platform's user CA public keys
+  // The node's host certificates, signed by the platform's host CA for its host keys.
+  std::vector<std::string> host_certificates;
 };
 
 // What an install_access payload grants: {"user", "principals": [...],
-// "authorized_keys": [...], "user_ca_keys": [...]} (the lists may be empty; user is needed).
+// "authorized_keys": [...], "user_ca_keys": [...], "host_certificates": [...]} (the lists
+// may be empty; user is needed).
 // Every value must be safe to write into sshd's files as one line: a user name as useradd
 // takes it, principals of letters, digits and `._@-`, keys as `<type> <base64> [comment]`
 // with no options and no control characters. Throws std::invalid_argument naming the field.
 AccessGrant access_grant_from(const std::string& rental_id, const nlohmann::json& payload);
 
-// Writes the grant's files (each atomically; the CA keys only when the grant has some).
+// Writes the grant's files (each atomically; the CA keys only when the grant has some), and
+// each host certificate as host_certificates/ssh_host_<kind>_key-cert.pub (ed25519, ecdsa,
+// rsa), the name sshd's HostCertificate is given beside the host key of the same name.
 void install_access(const std::filesystem::path& root, const AccessGrant& grant);
 
 // Removes the files of every user that belongs to `rental_id`; a user since given to another

@@ -80,6 +80,11 @@ int run_server(const Config& config) {
       [&scheduler, &clock](Tx& tx, const std::string& node_id, const std::string& reason) {
         scheduler.lifecycle().interrupt_node(tx, node_id, reason, clock.now());
       });
+  agents.certify_host_keys_with([&scheduler](Tx& tx, const std::string& node_id,
+                                             const std::string& hostname,
+                                             std::vector<inventory::HostKey>& keys) {
+    scheduler.ssh_access().certify_host_keys(tx, node_id, hostname, keys);
+  });
   AnnouncementBarrier barrier(listener, pool);
 
   http::Router router;

@@ -13,35 +13,40 @@ constexpr Statement kDelete = {"node_host_keys_delete",
                                "DELETE FROM node_ssh_host_keys WHERE node_id = $1"};
 constexpr Statement kInsert = {
     "node_host_keys_insert",
-    "INSERT INTO node_ssh_host_keys (node_id, algorithm, public_key, fingerprint, reported_at)"
-    " SELECT $1, a, k, f, $5 FROM unnest($2::text[], $3::text[], $4::text[]) AS t(a, k, f)"};
+    "INSERT INTO node_ssh_host_keys"
+    " (node_id, algorithm, public_key, fingerprint, reported_at, certificate)"
+    " SELECT $1, a, k, f, $5, NULLIF(c, '')"
+    " FROM unnest($2::text[], $3::text[], $4::text[], $6::text[]) AS t(a, k, f, c)"};
 constexpr Statement kList = {
     "node_host_keys_list",
     "SELECT algorithm, public_key, fingerprint, " SQL_MICROS(
-        "reported_at") " FROM node_ssh_host_keys WHERE node_id = $1 ORDER BY algorithm"};
+        "reported_at") ", coalesce(certificate, '') FROM node_ssh_host_keys WHERE node_id = $1"
+                       " ORDER BY algorithm"};
 
 }  // namespace
 
 void NodeHostKeys::replace(Tx& tx, const std::string& node_id, const std::vector<HostKey>& keys) {
-  std::vector<std::string> algorithms, public_keys, fingerprints;
+  std::vector<std::string> algorithms, public_keys, fingerprints, certificates;
   std::set<std::string> seen;
   for (const auto& k : keys) {
     if (!seen.insert(k.algorithm).second) continue;
     algorithms.push_back(k.algorithm);
     public_keys.push_back(k.public_key);
     fingerprints.push_back(k.fingerprint);
+    certificates.push_back(k.certificate);
   }
   tx.exec(kDelete, node_id);
   if (algorithms.empty()) return;
   tx.exec(kInsert, node_id, pg_array_literal(algorithms), pg_array_literal(public_keys),
-          pg_array_literal(fingerprints), sql_timestamp(clock_.now()));
+          pg_array_literal(fingerprints), sql_timestamp(clock_.now()),
+          pg_array_literal(certificates));
 }
 
 std::vector<HostKey> NodeHostKeys::list(Tx& tx, const std::string& node_id) {
   std::vector<HostKey> out;
   for (const auto& row : tx.exec(kList, node_id)) {
     out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
-                   read_timestamp(row[3])});
+                   read_timestamp(row[3]), row[4].as<std::string>()});
   }
   return out;
 }

@@ -16,6 +16,8 @@ struct HostKey {
   std::string public_key;   // the OpenSSH line without its comment: "type base64"
   std::string fingerprint;  // "SHA256:…", as `ssh-keygen -lf` prints it
   Timestamp reported_at;
+  // Its certificate from the platform's host CA (the `-cert.pub` line); empty when none.
+  std::string certificate;
 };
 
 class NodeHostKeys {

@@ -197,7 +197,9 @@ void Lifecycle::provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt) {
                  {"user", rental_login(r.id)},
                  {"principals", {rental_principal(r.id)}},
                  {"authorized_keys", keys},
-                 {"user_ca_keys", options_.user_ca_keys}});
+                 {"user_ca_keys", options_.user_ca_keys},
+                 {"host_certificates", host_certificates_of_ ? host_certificates_of_(tx, *r.node_id)
+                                                             : std::vector<std::string>{}}});
 }
 
 void Lifecycle::wipe_task(Tx& tx, const RentalRecord& r, int attempt) {

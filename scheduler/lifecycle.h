@@ -73,6 +73,9 @@ class Lifecycle {
   // identity module's key store; without it the task grants certificates only.
   using AuthorizedKeysOf = std::function<std::vector<std::string>(Tx&, const RentalRecord&)>;
   void read_authorized_keys_with(AuthorizedKeysOf keys_of) { keys_of_ = std::move(keys_of); }
+  // The node's host certificates, for install_access to install (sshd's HostCertificate).
+  using HostCertificatesOf = std::function<std::vector<std::string>(Tx&, const std::string&)>;
+  void read_host_certificates_with(HostCertificatesOf of) { host_certificates_of_ = std::move(of); }
 
   // The node failed under its rentals (a critical health verdict): every rental running on
   // it (provisioning or active) becomes `interrupted` with `reason` — the event billing
@@ -115,6 +118,7 @@ class Lifecycle {
   Booking& booking_;
   LifecycleOptions options_;
   AuthorizedKeysOf keys_of_;
+  HostCertificatesOf host_certificates_of_;
   inventory::NodeHealthLog health_log_;
   std::atomic<Timestamp::rep> silence_judged_from_us_{Timestamp::min().time_since_epoch().count()};
 };

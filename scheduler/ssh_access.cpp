@@ -19,6 +19,9 @@ constexpr Statement kRecordCertificate = {
     "INSERT INTO ssh_certificates (serial, rental_id, org_id, user_id, token_id, key_type,"
     " key_fingerprint, key_id, principals, valid_after, valid_before, issued_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text[], $10, $11, $12)"};
+constexpr auto kHostCertificateValidity = std::chrono::hours(24 * 365);
+constexpr auto kHostCertificateBackdate = std::chrono::minutes(5);
+
 constexpr Statement kNodeAddress = {
     "ssh_access_node_address", "SELECT hostname, labels->>'ssh_port' FROM nodes WHERE id = $1"};
 
@@ -94,6 +97,38 @@ std::optional<SshDetails> SshAccess::details(Tx& tx, const RentalRecord& r) {
     out.known_hosts.push_back(pattern + " " + k.public_key);
   }
   out.known_hosts.push_back("@cert-authority " + pattern + " " + ca_.host_ca_public_key());
+  out.ssh_config = "Host gpurent-" + r.id + "\n  HostName " + out.host + "\n  Port " +
+                   std::to_string(out.port) + "\n  User " + out.user +
+                   "\n  UserKnownHostsFile ~/.ssh/gpurent_known_hosts\n"
+                   "  StrictHostKeyChecking yes\n";
+  return out;
+}
+
+void SshAccess::certify_host_keys(Tx& tx, const std::string& node_id, const std::string& hostname,
+                                  std::vector<inventory::HostKey>& keys) {
+  auto now = clock_.now();
+  for (auto& k : keys) {
+    identity::SshPublicKey key;
+    try {
+      key = identity::parse_ssh_public_key(k.public_key);
+    } catch (const Error&) {
+      continue;
+    }
+    auto serial = tx.exec(kNextSerial)[0][0].as<std::uint64_t>();
+    k.certificate = ca_.sign(key, {.type = identity::SshCertificateType::kHost,
+                                   .serial = serial,
+                                   .key_id = "node=" + node_id + " host=" + hostname,
+                                   .principals = {hostname},
+                                   .valid_after = floor_seconds(now - kHostCertificateBackdate),
+                                   .valid_before = floor_seconds(now + kHostCertificateValidity)});
+  }
+}
+
+std::vector<std::string> SshAccess::host_certificates(Tx& tx, const std::string& node_id) {
+  std::vector<std::string> out;
+  for (const auto& k : host_keys_.list(tx, node_id)) {
+    if (!k.certificate.empty()) out.push_back(k.certificate);
+  }
   return out;
 }
 

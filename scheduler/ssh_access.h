@@ -28,6 +28,9 @@ struct SshDetails {
   // One line per host key ("HOST TYPE BASE64", with "[HOST]:PORT" off port 22) and the
   // host CA's "@cert-authority" line: what `ssh -o StrictHostKeyChecking=yes` trusts.
   std::vector<std::string> known_hosts;
+  // A `Host` block for ~/.ssh/config naming the rental ("gpurent-rnt_…"), with the host,
+  // port, user and a known_hosts file of its own (~/.ssh/gpurent_known_hosts).
+  std::string ssh_config;
 };
 
 struct IssuedUserCertificate {
@@ -59,6 +62,14 @@ class SshAccess {
 
   // The rental's SSH details once it is active; nullopt before and after.
   std::optional<SshDetails> details(Tx& tx, const RentalRecord& r);
+
+  // Signs each of a node's host keys (as its agent reported them) into a host certificate
+  // for `hostname`, valid from a few minutes ago (clock skew) for a year; each hello signs
+  // them again. A key that does not parse is left without one.
+  void certify_host_keys(Tx& tx, const std::string& node_id, const std::string& hostname,
+                         std::vector<inventory::HostKey>& keys);
+  // The node's host certificates, as install_access carries them.
+  std::vector<std::string> host_certificates(Tx& tx, const std::string& node_id);
 
   // The user CA's public key, for sshd's TrustedUserCAKeys on every node.
   const std::string& user_ca_public_key() const { return ca_.user_ca_public_key(); }

@@ -149,6 +149,14 @@ TEST_F(TaskExecutorTest, AccessFilesAreWrittenPerLoginAndRevokedPerRental) {
   EXPECT_EQ(slurp(root / "users/gpu-bbbb/authorized_keys"), "");
   EXPECT_EQ(slurp(root / "trusted_user_ca_keys"), kKey + "\n");
 
+  // Host certificates land where sshd's HostCertificate beside each host key looks, by kind.
+  std::string ed_cert = "ssh-ed25519-cert-v01@openssh.com AAAAIHNzaC1lZDI1NTE5 node=nod_a";
+  std::string ec_cert = "ecdsa-sha2-nistp256-cert-v01@openssh.com AAAAKGVjZHNh node=nod_a";
+  install_access(root, access_grant_from("rnt_c", {{"user", "gpu-cccc"},
+                                                   {"host_certificates", {ed_cert, ec_cert}}}));
+  EXPECT_EQ(slurp(root / "host_certificates/ssh_host_ed25519_key-cert.pub"), ed_cert + "\n");
+  EXPECT_EQ(slurp(root / "host_certificates/ssh_host_ecdsa_key-cert.pub"), ec_cert + "\n");
+
   EXPECT_EQ(revoke_access(root, "rnt_a"), 1);
   EXPECT_FALSE(fs::exists(root / "users/gpu-aaaa"));
   EXPECT_TRUE(fs::exists(root / "users/gpu-bbbb/principals")) << "another rental's login stays";
@@ -170,6 +178,10 @@ TEST_F(TaskExecutorTest, NothingUnsafeReachesSshdsFiles) {
       {{"user", "gpu-a"}, {"authorized_keys", {std::string(20000, 'A')}}},
       {{"user", "gpu-a"}, {"user_ca_keys", {"ssh-ed25519 not*base64"}}},
       {{"user", "gpu-a"}, {"authorized_keys", {1}}},
+      // A host certificate must be one: a plain key, or a type sshd names no file for, is not.
+      {{"user", "gpu-a"}, {"host_certificates", {kKey}}},
+      {{"user", "gpu-a"}, {"host_certificates", {"ssh-dss-cert-v01@openssh.com AAAA"}}},
+      {{"user", "gpu-a"}, {"host_certificates", {"ssh-rsa-cert-v01@openssh.com AA\nAA"}}},
   };
   for (const auto& p : bad_payloads) {
     EXPECT_THROW(access_grant_from("rnt_a", p), std::invalid_argument) << p.dump();

@@ -29,9 +29,13 @@ nlohmann::json period_json(const scheduler::Period& p) {
 
 nlohmann::json ssh_json(const std::optional<scheduler::SshDetails>& d) {
   if (!d) return nullptr;
-  return {{"host", d->host},       {"port", d->port},
-          {"user", d->user},       {"host_key_fingerprints", d->host_key_fingerprints},
-          {"command", d->command}, {"known_hosts", d->known_hosts}};
+  return {{"host", d->host},
+          {"port", d->port},
+          {"user", d->user},
+          {"host_key_fingerprints", d->host_key_fingerprints},
+          {"command", d->command},
+          {"known_hosts", d->known_hosts},
+          {"ssh_config", d->ssh_config}};
 }
 
 nlohmann::json rental_json(const RentalRecord& r) {

@@ -274,7 +274,9 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
       }
       nodes_.record_agent(tx, node, hello->agent_version, hello->gpus.driver_version);
       nodes_.set_topology(tx, node, hello->topology, "agent", agent);
-      host_keys_.replace(tx, node, host_keys);
+      auto certified = host_keys;
+      if (certify_) certify_(tx, node, current->node.hostname, certified);
+      host_keys_.replace(tx, node, certified);
       if (current->node.state == "enrolling") {
         nodes_.transition(tx, node, inventory::NodeAction::kEnrolled,
                           "agent " + hello->agent_version + " connected", std::nullopt);

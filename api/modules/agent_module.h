@@ -54,6 +54,12 @@ class AgentModule final : public http::AgentEndpoint {
   using NodeFailed =
       std::function<void(Tx&, const std::string& node_id, const std::string& reason)>;
   void when_node_fails(NodeFailed on_failed) { on_failed_ = std::move(on_failed); }
+  // Signs the host keys a hello reports for the node's host name (the SSH capability's host
+  // CA), in the hello's transaction; set by the process's wiring. Unset: no certificates.
+  using CertifyHostKeys =
+      std::function<void(Tx&, const std::string& node_id, const std::string& hostname,
+                         std::vector<inventory::HostKey>&)>;
+  void certify_host_keys_with(CertifyHostKeys certify) { certify_ = std::move(certify); }
 
   nlohmann::json enroll(const nlohmann::json& body, const std::string& remote_ip) override;
   std::string admit(const std::string& serial, const std::string& remote_ip) override;
@@ -85,6 +91,7 @@ class AgentModule final : public http::AgentEndpoint {
   HeartbeatLag heartbeat_lag_;
   std::optional<HeartbeatBatcher> heartbeats_;  // while the listener runs
   NodeFailed on_failed_;
+  CertifyHostKeys certify_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<http::AgentChannel>> channels_;  // by node id
   // Per connected node: its last heartbeat's counters (the rules judge their rise) and when

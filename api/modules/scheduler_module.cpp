@@ -58,6 +58,9 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
     }
     return keys;
   });
+  lifecycle_.read_host_certificates_with([this](Tx& tx, const std::string& node_id) {
+    return ssh_access_.host_certificates(tx, node_id);
+  });
   // A waiting request is held to its org's limit when it comes up, not only when it queued.
   booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {
     scheduler::BookingLimits limits;

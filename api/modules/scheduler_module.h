@@ -55,6 +55,8 @@ class SchedulerModule {
   // completed by hand until the agent exists.
   scheduler::Lifecycle& lifecycle() { return lifecycle_; }
   scheduler::TaskStore& task_store() { return tasks_; }
+  // Host certificates for the keys an agent's hello reports.
+  scheduler::SshAccess& ssh_access() { return ssh_access_; }
 
  private:
   void loop();

@@ -84,6 +84,7 @@ class SshdLoginE2E : public RentalFleetTest {
     std::ofstream(work_ + "/sshd_config")
         << "Port " << port_ << "\nListenAddress 127.0.0.1\n"
         << "HostKey " << work_ << "/hostkeys/ssh_host_ed25519_key\n"
+        << "HostCertificate " << access << "/host_certificates/ssh_host_ed25519_key-cert.pub\n"
         << "PidFile " << work_ << "/sshd.pid\n"
         << "TrustedUserCAKeys " << access << "/trusted_user_ca_keys\n"
         << "AuthorizedPrincipalsFile " << access << "/users/%u/principals\n"
@@ -91,13 +92,6 @@ class SshdLoginE2E : public RentalFleetTest {
         << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
         // The files live under /tmp, which everyone may write to.
         << "StrictModes no\nLogLevel VERBOSE\n";
-    fs::create_directories("/run/sshd");  // sshd's privilege separation folder
-    sshd_ = std::make_unique<ChildProcess>(
-        "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},
-        work_ + "/sshd.log");
-    ASSERT_TRUE(wait_for([&] {
-      return slurp(work_ + "/sshd.log").find("listening") != std::string::npos;
-    })) << slurp(work_ + "/sshd.log");
   }
 
   void TearDown() override {
@@ -111,6 +105,17 @@ class SshdLoginE2E : public RentalFleetTest {
     ApiTest::TearDown();
     if (!pki_dir_.empty()) fs::remove_all(pki_dir_);
     if (!work_.empty()) fs::remove_all(work_);
+  }
+
+  // sshd, once install_access has written its files (the host certificate among them).
+  void start_sshd() {
+    fs::create_directories("/run/sshd");  // sshd's privilege separation folder
+    sshd_ = std::make_unique<ChildProcess>(
+        "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},
+        work_ + "/sshd.log");
+    ASSERT_TRUE(wait_for([&] {
+      return slurp(work_ + "/sshd.log").find("listening") != std::string::npos;
+    })) << slurp(work_ + "/sshd.log");
   }
 
   // The node on 127.0.0.1 at sshd's port, served by a real agent reporting sshd's host key.
@@ -260,6 +265,17 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   std::string known_hosts;
   for (const auto& line : ssh_info["known_hosts"]) known_hosts += line.get<std::string>() + "\n";
   std::string known_hosts_file = write("known_hosts", known_hosts);
+  EXPECT_NE(ssh_info["ssh_config"].get<std::string>().find("Port " + std::to_string(port_)),
+            std::string::npos)
+      << ssh_info["ssh_config"];
+  // The host certificate install_access wrote: the host CA's, naming the node's host.
+  std::string host_cert = work_ + "/access/host_certificates/ssh_host_ed25519_key-cert.pub";
+  auto listed = run_subprocess({"ssh-keygen", "-L", "-f", host_cert});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("host certificate"), std::string::npos) << listed.output;
+  EXPECT_NE(listed.output.find("Principals: \n                127.0.0.1\n"), std::string::npos)
+      << listed.output;
+  start_sshd();
 
   // A certificate for a key the org never registered: it logs in, and the host is checked.
   std::string engineer = key_pair("sshd-engineer");
@@ -275,6 +291,13 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   EXPECT_EQ(in.exit_code, 0) << in.output << slurp(work_ + "/sshd.log") << issued.body
                              << get("/v1/rentals/" + rental, session(owner)).body;
   EXPECT_NE(in.output.find("logged-in"), std::string::npos) << in.output;
+  // The host CA's line alone is enough to trust the node: sshd shows its host certificate.
+  std::string ca_only;
+  for (const auto& line : ssh_info["known_hosts"]) {
+    if (line.get<std::string>().rfind("@cert-authority ", 0) == 0) ca_only = line;
+  }
+  auto through_ca = ssh(login_, engineer, cert, write("ca_known_hosts", ca_only + "\n"));
+  EXPECT_EQ(through_ca.exit_code, 0) << through_ca.output;
   // The registered key, for clients without certificates, through authorized_keys.
   auto plain = ssh(login_, registered, "", known_hosts_file);
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
