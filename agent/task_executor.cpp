@@ -4,6 +4,7 @@
 
 #include "agent/access_files.h"
 #include "agent/hook_runner.h"
+#include "agent/sshd_banner.h"
 #include "agent_proto/health_rules.h"
 
 #include <charconv>
@@ -138,10 +139,32 @@ class NodeExecutor final : public TaskExecutor {
       return std::nullopt;
     else if (!hook->empty())
       return failed(*hook);
-    return done("access installed for " + grant.user,
-                nlohmann::json{{"user", grant.user},
-                               {"authorized_keys", grant.authorized_keys.size()},
-                               {"principals", grant.principals}});
+    // Ready only when the rental could be used now: healthy GPUs and an answering sshd.
+    auto health = health_probe();
+    std::string verdict = health.result ? health.result->value("health", "ok") : "ok";
+    if (verdict != "ok") return failed("GPU health probe: " + health.message);
+    nlohmann::json result{{"user", grant.user},
+                          {"authorized_keys", grant.authorized_keys.size()},
+                          {"principals", grant.principals},
+                          {"health", verdict}};
+    std::string checked = "GPUs healthy";
+    if (!options_.sshd_address.empty()) {
+      auto address = parse_host_port(options_.sshd_address);
+      std::optional<std::string> banner;
+      auto until = std::chrono::steady_clock::now() + options_.sshd_wait;
+      while (address && !banner && !stop.stop_requested()) {
+        banner = sshd_banner(*address, std::chrono::seconds(3));
+        if (banner || std::chrono::steady_clock::now() >= until) break;
+        if (!sleep_unless_stopped(std::chrono::milliseconds(250), stop)) return std::nullopt;
+      }
+      if (stop.stop_requested()) return std::nullopt;
+      if (!banner) {
+        return failed("sshd at " + options_.sshd_address + " did not answer with an SSH banner");
+      }
+      result["sshd_banner"] = *banner;
+      checked += "; sshd answered " + *banner;
+    }
+    return done("access installed for " + grant.user + "; " + checked, result);
   }
 
   // The access hook after the files changed (create or lock the user, reload sshd): nullopt

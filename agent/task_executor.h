@@ -52,6 +52,11 @@ struct ExecutorOptions {
   // Wipes what the rental left (scratch disks, GPU memory) after its access is gone.
   std::vector<std::string> wipe_hook;
   std::chrono::milliseconds hook_timeout{std::chrono::minutes(10)};  // access and wipe hooks
+  // Before install_access reports the access ready: the GPUs' health probe, and the node's
+  // sshd at this "host:port" answering with its SSH banner within `sshd_wait` (the access
+  // hook may just have reloaded it). Empty: no sshd to check (the simulated backend).
+  std::string sshd_address;
+  std::chrono::milliseconds sshd_wait{std::chrono::seconds(15)};
 };
 
 // `backend` answers health_probe; it outlives the executor.

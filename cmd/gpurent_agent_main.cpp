@@ -5,6 +5,7 @@
 #include "agent/hook_runner.h"
 #include "agent/host_keys.h"
 #include "agent/probe.h"
+#include "agent/sshd_banner.h"
 #include "agent/state_files.h"
 #include "agent/task_executor.h"
 #include "agent/task_journal.h"
@@ -42,7 +43,7 @@ void print_usage() {
       "                         [--access-root DIR] [--provision-hook CMD]\n"
       "                         [--provision-timeout 30m] [--provision-delay 2s]\n"
       "                         [--access-hook CMD] [--wipe-hook CMD] [--hook-timeout 10m]\n"
-      "                         [--ssh-host-keys /etc/ssh]\n"
+      "                         [--ssh-host-keys /etc/ssh] [--sshd-address 127.0.0.1:22|none]\n"
       "                         [--log-level info] [--log-format text|json]\n\n"
       "  probe   print this node's GPU telemetry, link matrix and XID events as JSON; --from\n"
       "          reads DIR/query.csv, DIR/topo.txt and DIR/kern.log instead of the node\n"
@@ -165,7 +166,8 @@ int run_command(const Flags& flags) {
                    "model",       "topology",        "nvlink",         "heartbeat",
                    "access-root", "provision-delay", "provision-hook", "provision-timeout",
                    "access-hook", "wipe-hook",       "hook-timeout",   "ssh-host-keys",
-                   "faults",      "hostname",        "log-level",      "log-format"}) ||
+                   "faults",      "hostname",        "log-level",      "log-format",
+                   "sshd-address"}) ||
       !all_given("run", flags, {"url", "state-dir"})) {
     return 2;
   }
@@ -225,6 +227,15 @@ int run_command(const Flags& flags) {
     std::fprintf(stderr, "gpurent-agent run: %s (enrol first: gpurent-agent enroll)\n", e.what());
     return 1;
   }
+  // The sshd install_access checks for its banner: the node's own by default; a simulated
+  // node has none unless one is named.
+  std::string sshd_address =
+      flag_or(flags, "sshd-address", backend_name == "nvidia-smi" ? "127.0.0.1:22" : "none");
+  if (sshd_address == "none") sshd_address.clear();
+  if (!sshd_address.empty() && !agent::parse_host_port(sshd_address)) {
+    std::fprintf(stderr, "gpurent-agent run: --sshd-address must be HOST:PORT or none\n");
+    return 2;
+  }
   // Without hooks the executor simulates provisioning and wipes (a delay; nothing to wipe)
   // and still writes the access files.
   auto executor = agent::make_executor(
@@ -234,7 +245,8 @@ int run_command(const Flags& flags) {
        .provision_delay = *provision_delay,
        .access_hook = agent::hook_argv(flag_or(flags, "access-hook", "")),
        .wipe_hook = agent::hook_argv(flag_or(flags, "wipe-hook", "")),
-       .hook_timeout = *hook_timeout},
+       .hook_timeout = *hook_timeout,
+       .sshd_address = sshd_address},
       *backend);
   agent::AgentRunner runner(
       {.hostname = flag_or(flags, "hostname", host_name()),

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -248,6 +250,57 @@ TEST_F(TaskExecutorTest, AccessTasksWriteTheFilesThenRunTheAccessHook) {
   EXPECT_TRUE(revoked->ok) << revoked->message;
   EXPECT_EQ(slurp(log), "install gpu-aaaa rnt_a\nrevoke  \n");
   EXPECT_FALSE(fs::exists(dir_ / "ssh/users/gpu-aaaa"));
+}
+
+// install_access reports the access ready only for a rental that could be used now: GPUs
+// that pass the health probe and an sshd that answers (tests/e2e/sshd_login_e2etest.cpp
+// shows the real sshd's banner taken).
+TEST_F(TaskExecutorTest, AccessIsNotReadyWithoutHealthyGpusAndAnAnsweringSshd) {
+  auto noop = [](int, const std::string&) {};
+  auto install = [&](TaskExecutor& executor) {
+    auto outcome =
+        executor.execute(task(proto::TaskKind::kInstallAccess,
+                              {{"user", "gpu-aaaa"}, {"principals", {"rnt_a"}}}, "rnt_a"),
+                         noop, stop_.get_token());
+    EXPECT_TRUE(outcome);
+    return outcome.value_or(TaskOutcome{});
+  };
+  // Nothing listens on the port: the wait ends, and the task fails saying why.
+  int closed_port = 0;
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t n = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    closed_port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  std::string address = "127.0.0.1:" + std::to_string(closed_port);
+  auto no_sshd = make_executor(
+      {.access_root = dir_ / "ssh", .sshd_address = address, .sshd_wait = milliseconds(300)},
+      *backend_);
+  auto refused = install(*no_sshd);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_EQ(refused.message, "sshd at " + address + " did not answer with an SSH banner");
+
+  // A GPU slowed down for heat: not ready, whatever sshd does.
+  auto hot = make_simulated_backend(
+      {.faults = {
+           {.kind = SimulatedFault::Kind::kThermalSlowdown, .at = milliseconds(0), .gpu = 2}}});
+  hot->telemetry();
+  auto unhealthy = make_executor({.access_root = dir_ / "ssh"}, *hot);
+  auto sick = install(*unhealthy);
+  EXPECT_FALSE(sick.ok);
+  EXPECT_NE(sick.message.find("GPU health probe: health warning"), std::string::npos)
+      << sick.message;
+
+  // Healthy and no sshd to check (a simulated node): ready, and it says what was checked.
+  auto fine = install(*make_executor({.access_root = dir_ / "ssh"}, *backend_));
+  EXPECT_TRUE(fine.ok) << fine.message;
+  EXPECT_EQ(fine.message, "access installed for gpu-aaaa; GPUs healthy");
 }
 
 TEST_F(TaskExecutorTest, WithoutHooksProvisioningIsSimulatedAndAWipeRemovesTheAccess) {

@@ -78,7 +78,10 @@ class SshdLoginE2E : public RentalFleetTest {
         << "id \"$GPURENT_ACCESS_USER\" >/dev/null 2>&1 && exit 0\n"
         << "useradd -M -p '*' -d /tmp -s /bin/sh "
            "\"$GPURENT_ACCESS_USER\" || exit 1\n"
-        << "echo \"$GPURENT_ACCESS_USER\" >> " << work_ << "/created-users\n";
+        << "echo \"$GPURENT_ACCESS_USER\" >> " << work_
+        << "/created-users\n"
+        // sshd takes the host certificate install_access wrote when it reloads.
+        << "kill -HUP \"$(cat " << work_ << "/sshd.pid)\"\n";
     fs::permissions(work_ + "/access-hook", fs::perms::owner_all);
     std::string access = work_ + "/access";
     std::ofstream(work_ + "/sshd_config")
@@ -92,6 +95,8 @@ class SshdLoginE2E : public RentalFleetTest {
         << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
         // The files live under /tmp, which everyone may write to.
         << "StrictModes no\nLogLevel VERBOSE\n";
+    // Running before the rental: install_access checks that it answers.
+    start_sshd();
   }
 
   void TearDown() override {
@@ -107,7 +112,7 @@ class SshdLoginE2E : public RentalFleetTest {
     if (!work_.empty()) fs::remove_all(work_);
   }
 
-  // sshd, once install_access has written its files (the host certificate among them).
+  // sshd as a node runs it; the access hook reloads it once install_access wrote its files.
   void start_sshd() {
     fs::create_directories("/run/sshd");  // sshd's privilege separation folder
     sshd_ = std::make_unique<ChildProcess>(
@@ -129,33 +134,36 @@ class SshdLoginE2E : public RentalFleetTest {
                                     "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
                                     work_ + "/state", "--log-format", "text"});
     EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
-    agent_ = std::make_unique<ChildProcess>(agent_path(),
-                                            std::vector<std::string>{"run",
-                                                                     "--url",
-                                                                     url,
-                                                                     "--state-dir",
-                                                                     work_ + "/state",
-                                                                     "--backend",
-                                                                     "simulated",
-                                                                     "--gpus",
-                                                                     "8",
-                                                                     "--model",
-                                                                     "NVIDIA H100 80GB HBM3",
-                                                                     "--topology",
-                                                                     "nvswitch",
-                                                                     "--heartbeat",
-                                                                     "1s",
-                                                                     "--provision-delay",
-                                                                     "100ms",
-                                                                     "--access-root",
-                                                                     work_ + "/access",
-                                                                     "--access-hook",
-                                                                     work_ + "/access-hook",
-                                                                     "--ssh-host-keys",
-                                                                     work_ + "/hostkeys",
-                                                                     "--log-format",
-                                                                     "text"},
-                                            work_ + "/agent.log");
+    agent_ = std::make_unique<ChildProcess>(
+        agent_path(),
+        std::vector<std::string>{"run",
+                                 "--url",
+                                 url,
+                                 "--state-dir",
+                                 work_ + "/state",
+                                 "--backend",
+                                 "simulated",
+                                 "--gpus",
+                                 "8",
+                                 "--model",
+                                 "NVIDIA H100 80GB HBM3",
+                                 "--topology",
+                                 "nvswitch",
+                                 "--heartbeat",
+                                 "1s",
+                                 "--provision-delay",
+                                 "100ms",
+                                 "--access-root",
+                                 work_ + "/access",
+                                 "--access-hook",
+                                 work_ + "/access-hook",
+                                 "--ssh-host-keys",
+                                 work_ + "/hostkeys",
+                                 "--sshd-address",
+                                 "127.0.0.1:" + std::to_string(port_),
+                                 "--log-format",
+                                 "text"},
+        work_ + "/agent.log");
     EXPECT_TRUE(wait_for([&] {
       json n = node_view(node_id);
       return n["state"] == "available" && n["health"] == "ok";
@@ -257,6 +265,13 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   std::string rental = book(owner, first_line(slurp(registered + ".pub")));
   ASSERT_FALSE(rental.empty());
   ASSERT_TRUE(drive_until(owner, rental, "active")) << agent_->log();
+  // Active only once the agent saw sshd answer: its install_access result says so.
+  std::string checked;
+  json tasks = get("/v1/test/rentals/" + rental + "/tasks", {}).json();
+  for (const auto& t : tasks["items"]) {
+    if (t["kind"] == "install_access" && t["state"] == "succeeded") checked = t.dump();
+  }
+  EXPECT_NE(checked.find("sshd answered SSH-2.0-OpenSSH"), std::string::npos) << checked;
   json ssh_info = get("/v1/rentals/" + rental, session(owner)).json()["ssh"];
   ASSERT_TRUE(ssh_info.is_object());
   login_ = ssh_info["user"];
@@ -275,7 +290,6 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   EXPECT_NE(listed.output.find("host certificate"), std::string::npos) << listed.output;
   EXPECT_NE(listed.output.find("Principals: \n                127.0.0.1\n"), std::string::npos)
       << listed.output;
-  start_sshd();
 
   // A certificate for a key the org never registered: it logs in, and the host is checked.
   std::string engineer = key_pair("sshd-engineer");
