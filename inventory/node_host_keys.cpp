@@ -11,7 +11,7 @@ namespace {
 
 constexpr Statement kDelete = {"node_host_keys_delete",
                                "DELETE FROM node_ssh_host_keys WHERE node_id = $1"};
-constexpr Statement kInsert = {
+constexpr Statement kInsertHostKeys = {
     "node_host_keys_insert",
     "INSERT INTO node_ssh_host_keys (node_id, algorithm, public_key, fingerprint, reported_at)"
     " SELECT $1, a, k, f, $5 FROM unnest($2::text[], $3::text[], $4::text[]) AS t(a, k, f)"};
@@ -33,7 +33,7 @@ void NodeHostKeys::replace(Tx& tx, const std::string& node_id, const std::vector
   }
   tx.exec(kDelete, node_id);
   if (algorithms.empty()) return;
-  tx.exec(kInsert, node_id, pg_array_literal(algorithms), pg_array_literal(public_keys),
+  tx.exec(kInsertHostKeys, node_id, pg_array_literal(algorithms), pg_array_literal(public_keys),
           pg_array_literal(fingerprints), sql_timestamp(clock_.now()));
 }
 
