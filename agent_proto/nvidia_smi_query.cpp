@@ -12,22 +12,22 @@
 namespace gpurent::agent_proto {
 namespace {
 
-constexpr std::size_t kMaxQuote = 60;
+constexpr std::size_t kQueryMaxQuote = 60;
 constexpr std::size_t kMaxColumns = 4096;
 constexpr std::size_t kMaxReasonName = 40;
 
-[[noreturn]] void fail(const std::string& message) {
+[[noreturn]] void query_fail(const std::string& message) {
   throw QueryGpuParseError(message);
 }
 
 // The input as printable ASCII for an error message, cut short.
-std::string quote(std::string_view s) {
+std::string query_quote(std::string_view s) {
   std::string out;
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7f) continue;
     out += c < 0x80 ? ch : '?';
-    if (out.size() >= kMaxQuote) return out + "...";
+    if (out.size() >= kQueryMaxQuote) return out + "...";
   }
   return out;
 }
@@ -238,8 +238,8 @@ class RowReader {
   RowReader(const Line& line, std::string_view field) : line_(line), field_(field) {}
 
   [[noreturn]] void bad(std::string_view value, std::string_view what) const {
-    fail("line " + std::to_string(line_.number) + ", field " + std::string(field_) + ": '" +
-         quote(value) + "' is not " + std::string(what));
+    query_fail("line " + std::to_string(line_.number) + ", field " + std::string(field_) + ": '" +
+               query_quote(value) + "' is not " + std::string(what));
   }
 
   // "70.25 W", "0 %", "8192 MiB" or, with nounits, "70.25": the number before the unit.
@@ -322,9 +322,9 @@ GpuTelemetry read_row(const Line& line, const std::vector<std::string_view>& fie
                       const std::vector<Column>& columns, int row_index) {
   auto cells = split_cells(line.text);
   if (cells.size() != columns.size()) {
-    fail("line " + std::to_string(line.number) + " has " + std::to_string(cells.size()) +
-         (cells.size() == 1 ? " cell" : " cells") + " but the query has " +
-         std::to_string(columns.size()) + " fields: '" + quote(line.text) + "'");
+    query_fail("line " + std::to_string(line.number) + " has " + std::to_string(cells.size()) +
+               (cells.size() == 1 ? " cell" : " cells") + " but the query has " +
+               std::to_string(columns.size()) + " fields: '" + query_quote(line.text) + "'");
   }
   GpuTelemetry gpu;
   gpu.index = row_index;
@@ -442,8 +442,8 @@ GpuTelemetry read_row(const Line& line, const std::vector<std::string_view>& fie
   try {
     gpu_telemetry_from_json(to_json(gpu), "");
   } catch (const ProtocolError& e) {
-    fail("line " + std::to_string(line.number) + " (GPU " + std::to_string(gpu.index) +
-         "): " + e.what());
+    query_fail("line " + std::to_string(line.number) + " (GPU " + std::to_string(gpu.index) +
+               "): " + e.what());
   }
   return gpu;
 }
@@ -451,7 +451,7 @@ GpuTelemetry read_row(const Line& line, const std::vector<std::string_view>& fie
 std::vector<GpuTelemetry> read_rows(const std::vector<Line>& lines, std::size_t first,
                                     const std::vector<std::string_view>& fields) {
   if (lines.size() - first > kMaxQueryGpuRows) {
-    fail("more than " + std::to_string(kMaxQueryGpuRows) + " GPU rows");
+    query_fail("more than " + std::to_string(kMaxQueryGpuRows) + " GPU rows");
   }
   std::vector<Column> columns;
   columns.reserve(fields.size());
@@ -461,8 +461,8 @@ std::vector<GpuTelemetry> read_rows(const std::vector<Line>& lines, std::size_t 
   for (std::size_t i = first; i < lines.size(); ++i) {
     auto gpu = read_row(lines[i], fields, columns, static_cast<int>(i - first));
     if (!indexes.insert(gpu.index).second) {
-      fail("line " + std::to_string(lines[i].number) + ": GPU index " + std::to_string(gpu.index) +
-           " appears twice");
+      query_fail("line " + std::to_string(lines[i].number) + ": GPU index " +
+                 std::to_string(gpu.index) + " appears twice");
     }
     gpus.push_back(std::move(gpu));
   }
@@ -471,8 +471,8 @@ std::vector<GpuTelemetry> read_rows(const std::vector<Line>& lines, std::size_t 
 
 void check_size(std::string_view text) {
   if (text.size() > kMaxQueryGpuTextBytes) {
-    fail("the output is " + std::to_string(text.size()) + " bytes; at most " +
-         std::to_string(kMaxQueryGpuTextBytes) + " are accepted");
+    query_fail("the output is " + std::to_string(text.size()) + " bytes; at most " +
+               std::to_string(kMaxQueryGpuTextBytes) + " are accepted");
   }
 }
 
@@ -481,16 +481,17 @@ void check_size(std::string_view text) {
 std::vector<GpuTelemetry> parse_query_gpu_csv(std::string_view text) {
   check_size(text);
   auto lines = split_lines(text);
-  if (lines.empty()) fail("the output is empty: no header line");
+  if (lines.empty()) query_fail("the output is empty: no header line");
   auto header = split_cells(lines[0].text);
-  if (header.size() > kMaxColumns) fail("the header has more than 4096 fields");
+  if (header.size() > kMaxColumns) query_fail("the header has more than 4096 fields");
   std::vector<std::string_view> fields;
   for (auto cell : header) {
     auto field = header_field(cell);
     if (!field) {
       // Most often nvidia-smi's own complaint ("No devices were found", "NVIDIA-SMI has
       // failed ...", "Field ... is not a valid field to query.").
-      fail("the first line is not a --query-gpu header: '" + quote(lines[0].text) + "'");
+      query_fail("the first line is not a --query-gpu header: '" + query_quote(lines[0].text) +
+                 "'");
     }
     fields.push_back(*field);
   }

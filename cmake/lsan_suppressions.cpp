@@ -9,7 +9,7 @@
 // the allocating libpq function and not the libpqxx frame above it, because that frame is
 // an unexported libpqxx symbol that the fast unwinder cannot name; anything else leaked
 // through libpq or libpqxx (a connection, a result our code keeps) is still reported.
-// Weak: interface sources land in several objects of one executable.
+// Weak: the object lands in several libraries of one executable.
 extern "C" __attribute__((weak)) const char* __lsan_default_suppressions() {
   return "leak:PQmakeEmptyPGresult\n";
 }

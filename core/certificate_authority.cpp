@@ -22,9 +22,23 @@
 #include <stdexcept>
 
 namespace gpurent {
+// Named, not anonymous: CertificateAuthority::State holds keys and certificates with these
+// deleters, and GCC refuses a type with linkage holding one without (-Wsubobject-linkage)
+// once this file is compiled in a batch with others.
+namespace certificate_authority_deleters {
+struct KeyFree {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct X509Free {
+  void operator()(X509* p) const { X509_free(p); }
+};
+}  // namespace certificate_authority_deleters
+
 namespace {
 
 namespace fs = std::filesystem;
+using certificate_authority_deleters::KeyFree;
+using certificate_authority_deleters::X509Free;
 
 constexpr std::size_t kMaxCsrBytes = 16 * 1024;
 // A certificate is valid from a little before its issue, so an agent whose clock runs a few
@@ -34,12 +48,6 @@ constexpr auto kCaValidity = std::chrono::hours(24 * 365 * 10);
 
 struct BioFree {
   void operator()(BIO* p) const { BIO_free(p); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct X509Free {
-  void operator()(X509* p) const { X509_free(p); }
 };
 struct ReqFree {
   void operator()(X509_REQ* p) const { X509_REQ_free(p); }

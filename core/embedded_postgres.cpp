@@ -27,7 +27,7 @@ namespace {
 constexpr int kPort = 5432;
 constexpr std::size_t kMaxSocketPath = 100;  // sun_path is 108 bytes, with margin
 
-std::string read_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -104,7 +104,7 @@ void EmbeddedPostgres::lock_data_dir() {
                       std::strerror(errno));
   }
   if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    std::string holder = read_file(lock_path);
+    std::string holder = read_text_file(lock_path);
     close(lock_fd_);
     lock_fd_ = -1;
     throw ConfigError("data folder " + data_dir_ + " is in use by another gpurentd (pid " +
@@ -188,7 +188,7 @@ void EmbeddedPostgres::start() {
                   "-o", opts, "-w", "-t", "60", "start"});
     if (r.exit_code != 0) {
       throw ConfigError("PostgreSQL did not start: " + r.output +
-                        read_file(data_dir_ + "/server.log"));
+                        read_text_file(data_dir_ + "/server.log"));
     }
   }
   running_ = true;

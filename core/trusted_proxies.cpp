@@ -16,7 +16,7 @@ struct Address {
   std::array<std::uint8_t, 16> bytes{};
 };
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_view(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -59,7 +59,7 @@ TrustedProxies TrustedProxies::parse(std::string_view list) {
   TrustedProxies out;
   while (!list.empty()) {
     auto comma = list.find(',');
-    std::string_view entry = trim(list.substr(0, comma));
+    std::string_view entry = trim_view(list.substr(0, comma));
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     if (entry.empty()) continue;
     auto slash = entry.find('/');
@@ -96,8 +96,8 @@ std::string TrustedProxies::client_address(std::string_view peer,
   std::string_view hop = peer;
   while (!forwarded_for.empty()) {
     auto comma = forwarded_for.rfind(',');
-    std::string_view entry =
-        trim(comma == std::string_view::npos ? forwarded_for : forwarded_for.substr(comma + 1));
+    std::string_view entry = trim_view(
+        comma == std::string_view::npos ? forwarded_for : forwarded_for.substr(comma + 1));
     forwarded_for =
         comma == std::string_view::npos ? std::string_view() : forwarded_for.substr(0, comma);
     if (!parse_address(entry)) break;

@@ -42,7 +42,7 @@ constexpr Statement kUpdateRole = {
     "member_update_role", "UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2"};
 constexpr Statement kDeleteMember = {"member_delete",
                                      "DELETE FROM memberships WHERE org_id = $1 AND user_id = $2"};
-MemberRecord record_from(const pqxx::row& row) {
+MemberRecord member_from(const pqxx::row& row) {
   return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
           read_timestamp(row[3])};
 }
@@ -62,7 +62,7 @@ std::optional<MemberRecord> locked_member(Tx& tx, const std::string& org_id,
   tx.exec(kLockOrg, org_id);
   auto rows = tx.exec(kGetMember, org_id, user_id);
   if (rows.empty()) return std::nullopt;
-  return record_from(rows[0]);
+  return member_from(rows[0]);
 }
 
 // Throws unless the org keeps another owner once `member` stops being one.
@@ -84,7 +84,7 @@ gpurent::Page<MemberRecord> MemberStore::list(Tx& tx, const std::string& org_id,
   auto rows =
       after ? tx.exec(kListMembersAfter, org_id, sql_timestamp(after->at), after->id, limit + 1)
             : tx.exec(kListMembersFirst, org_id, limit + 1);
-  return page_of<MemberRecord>(rows, limit, record_from, [](const MemberRecord& m) {
+  return page_of<MemberRecord>(rows, limit, member_from, [](const MemberRecord& m) {
     return Keyset{m.joined_at, m.user_id};
   });
 }
@@ -93,7 +93,7 @@ std::optional<MemberRecord> MemberStore::get(Tx& tx, const std::string& org_id,
                                              const std::string& user_id) {
   auto rows = tx.exec(kGetMember, org_id, user_id);
   if (rows.empty()) return std::nullopt;
-  return record_from(rows[0]);
+  return member_from(rows[0]);
 }
 
 MemberRecord MemberStore::add_by_email(Tx& tx, const std::string& org_id, const std::string& email,
@@ -117,7 +117,7 @@ MemberRecord MemberStore::add_by_email(Tx& tx, const std::string& org_id, const 
   write_audit(
       tx, now, actor,
       {.org_id = org_id, .action = "member.add", .target = user_id, .details = {{"role", role}}});
-  return record_from(tx.exec(kGetMember, org_id, user_id)[0]);
+  return member_from(tx.exec(kGetMember, org_id, user_id)[0]);
 }
 
 std::optional<MemberRecord> MemberStore::set_role(Tx& tx, const std::string& org_id,

@@ -19,12 +19,16 @@
 
 namespace gpurent::identity {
 namespace fs = std::filesystem;
-namespace {
-
+// Named, not anonymous: the CA's State holds it, and the library's files compile in batches.
+namespace ssh_certificate_authority_keys {
 struct PkeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+}  // namespace ssh_certificate_authority_keys
+using ssh_certificate_authority_keys::Pkey;
+
+namespace {
 struct BioFree {
   void operator()(BIO* b) const { BIO_free(b); }
 };

@@ -17,10 +17,10 @@ constexpr Statement kInsertKey = {
     "INSERT INTO ssh_keys (id, org_id, name, type, bits, public_key, fingerprint, created_by,"
     " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
     " ON CONFLICT DO NOTHING RETURNING " KEY_COLUMNS};
-constexpr Statement kListFirst = {"ssh_key_list_first", "SELECT " KEY_COLUMNS
-                                                        " FROM ssh_keys WHERE org_id = $1"
-                                                        " ORDER BY created_at, id LIMIT $2"};
-constexpr Statement kListAfter = {
+constexpr Statement kListKeysFirst = {"ssh_key_list_first", "SELECT " KEY_COLUMNS
+                                                            " FROM ssh_keys WHERE org_id = $1"
+                                                            " ORDER BY created_at, id LIMIT $2"};
+constexpr Statement kListKeysAfter = {
     "ssh_key_list_after",
     "SELECT " KEY_COLUMNS
     " FROM ssh_keys WHERE org_id = $1"
@@ -31,7 +31,7 @@ constexpr Statement kDeleteKey = {
     "ssh_key_delete",
     "DELETE FROM ssh_keys WHERE org_id = $1 AND id = $2 RETURNING name, fingerprint"};
 
-SshKeyRecord row_from(const pqxx::row& row) {
+SshKeyRecord key_from(const pqxx::row& row) {
   return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
           row[3].as<int>(),         row[4].as<std::string>(), row[5].as<std::string>(),
           read_timestamp(row[6])};
@@ -48,7 +48,7 @@ SshKeyRecord SshKeyStore::create(Tx& tx, const std::string& org_id, const std::s
     throw Error(ErrorCode::kConflict, "This organisation already has this SSH key.",
                 {{"field", "public_key"}, {"fingerprint", key.fingerprint}});
   }
-  SshKeyRecord record = row_from(rows[0]);
+  SshKeyRecord record = key_from(rows[0]);
   write_audit(tx, now, actor,
               {.org_id = org_id,
                .action = "ssh_key.create",
@@ -65,9 +65,10 @@ SshKeyPage SshKeyStore::list(Tx& tx, const std::string& org_id, int limit,
                           [](std::string_view id) { return is_valid_id(id_prefix::kSshKey, id); });
   }
   // One row more than asked says whether another page follows.
-  auto rows = after ? tx.exec(kListAfter, org_id, sql_timestamp(after->at), after->id, limit + 1)
-                    : tx.exec(kListFirst, org_id, limit + 1);
-  return page_of<SshKeyRecord>(rows, limit, row_from, [](const SshKeyRecord& k) {
+  auto rows = after
+                  ? tx.exec(kListKeysAfter, org_id, sql_timestamp(after->at), after->id, limit + 1)
+                  : tx.exec(kListKeysFirst, org_id, limit + 1);
+  return page_of<SshKeyRecord>(rows, limit, key_from, [](const SshKeyRecord& k) {
     return Keyset{k.created_at, k.id};
   });
 }
@@ -76,7 +77,7 @@ std::optional<SshKeyRecord> SshKeyStore::get(Tx& tx, const std::string& org_id,
                                              const std::string& id) {
   auto rows = tx.exec(kGetKey, org_id, id);
   if (rows.empty()) return std::nullopt;
-  return row_from(rows[0]);
+  return key_from(rows[0]);
 }
 
 bool SshKeyStore::remove(Tx& tx, const std::string& org_id, const std::string& id,

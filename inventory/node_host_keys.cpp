@@ -11,7 +11,7 @@ namespace {
 
 constexpr Statement kDelete = {"node_host_keys_delete",
                                "DELETE FROM node_ssh_host_keys WHERE node_id = $1"};
-constexpr Statement kInsert = {
+constexpr Statement kInsertHostKeys = {
     "node_host_keys_insert",
     "INSERT INTO node_ssh_host_keys"
     " (node_id, algorithm, public_key, fingerprint, reported_at, certificate)"
@@ -37,7 +37,7 @@ void NodeHostKeys::replace(Tx& tx, const std::string& node_id, const std::vector
   }
   tx.exec(kDelete, node_id);
   if (algorithms.empty()) return;
-  tx.exec(kInsert, node_id, pg_array_literal(algorithms), pg_array_literal(public_keys),
+  tx.exec(kInsertHostKeys, node_id, pg_array_literal(algorithms), pg_array_literal(public_keys),
           pg_array_literal(fingerprints), sql_timestamp(clock_.now()),
           pg_array_literal(certificates));
 }

@@ -18,9 +18,9 @@ constexpr Statement kCurrent = {"price_current", "SELECT " PRICE_COLUMNS
 // Serialises concurrent replacements (each reads the list it replaces) without blocking
 // readers of the current list.
 constexpr Statement kLock = {"price_lock", "LOCK TABLE prices IN SHARE ROW EXCLUSIVE MODE"};
-constexpr Statement kModels = {"price_models", "SELECT name FROM gpu_models"};
+constexpr Statement kPriceModels = {"price_models", "SELECT name FROM gpu_models"};
 constexpr Statement kClose = {"price_close", "UPDATE prices SET valid_until = $2 WHERE id = $1"};
-constexpr Statement kInsert = {
+constexpr Statement kInsertPrice = {
     "price_insert",
     "INSERT INTO prices (gpu_model, gpu_count, amount_minor, currency, valid_from, set_by)"
     " VALUES ($1, $2, $3, $4, $5, $6)"};
@@ -30,7 +30,7 @@ constexpr Statement kAt = {"price_at",
                            " AND valid_from <= $3 AND (valid_until IS NULL OR valid_until > $3)"
                            " ORDER BY valid_from DESC LIMIT 1"};
 
-PriceRecord row_from(const pqxx::row& row) {
+PriceRecord price_from(const pqxx::row& row) {
   return {row[0].as<long long>(), row[1].as<std::string>(), row[2].as<int>(),
           row[3].as<long long>(), row[4].as<std::string>(), read_timestamp(row[5])};
 }
@@ -47,7 +47,7 @@ nlohmann::json price_json(const std::string& model, int count, long long amount)
 
 std::vector<PriceRecord> PriceStore::current(Tx& tx) {
   std::vector<PriceRecord> out;
-  for (const auto& row : tx.exec(kCurrent)) out.push_back(row_from(row));
+  for (const auto& row : tx.exec(kCurrent)) out.push_back(price_from(row));
   return out;
 }
 
@@ -74,7 +74,7 @@ std::vector<PriceRecord> PriceStore::replace(Tx& tx, const std::vector<PriceEntr
   }
   tx.exec(kLock);
   std::set<std::string> models;
-  for (const auto& row : tx.exec(kModels)) models.insert(row[0].as<std::string>());
+  for (const auto& row : tx.exec(kPriceModels)) models.insert(row[0].as<std::string>());
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (!models.count(entries[i].gpu_model)) {
       throw Error::invalid_field(entry_field(i, "gpu_model"), "is not a GPU model in the catalog");
@@ -82,7 +82,7 @@ std::vector<PriceRecord> PriceStore::replace(Tx& tx, const std::vector<PriceEntr
   }
   std::map<std::pair<std::string, int>, PriceRecord> before;
   for (const auto& row : tx.exec(kCurrent)) {
-    auto r = row_from(row);
+    auto r = price_from(row);
     before.emplace(std::make_pair(r.gpu_model, r.gpu_count), r);
   }
   auto at = clock_.now();
@@ -98,7 +98,7 @@ std::vector<PriceRecord> PriceStore::replace(Tx& tx, const std::vector<PriceEntr
       if (same) continue;
       tx.exec(kClose, old.id, now);
     }
-    tx.exec(kInsert, e.gpu_model, e.gpu_count, e.price_per_day.amount_minor(),
+    tx.exec(kInsertPrice, e.gpu_model, e.gpu_count, e.price_per_day.amount_minor(),
             e.price_per_day.currency(), now, actor.user_id);
     set.push_back(price_json(e.gpu_model, e.gpu_count, e.price_per_day.amount_minor()));
   }
@@ -114,14 +114,14 @@ std::vector<PriceRecord> PriceStore::replace(Tx& tx, const std::vector<PriceEntr
                  .details = {{"currency", currency_}, {"set", set}, {"removed", removed}}});
   }
   std::vector<PriceRecord> out;
-  for (const auto& row : tx.exec(kCurrent)) out.push_back(row_from(row));
+  for (const auto& row : tx.exec(kCurrent)) out.push_back(price_from(row));
   return out;
 }
 
 std::optional<PriceRecord> PriceStore::price_at(Tx& tx, const std::string& gpu_model, int gpu_count,
                                                 Timestamp at) {
   auto rows = tx.exec(kAt, gpu_model, gpu_count, sql_timestamp(at));
-  return rows.empty() ? std::nullopt : std::optional<PriceRecord>(row_from(rows[0]));
+  return rows.empty() ? std::nullopt : std::optional<PriceRecord>(price_from(rows[0]));
 }
 
 }  // namespace gpurent::inventory

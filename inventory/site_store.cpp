@@ -12,19 +12,19 @@ namespace {
 
 constexpr Statement kKnownZone = {"site_known_zone",
                                   "SELECT 1 FROM pg_timezone_names WHERE name = $1"};
-constexpr Statement kInsert = {"site_insert",
-                               "INSERT INTO sites (id, name, region, timezone, created_at)"
-                               " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
-                               " RETURNING " SITE_COLUMNS};
-constexpr Statement kGet = {"site_get", "SELECT " SITE_COLUMNS " FROM sites WHERE id = $1"};
-constexpr Statement kListFirst = {
+constexpr Statement kInsertSite = {"site_insert",
+                                   "INSERT INTO sites (id, name, region, timezone, created_at)"
+                                   " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
+                                   " RETURNING " SITE_COLUMNS};
+constexpr Statement kGetSite = {"site_get", "SELECT " SITE_COLUMNS " FROM sites WHERE id = $1"};
+constexpr Statement kListSitesFirst = {
     "site_list_first", "SELECT " SITE_COLUMNS " FROM sites ORDER BY created_at, id LIMIT $1"};
-constexpr Statement kListAfter = {"site_list_after",
-                                  "SELECT " SITE_COLUMNS
-                                  " FROM sites WHERE (created_at, id) > ($1::timestamptz, $2)"
-                                  " ORDER BY created_at, id LIMIT $3"};
+constexpr Statement kListSitesAfter = {"site_list_after",
+                                       "SELECT " SITE_COLUMNS
+                                       " FROM sites WHERE (created_at, id) > ($1::timestamptz, $2)"
+                                       " ORDER BY created_at, id LIMIT $3"};
 
-SiteRecord row_from(const pqxx::row& row) {
+SiteRecord site_from(const pqxx::row& row) {
   return {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
           row[3].as<std::string>(), read_timestamp(row[4])};
 }
@@ -38,11 +38,11 @@ SiteRecord SiteStore::create(Tx& tx, const std::string& name, const std::string&
   }
   auto now = clock_.now();
   auto rows =
-      tx.exec(kInsert, new_id(id_prefix::kSite), name, region, timezone, sql_timestamp(now));
+      tx.exec(kInsertSite, new_id(id_prefix::kSite), name, region, timezone, sql_timestamp(now));
   if (rows.empty()) {
     throw Error(ErrorCode::kConflict, "A site with this name already exists.", {{"field", "name"}});
   }
-  SiteRecord site = row_from(rows[0]);
+  SiteRecord site = site_from(rows[0]);
   write_audit(
       tx, now, actor,
       {.org_id = std::nullopt,
@@ -58,16 +58,16 @@ Page<SiteRecord> SiteStore::list(Tx& tx, int limit, const std::optional<std::str
     after = decode_cursor(*cursor,
                           [](std::string_view id) { return is_valid_id(id_prefix::kSite, id); });
   }
-  auto rows = after ? tx.exec(kListAfter, sql_timestamp(after->at), after->id, limit + 1)
-                    : tx.exec(kListFirst, limit + 1);
-  return page_of<SiteRecord>(rows, limit, row_from, [](const SiteRecord& s) {
+  auto rows = after ? tx.exec(kListSitesAfter, sql_timestamp(after->at), after->id, limit + 1)
+                    : tx.exec(kListSitesFirst, limit + 1);
+  return page_of<SiteRecord>(rows, limit, site_from, [](const SiteRecord& s) {
     return Keyset{s.created_at, s.id};
   });
 }
 
 std::optional<SiteRecord> SiteStore::get(Tx& tx, const std::string& id) {
-  auto rows = tx.exec(kGet, id);
-  return rows.empty() ? std::nullopt : std::optional<SiteRecord>(row_from(rows[0]));
+  auto rows = tx.exec(kGetSite, id);
+  return rows.empty() ? std::nullopt : std::optional<SiteRecord>(site_from(rows[0]));
 }
 
 }  // namespace gpurent::inventory

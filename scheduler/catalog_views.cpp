@@ -21,7 +21,7 @@ namespace {
 using std::chrono::hours;
 
 // Midnight of each of $2 days from date $1 at every site.
-constexpr Statement kSiteMidnights = {
+constexpr Statement kCalendarSiteMidnights = {
     "catalog_views_site_midnights",
     "SELECT s.id, to_char(d, 'YYYY-MM-DD'), " SQL_MICROS("(d::timestamp AT TIME ZONE s.timezone)")
     " FROM sites s, generate_series($1::date, $1::date + ($2 - 1), interval '1 day') d"
@@ -35,7 +35,7 @@ bool fits(const std::vector<const NodeCandidate*>& nodes, const std::string& mod
                   nodes);
 }
 
-bool is_date(std::string_view s) {
+bool is_calendar_date(std::string_view s) {
   if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
   for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u}) {
     if (s[i] < '0' || s[i] > '9') return false;
@@ -206,7 +206,7 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
                                                         int cap) {
   if (gpu_count < 1 || gpu_count > 64) throw Error::invalid_field("gpu_count", "must be 1 to 64");
   if (days < 1 || days > 90) throw Error::invalid_field("days", "must be 1 to 90");
-  if (!is_date(from)) throw Error::invalid_field("from", "must be a date (YYYY-MM-DD)");
+  if (!is_calendar_date(from)) throw Error::invalid_field("from", "must be a date (YYYY-MM-DD)");
   if (!catalog_.gpu_model(tx, gpu_model)) {
     throw Error::invalid_field("gpu_model", "is not a GPU model of the catalog");
   }
@@ -215,7 +215,7 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
   std::map<std::string, std::vector<std::pair<std::string, Timestamp>>> midnights;
   pqxx::result rows;
   try {
-    rows = tx.exec(kSiteMidnights, from, days);
+    rows = tx.exec(kCalendarSiteMidnights, from, days);
   } catch (const pqxx::data_exception&) {
     throw Error::invalid_field("from", "is not a calendar date");
   }

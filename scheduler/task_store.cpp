@@ -18,12 +18,13 @@ namespace {
 constexpr Statement kNodesWithQueued = {
     "task_nodes_with_queued",
     "SELECT DISTINCT node_id FROM agent_tasks WHERE state = 'queued' LIMIT $1"};
-constexpr Statement kCreate = {
+constexpr Statement kCreateTask = {
     "task_create",
     "INSERT INTO agent_tasks (id, node_id, rental_id, kind, payload, state, created_at,"
     " updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, 'queued', $6::timestamptz,"
     " $6::timestamptz) RETURNING " TASK_COLUMNS};
-constexpr Statement kGet = {"task_get", "SELECT " TASK_COLUMNS " FROM agent_tasks WHERE id = $1"};
+constexpr Statement kGetTask = {"task_get",
+                                "SELECT " TASK_COLUMNS " FROM agent_tasks WHERE id = $1"};
 constexpr Statement kForRental = {"task_for_rental", "SELECT " TASK_COLUMNS
                                                      " FROM agent_tasks WHERE rental_id = $1"
                                                      " ORDER BY created_at, id"};
@@ -81,13 +82,13 @@ AgentTask TaskStore::create(Tx& tx, const std::string& node_id,
                             const std::optional<std::string>& rental_id, TaskKind kind,
                             const nlohmann::json& payload) {
   if (!payload.is_object()) throw std::invalid_argument("a task's payload is a JSON object");
-  auto rows = tx.exec(kCreate, new_id(id_prefix::kTask), node_id, rental_id,
+  auto rows = tx.exec(kCreateTask, new_id(id_prefix::kTask), node_id, rental_id,
                       std::string(to_string(kind)), payload.dump(), sql_timestamp(clock_.now()));
   return task_from(rows[0]);
 }
 
 std::optional<AgentTask> TaskStore::get(Tx& tx, const std::string& id) {
-  auto rows = tx.exec(kGet, id);
+  auto rows = tx.exec(kGetTask, id);
   if (rows.empty()) return std::nullopt;
   return task_from(rows[0]);
 }
