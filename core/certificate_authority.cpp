@@ -2,10 +2,11 @@
 // and signing with the extensions the CA decides.
 #include "core/certificate_authority.h"
 
+#include "core/secret_files.h"
+
 #include "core/crypto.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -13,12 +14,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace gpurent {
@@ -79,30 +76,6 @@ std::string bio_text(BIO* bio) {
   char* data = nullptr;
   long n = BIO_get_mem_data(bio, &data);
   return std::string(data, static_cast<std::size_t>(n));
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Written under a temporary name with the final mode from the start, then renamed, so a
-// reader never sees a half-written file and the key is never briefly world-readable.
-void write_file(const fs::path& path, const std::string& text, mode_t mode) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    ::chmod(tmp.c_str(), mode);
-    out << text;
-    if (!out.flush()) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  ::chmod(tmp.c_str(), mode);
-  fs::rename(tmp, path);
 }
 
 Key new_ec_key() {
@@ -244,15 +217,7 @@ CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir,
   fs::create_directories(dir);
   // Replicas sharing the folder may start together: one makes the CA while the others wait
   // on the lock, then load what it made.
-  struct Lock {
-    int fd;
-    ~Lock() {
-      if (fd >= 0) ::close(fd);  // releases the flock
-    }
-  } lock{::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
-  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0) {
-    throw std::runtime_error("cannot lock the CA folder " + dir.string());
-  }
+  FolderLock lock(dir);
   fs::path key_path = dir / "ca.key";
   fs::path cert_path = dir / "ca.crt";
   bool have_key = fs::exists(key_path);
@@ -273,21 +238,15 @@ CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir,
                   "critical,keyCertSign,cRLSign");
     add_extension(state->cert.get(), state->cert.get(), NID_subject_key_identifier, "hash");
     if (!X509_sign(state->cert.get(), state->key.get(), EVP_sha256())) fail("signing the CA");
-    write_file(key_path, key_pem(state->key.get()), 0600);
-    write_file(cert_path, cert_pem(state->cert.get()), 0644);
+    write_file_atomically(key_path, key_pem(state->key.get()), 0600);
+    write_file_atomically(cert_path, cert_pem(state->cert.get()), 0644);
   } else {
-    struct stat st {};
-    if (::stat(key_path.c_str(), &st) != 0)
-      throw std::runtime_error("cannot stat " + key_path.string());
-    if ((st.st_mode & 077) != 0) {
-      throw std::runtime_error("the CA key " + key_path.string() +
-                               " is readable by others; chmod 600 it before starting");
-    }
-    std::string key_text = read_file(key_path);
+    require_owner_only(key_path, "the CA key");
+    std::string key_text = read_whole_file(key_path);
     auto key_bio = memory_bio(key_text);
     state->key.reset(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
     if (!state->key) fail("reading " + key_path.string());
-    std::string cert_text = read_file(cert_path);
+    std::string cert_text = read_whole_file(cert_path);
     auto cert_bio = memory_bio(cert_text);
     state->cert.reset(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
     if (!state->cert) fail("reading " + cert_path.string());

@@ -3,18 +3,14 @@
 #include "identity/ssh_certificate_authority.h"
 
 #include "core/crypto.h"
+#include "core/secret_files.h"
 
-#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace gpurent::identity {
@@ -104,14 +100,6 @@ std::string ed25519_sign(EVP_PKEY* key, std::string_view data) {
   return sig;
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The key at `path`, made (0600, written under a temporary name and renamed) when absent.
 Pkey load_or_make_key(const fs::path& path) {
   if (!fs::exists(path)) {
@@ -124,23 +112,11 @@ Pkey load_or_make_key(const fs::path& path) {
     }
     char* data = nullptr;
     long n = BIO_get_mem_data(bio.get(), &data);
-    fs::path tmp = path;
-    tmp += ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) throw std::runtime_error("cannot write " + tmp.string());
-    bool written = ::write(fd, data, static_cast<std::size_t>(n)) == n;
-    ::close(fd);
-    if (!written) throw std::runtime_error("cannot write " + tmp.string());
-    fs::rename(tmp, path);
+    write_file_atomically(path, std::string(data, static_cast<std::size_t>(n)), 0600);
     return key;
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("cannot stat " + path.string());
-  if ((st.st_mode & 077) != 0) {
-    throw std::runtime_error("the SSH CA key " + path.string() +
-                             " is readable by others; chmod 600 it before starting");
-  }
-  std::string text = read_file(path);
+  require_owner_only(path, "the SSH CA key");
+  std::string text = read_whole_file(path);
   Bio bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
   Pkey key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (!key) fail("reading " + path.string());
@@ -187,15 +163,7 @@ SshCertificateAuthority SshCertificateAuthority::load_or_create(const fs::path& 
   bool made = !fs::exists(dir);
   fs::create_directories(dir);
   if (made) ::chmod(dir.c_str(), 0700);
-  struct Lock {
-    int fd;
-    ~Lock() {
-      if (fd >= 0) ::close(fd);  // releases the flock
-    }
-  } lock{::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
-  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0) {
-    throw std::runtime_error("cannot lock the SSH CA folder " + dir.string());
-  }
+  FolderLock lock(dir);  // replicas starting together make one pair
   auto state = std::make_unique<State>();
   state->user_key = load_or_make_key(dir / "ssh_user_ca");
   state->host_key = load_or_make_key(dir / "ssh_host_ca");

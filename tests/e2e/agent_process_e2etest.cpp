@@ -108,33 +108,7 @@ class AgentProcessE2E : public RentalFleetTest {
   std::string book(const Login& owner) {
     public_key_ = slurp(ssh_key_pair("agent-e2e-ed25519", {"-t", "ed25519"}) + ".pub");
     while (!public_key_.empty() && public_key_.back() == '\n') public_key_.pop_back();
-    auto key =
-        post("/v1/ssh-keys", {{"name", "laptop"}, {"public_key", public_key_}}, session(owner));
-    EXPECT_EQ(key.status, 201) << key.body;
-    auto booked = post("/v1/rentals",
-                       {{"gpu_model", kModel},
-                        {"gpu_count", 2},
-                        {"start", "now"},
-                        {"days", 1},
-                        {"image_id", image_id_},
-                        {"ssh_key_ids", {key.json().value("id", "")}}},
-                       session(owner));
-    EXPECT_EQ(booked.status, 201) << booked.body;
-    return booked.json().value("id", "");
-  }
-
-  // Moves the test clock a poll interval at a time, running the worker, until the rental
-  // is in `state`.
-  bool drive_until(const Login& owner, const std::string& rental, const std::string& state) {
-    advance(1);  // the start ("now") is reached
-    run_lifecycle();
-    return wait_for(
-        [&] {
-          advance(61);
-          run_lifecycle();
-          return get("/v1/rentals/" + rental, session(owner)).json()["state"] == state;
-        },
-        std::chrono::seconds(60), std::chrono::milliseconds(300));
+    return book_with_key(owner, public_key_);
   }
 
   json journal() { return json::parse(slurp(fs::path(state_dir()) / "tasks.json")); }

@@ -171,36 +171,6 @@ class SshdLoginE2E : public RentalFleetTest {
     return node_id;
   }
 
-  // A rental of two GPUs from now with `key_line` registered for it.
-  std::string book(const Login& owner, const std::string& key_line) {
-    auto key =
-        post("/v1/ssh-keys", {{"name", "laptop " + std::to_string(++n_)}, {"public_key", key_line}},
-             session(owner));
-    EXPECT_EQ(key.status, 201) << key.body;
-    auto booked = post("/v1/rentals",
-                       {{"gpu_model", kModel},
-                        {"gpu_count", 2},
-                        {"start", "now"},
-                        {"days", 1},
-                        {"image_id", image_id_},
-                        {"ssh_key_ids", {key.json().value("id", "")}}},
-                       session(owner));
-    EXPECT_EQ(booked.status, 201) << booked.body;
-    return booked.json().value("id", "");
-  }
-
-  bool drive_until(const Login& owner, const std::string& rental, const std::string& state) {
-    advance(1);
-    run_lifecycle();
-    return wait_for(
-        [&] {
-          advance(61);
-          run_lifecycle();
-          return get("/v1/rentals/" + rental, session(owner)).json()["state"] == state;
-        },
-        std::chrono::seconds(60), std::chrono::milliseconds(300));
-  }
-
   // A copy of key pair `name` the test may use (ssh wants its private key 0600 and its own).
   std::string key_pair(const std::string& name) {
     std::string source = ssh_key_pair(name, {"-t", "ed25519"});
@@ -252,7 +222,6 @@ class SshdLoginE2E : public RentalFleetTest {
   std::string pki_dir_;
   std::string work_;
   int port_ = 0;
-  int n_ = 0;
   std::string login_;
   std::unique_ptr<ChildProcess> sshd_;
   std::unique_ptr<ChildProcess> agent_;
@@ -262,7 +231,7 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   agent_node();
   Login owner = account("owner@example.com", "Acme");
   std::string registered = key_pair("sshd-registered");
-  std::string rental = book(owner, first_line(slurp(registered + ".pub")));
+  std::string rental = book_with_key(owner, first_line(slurp(registered + ".pub")));
   ASSERT_FALSE(rental.empty());
   ASSERT_TRUE(drive_until(owner, rental, "active")) << agent_->log();
   // Active only once the agent saw sshd answer: its install_access result says so.
@@ -325,7 +294,8 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   // Refused: the key alone, never registered; a certificate of another rental; an expired one.
   auto bare = ssh(login_, engineer, "", known_hosts_file);
   EXPECT_NE(bare.exit_code, 0) << bare.output;
-  std::string other = book(owner, first_line(slurp(key_pair("sshd-other").append(".pub"))));
+  std::string other =
+      book_with_key(owner, first_line(slurp(key_pair("sshd-other").append(".pub"))));
   auto other_cert = post("/v1/rentals/" + other + "/ssh-certificate",
                          {{"public_key", first_line(slurp(engineer + ".pub"))}}, session(owner));
   ASSERT_EQ(other_cert.status, 200) << other_cert.body;

@@ -109,6 +109,40 @@ class RentalFleetTest : public ApiTest {
                 session(owner));
   }
 
+  // `public_key` registered for `owner`'s org, and two GPUs booked from now with it: the
+  // rental's id ("" when refused).
+  std::string book_with_key(const Login& owner, const std::string& public_key) {
+    auto key =
+        post("/v1/ssh-keys",
+             {{"name", "laptop " + std::to_string(++keys_registered_)}, {"public_key", public_key}},
+             session(owner));
+    EXPECT_EQ(key.status, 201) << key.body;
+    auto booked = post("/v1/rentals",
+                       {{"gpu_model", kModel},
+                        {"gpu_count", 2},
+                        {"start", "now"},
+                        {"days", 1},
+                        {"image_id", image_id_},
+                        {"ssh_key_ids", {key.json().value("id", "")}}},
+                       session(owner));
+    EXPECT_EQ(booked.status, 201) << booked.body;
+    return booked.json().value("id", "");
+  }
+
+  // For rentals served by real agents, whose tasks take real time: moves the test clock a
+  // worker's poll interval at a time, running the worker, until the rental is in `state`.
+  bool drive_until(const Login& owner, const std::string& rental, const std::string& state) {
+    advance(1);  // the start ("now") is reached
+    run_lifecycle();
+    return wait_for(
+        [&] {
+          advance(61);
+          run_lifecycle();
+          return get("/v1/rentals/" + rental, session(owner)).json()["state"] == state;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(300));
+  }
+
   // The test clock moved on (test mode), and a lifecycle run at its now: how many rentals
   // the run moved.
   void advance(int seconds) {
@@ -129,6 +163,7 @@ class RentalFleetTest : public ApiTest {
   }
 
   Login admin_;
+  int keys_registered_ = 0;
   std::string site_id_;
   std::string image_id_;
 };
