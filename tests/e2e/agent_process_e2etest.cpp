@@ -66,30 +66,8 @@ class AgentProcessE2E : public RentalFleetTest {
   // `extra`: more flags for `run` (a fault schedule).
   std::unique_ptr<AgentProcess> start_agent(const std::string& provision_delay,
                                             std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"run",
-                                  "--url",
-                                  url_,
-                                  "--state-dir",
-                                  state_dir(),
-                                  "--backend",
-                                  "simulated",
-                                  "--gpus",
-                                  "8",
-                                  "--model",
-                                  "NVIDIA H100 80GB HBM3",
-                                  "--topology",
-                                  "nvswitch",
-                                  "--heartbeat",
-                                  "1s",
-                                  "--provision-delay",
-                                  provision_delay,
-                                  "--access-root",
-                                  access_root(),
-                                  "--log-format",
-                                  "text",
-                                  "--log-level",
-                                  "debug"};
-    args.insert(args.end(), extra.begin(), extra.end());
+    extra.insert(extra.begin(), {"--log-level", "debug"});
+    auto args = simulated_agent_run(url_, work_, provision_delay, extra);
     return std::make_unique<AgentProcess>(std::move(args), fs::path(work_) / "agent.log");
   }
   std::string state_dir() const { return work_ + "/state"; }

@@ -35,26 +35,6 @@ class LifecycleRentalsE2E : public RentalFleetTest {
     return r.json().value("state", "");
   }
 
-  json tasks_of(const std::string& id) {
-    auto r = get("/v1/test/rentals/" + id + "/tasks", {});
-    EXPECT_EQ(r.status, 200) << r.body;
-    return r.json()["items"];
-  }
-
-  // Reports every queued task of the rental as succeeded; their kinds, in order.
-  std::vector<std::string> complete_queued(const std::string& id) {
-    std::vector<std::string> kinds;
-    for (const auto& t : tasks_of(id)) {
-      if (t["state"] != "queued") continue;
-      auto r = post("/v1/test/tasks/" + t["id"].get<std::string>() + "/complete",
-                    {{"ok", true}, {"message", "done"}});
-      EXPECT_EQ(r.status, 200) << r.body;
-      EXPECT_EQ(r.json()["state"], "succeeded");
-      kinds.push_back(t["kind"]);
-    }
-    return kinds;
-  }
-
   std::string node_id_;
 };
 

@@ -60,17 +60,6 @@ class SshAccessE2E : public RentalFleetTest {
     fs::remove_all(work_);
   }
 
-  json tasks_of(const std::string& id) {
-    return get("/v1/test/rentals/" + id + "/tasks", {}).json()["items"];
-  }
-  void complete_queued(const std::string& id) {
-    for (const auto& t : tasks_of(id)) {
-      if (t["state"] != "queued") continue;
-      auto r = post("/v1/test/tasks/" + t["id"].get<std::string>() + "/complete",
-                    {{"ok", true}, {"message", "done"}});
-      ASSERT_EQ(r.status, 200) << r.body;
-    }
-  }
   // Booked now and walked to active by the test's own lifecycle runs.
   std::string active_rental(const Login& owner) {
     auto booked = book_now(owner, 2);

@@ -136,33 +136,10 @@ class SshdLoginE2E : public RentalFleetTest {
     EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
     agent_ = std::make_unique<ChildProcess>(
         agent_path(),
-        std::vector<std::string>{"run",
-                                 "--url",
-                                 url,
-                                 "--state-dir",
-                                 work_ + "/state",
-                                 "--backend",
-                                 "simulated",
-                                 "--gpus",
-                                 "8",
-                                 "--model",
-                                 "NVIDIA H100 80GB HBM3",
-                                 "--topology",
-                                 "nvswitch",
-                                 "--heartbeat",
-                                 "1s",
-                                 "--provision-delay",
-                                 "100ms",
-                                 "--access-root",
-                                 work_ + "/access",
-                                 "--access-hook",
-                                 work_ + "/access-hook",
-                                 "--ssh-host-keys",
-                                 work_ + "/hostkeys",
-                                 "--sshd-address",
-                                 "127.0.0.1:" + std::to_string(port_),
-                                 "--log-format",
-                                 "text"},
+        simulated_agent_run(
+            url, work_, "100ms",
+            {"--access-hook", work_ + "/access-hook", "--ssh-host-keys", work_ + "/hostkeys",
+             "--sshd-address", "127.0.0.1:" + std::to_string(port_)}),
         work_ + "/agent.log");
     EXPECT_TRUE(wait_for([&] {
       json n = node_view(node_id);

@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace gpurent::testing {
 
@@ -141,6 +142,60 @@ class RentalFleetTest : public ApiTest {
           return get("/v1/rentals/" + rental, session(owner)).json()["state"] == state;
         },
         std::chrono::seconds(60), std::chrono::milliseconds(300));
+  }
+
+  // The rental's agent tasks, as the test-only route lists them.
+  nlohmann::json tasks_of(const std::string& id) {
+    auto r = get("/v1/test/rentals/" + id + "/tasks", {});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json()["items"];
+  }
+
+  // Reports every queued task of the rental as succeeded, as an agent would; their kinds, in
+  // order.
+  std::vector<std::string> complete_queued(const std::string& id) {
+    std::vector<std::string> kinds;
+    for (const auto& t : tasks_of(id)) {
+      if (t["state"] != "queued") continue;
+      auto r = post("/v1/test/tasks/" + t["id"].get<std::string>() + "/complete",
+                    {{"ok", true}, {"message", "done"}});
+      EXPECT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(r.json()["state"], "succeeded");
+      kinds.push_back(t["kind"]);
+    }
+    return kinds;
+  }
+
+  // `gpurent-agent run` for a simulated HGX 8xH100 node against `url`, its state in
+  // `dir`/state and its access files in `dir`/access, heartbeats every second; `extra` flags
+  // after.
+  static std::vector<std::string> simulated_agent_run(const std::string& url,
+                                                      const std::string& dir,
+                                                      const std::string& provision_delay,
+                                                      const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"run",
+                                  "--url",
+                                  url,
+                                  "--state-dir",
+                                  dir + "/state",
+                                  "--backend",
+                                  "simulated",
+                                  "--gpus",
+                                  "8",
+                                  "--model",
+                                  "NVIDIA H100 80GB HBM3",
+                                  "--topology",
+                                  "nvswitch",
+                                  "--heartbeat",
+                                  "1s",
+                                  "--provision-delay",
+                                  provision_delay,
+                                  "--access-root",
+                                  dir + "/access",
+                                  "--log-format",
+                                  "text"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
   }
 
   // The test clock moved on (test mode), and a lifecycle run at its now: how many rentals
