@@ -23,10 +23,14 @@
 #include <boost/beast/websocket.hpp>
 
 #include <atomic>
+#include <csignal>
+#include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gpurent::http {
@@ -130,6 +134,33 @@ struct AgentListener::Impl {
     ++(stats.*field);
   }
 
+  // Blocking work for the worker pool, counted until the task and what it captured are gone:
+  // a task holds its connection, whose stream needs this io_context's services, so stop()
+  // waits for the count to reach zero before the io_context can be destroyed.
+  bool post_work(std::function<void()> task) {
+    {
+      std::lock_guard lock(work_mutex);
+      ++work_pending;
+    }
+    bool posted = workers.post([this, task = std::move(task)]() mutable {
+      struct Done {
+        Impl* impl;
+        ~Done() { impl->work_done(); }
+      } done{this};
+      std::exchange(task, nullptr)();  // the task, and what it holds, is gone before `done`
+    });
+    if (!posted) work_done();
+    return posted;
+  }
+  void work_done() {
+    std::lock_guard lock(work_mutex);
+    if (--work_pending == 0) work_idle.notify_all();
+  }
+  void wait_for_work() {
+    std::unique_lock lock(work_mutex);
+    work_idle.wait(lock, [this] { return work_pending == 0; });
+  }
+
   AgentListenerOptions options;
   AgentEndpoint& endpoint;
   WorkerPool& workers;
@@ -142,6 +173,9 @@ struct AgentListener::Impl {
   mutable std::mutex mutex;
   std::set<std::shared_ptr<AgentChannel>> channels;
   AgentListenerStats stats;
+  std::mutex work_mutex;
+  std::condition_variable work_idle;
+  std::size_t work_pending = 0;
 };
 
 namespace {
@@ -173,11 +207,7 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
       }
       self->impl_.opened(self);
       self->open_ = true;
-      bool posted = self->impl_.workers.post([self] {
-        self->guarded([&] { self->impl_.endpoint.opened(self); });
-        net::post(self->ws_.get_executor(), [self] { self->read(); });
-      });
-      if (!posted) self->close("the control plane is overloaded");
+      self->handle([self] { self->impl_.endpoint.opened(self); });
     });
   }
 
@@ -208,16 +238,19 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
     });
   }
 
-  // After the io threads stopped: cuts the connection and tells the endpoint, here.
+  // After the io threads stopped and the workers finished: cuts the connection if it is still
+  // open and tells the endpoint, here, unless it was told already.
   void abort() {
-    if (finished_) return;
-    finished_ = true;
-    closing_ = true;
-    beast::error_code ignored;
-    ws_.next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
-    ws_.next_layer().socket().close(ignored);
-    impl_.connections.fetch_sub(1);
-    if (!open_) return;
+    if (!finished_) {
+      finished_ = true;
+      closing_ = true;
+      beast::error_code ignored;
+      ws_.next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+      ws_.next_layer().socket().close(ignored);
+      impl_.connections.fetch_sub(1);
+    }
+    if (!open_ || told_closed_) return;
+    told_closed_ = true;
     auto self = shared_from_this();
     impl_.forget(self);
     guarded([&] { impl_.endpoint.closed(self); });
@@ -242,12 +275,30 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
       // Nothing kept between messages, seconds apart: the next read takes what it needs.
       self->buffer_.clear();
       self->buffer_.shrink_to_fit();
-      bool posted = self->impl_.workers.post([self, text = std::move(text)]() mutable {
-        self->guarded([&] { self->impl_.endpoint.received(self, std::move(text)); });
-        net::post(self->ws_.get_executor(), [self] { self->read(); });
+      self->handle([self, text = std::move(text)]() mutable {
+        self->impl_.endpoint.received(self, std::move(text));
       });
-      if (!posted) self->close("the control plane is overloaded");
     });
+  }
+
+  // Runs `call` to the endpoint on a worker, then reads the next message. The endpoint hears
+  // of a channel in order: opened, each message, closed; a channel that ends while a message
+  // is in hand is told closed only once that message is handled.
+  template <typename Call>
+  void handle(Call call) {
+    handling_ = true;
+    bool posted = impl_.post_work([self = shared_from_this(), call = std::move(call)]() mutable {
+      self->guarded(call);
+      net::post(self->ws_.get_executor(), [self] {
+        self->handling_ = false;
+        if (self->finished_) return self->tell_closed();
+        self->read();
+      });
+    });
+    if (!posted) {
+      handling_ = false;
+      close("the control plane is overloaded");
+    }
   }
 
   void write_next() {
@@ -282,10 +333,15 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
     beast::error_code ignored;
     ws_.next_layer().socket().close(ignored);
     impl_.connections.fetch_sub(1);
-    if (!open_) return;
+    if (!handling_) tell_closed();
+  }
+
+  void tell_closed() {
+    if (!open_ || told_closed_) return;
+    told_closed_ = true;
     auto self = shared_from_this();
     impl_.forget(self);
-    if (!impl_.workers.post(
+    if (!impl_.post_work(
             [self] { self->guarded([&] { self->impl_.endpoint.closed(self); }); })) {
       self->guarded([&] { self->impl_.endpoint.closed(self); });
     }
@@ -301,6 +357,8 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
   bool closing_ = false;
   bool finished_ = false;
   bool open_ = false;
+  bool handling_ = false;     // a call to the endpoint is on a worker
+  bool told_closed_ = false;  // the endpoint has been (or is being) told closed
 };
 
 // A new connection until it is an enrolment answered or a channel opened.
@@ -357,7 +415,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
     if (body.is_discarded() || !body.is_object()) {
       return reply(error_reply(400, "invalid_json", "The body must be a JSON object."));
     }
-    bool posted = impl_.workers.post([self = shared_from_this(), body = std::move(body)] {
+    bool posted = impl_.post_work([self = shared_from_this(), body = std::move(body)] {
       auto res = self->answer(
           [&] { return json_reply(200, self->impl_.endpoint.enroll(body, self->ip_).dump()); });
       net::post(self->stream_.get_executor(),
@@ -374,7 +432,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
                                "the agent first."));
     }
     auto upgrade = std::make_shared<bhttp::request<bhttp::string_body>>(std::move(req));
-    bool posted = impl_.workers.post([self = shared_from_this(), serial, upgrade] {
+    bool posted = impl_.post_work([self = shared_from_this(), serial, upgrade] {
       std::string node_id;
       auto refusal = self->answer([&] {
         node_id = self->impl_.endpoint.admit(serial, self->ip_);
@@ -469,6 +527,10 @@ AgentListener::~AgentListener() {
 
 unsigned short AgentListener::start() {
   auto& impl = *impl_;
+  // TlsSocket lets OpenSSL write the socket with write(2), which raises SIGPIPE when the agent
+  // has gone and would end the whole process; ignored, the write fails with EPIPE and only
+  // that channel closes. (Asio's own sockets send with MSG_NOSIGNAL and never raise it.)
+  ::signal(SIGPIPE, SIG_IGN);
   impl.configure_tls();
   tcp::endpoint at(net::ip::make_address(impl.options.host), impl.options.port);
   impl.acceptor.open(at.protocol());
@@ -505,6 +567,9 @@ void AgentListener::stop() {
   for (auto& t : impl.threads) {
     if (t.joinable()) t.join();
   }
+  // No new work can start now (only the io threads post it); what is running finishes, so no
+  // endpoint call comes after the aborts below and no task outlives the io_context.
+  impl.wait_for_work();
   // Agents that did not answer the close in time are cut, and the endpoint hears of them.
   {
     std::lock_guard lock(impl.mutex);

@@ -61,6 +61,8 @@ class RecordingEndpoint final : public AgentEndpoint {
     changed_.notify_all();
   }
   void received(const std::shared_ptr<AgentChannel>& channel, std::string text) override {
+    // A slow database call: the message is handled on a worker while the agent goes away.
+    if (text == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::lock_guard lock(mutex_);
     events.push_back("received " + text);
     if (text.rfind("echo ", 0) == 0) channel->send("reply " + text.substr(5));
@@ -342,6 +344,25 @@ TEST_F(AgentListenerTest, AnAgentThatDoesNotAnswerTheCloseIsCutAtStop) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events.back().rfind("closed ", 0), 0u) << "the endpoint hears of it all the same";
   EXPECT_EQ(endpoint_.channel(), nullptr);
+}
+
+TEST_F(AgentListenerTest, StoppingWaitsForMessagesBeingHandled) {
+  auto id = identity(*ca_);
+  auto ws = connect(&id);
+  ASSERT_NE(ws, nullptr);
+  endpoint_.wait_for(1);
+  ws->write(net::buffer(std::string("slow")));
+  // The agent drops its connection while its message is still being handled on a worker.
+  beast::error_code ignored;
+  beast::get_lowest_layer(*ws).socket().close(ignored);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  listener_.reset();  // the listener's io_context is destroyed here
+  // The endpoint has heard all of it by then: nothing of the listener's runs after it is gone
+  // (under the sanitizer a task left behind is a use after free).
+  auto events = endpoint_.events;
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1], "received slow");
+  EXPECT_EQ(events[2].rfind("closed ", 0), 0u);
 }
 
 }  // namespace agent_listener_test
