@@ -23,8 +23,8 @@
 #include <boost/beast/websocket.hpp>
 
 #include <atomic>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -341,8 +341,7 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
     told_closed_ = true;
     auto self = shared_from_this();
     impl_.forget(self);
-    if (!impl_.post_work(
-            [self] { self->guarded([&] { self->impl_.endpoint.closed(self); }); })) {
+    if (!impl_.post_work([self] { self->guarded([&] { self->impl_.endpoint.closed(self); }); })) {
       self->guarded([&] { self->impl_.endpoint.closed(self); });
     }
   }
