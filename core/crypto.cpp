@@ -1,11 +1,13 @@
-// OpenSSL-backed random bytes, hashing and constant-time comparison.
+// OpenSSL-backed random bytes, hashing, MACs, sealing and constant-time comparison.
 #include "core/crypto.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace gpurent::crypto {
@@ -44,6 +46,24 @@ std::string sha256_raw(std::string_view data) {
     throw std::runtime_error("EVP_Digest(sha256) failed");
   }
   return std::string(reinterpret_cast<const char*>(digest), len);
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+  if (key.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw std::invalid_argument("HMAC key too long");
+  }
+  // An empty view may carry a null pointer, which OpenSSL reads as "no key" or "no data".
+  static constexpr unsigned char kNothing = 0;
+  const void* key_bytes = key.empty() ? &kNothing : static_cast<const void*>(key.data());
+  const auto* data_bytes =
+      data.empty() ? &kNothing : reinterpret_cast<const unsigned char*>(data.data());
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), key_bytes, static_cast<int>(key.size()), data_bytes, data.size(), mac,
+           &len) == nullptr) {
+    throw std::runtime_error("HMAC(sha256) failed");
+  }
+  return to_hex(mac, len);
 }
 
 namespace {

@@ -15,6 +15,9 @@ std::vector<std::uint8_t> random_bytes(std::size_t n);
 // SHA-256 of data as lowercase hex.
 std::string sha256_hex(std::string_view data);
 
+// HMAC-SHA256 of data keyed with key, as lowercase hex (64 characters).
+std::string hmac_sha256_hex(std::string_view key, std::string_view data);
+
 // Lowercase hex of raw bytes.
 std::string to_hex(const std::uint8_t* data, std::size_t n);
 

@@ -1,4 +1,4 @@
-// Tests the OpenSSL wrappers: random bytes, SHA-256, hex and constant-time comparison.
+// Tests the OpenSSL wrappers: random bytes, SHA-256, HMAC, hex and constant-time comparison.
 #include "core/crypto.h"
 
 #include <gtest/gtest.h>
@@ -102,6 +102,34 @@ TEST(Seal, OpensTheGcmSpecificationVector) {
       "cea7403d4d606b6e074ec5d3baf39d18"
       "d0d1c8a799996bf0265b98b5d48ab919");
   EXPECT_EQ(open(key, sealed, ""), std::string(16, '\0'));
+}
+
+// RFC 4231 test case 2: a key shorter than the block, ASCII key and data.
+TEST(HmacSha256Hex, Rfc4231TestCase2) {
+  EXPECT_EQ(hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+// RFC 4231 test case 6: a key longer than the block is hashed first.
+TEST(HmacSha256Hex, Rfc4231TestCase6LongKey) {
+  EXPECT_EQ(hmac_sha256_hex(std::string(131, '\xaa'),
+                            "Test Using Larger Than Block-Size Key - Hash Key First"),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+TEST(HmacSha256Hex, KeyAndDataBothMatter) {
+  std::string mac = hmac_sha256_hex("key", "data");
+  EXPECT_EQ(mac.size(), 64u);
+  EXPECT_NE(hmac_sha256_hex("key2", "data"), mac);
+  EXPECT_NE(hmac_sha256_hex("key", "data2"), mac);
+  EXPECT_NE(hmac_sha256_hex("", "data"), mac);
+}
+
+// Empty views may hold null pointers; the MAC of nothing under no key is still defined.
+TEST(HmacSha256Hex, EmptyKeyAndData) {
+  const std::string kEmpty = "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad";
+  EXPECT_EQ(hmac_sha256_hex(std::string_view(), std::string_view()), kEmpty);
+  EXPECT_EQ(hmac_sha256_hex("", ""), kEmpty);
 }
 
 TEST(Sha256Raw, IsTheBinaryFormOfTheHex) {
