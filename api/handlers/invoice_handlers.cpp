@@ -1,0 +1,104 @@
+// Invoice routes: each is one InvoiceStore read for the caller's org, which every statement
+// fixes, so another org's invoice is as unknown as one that does not exist.
+#include "api/handlers/invoice_handlers.h"
+
+#include "api/handlers/json_values.h"
+#include "api/handlers/query_params.h"
+#include "api/responses.h"
+#include "core/error.h"
+#include "core/id.h"
+#include "core/money.h"
+
+namespace gpurent::http {
+namespace {
+
+// The invoice id from the path; a malformed one is an invoice that does not exist.
+std::string invoice_id(const Request& req) {
+  std::string id(req.path_param("id"));
+  if (!is_valid_id(id_prefix::kInvoice, id)) {
+    throw Error(ErrorCode::kNotFound, "No such invoice.");
+  }
+  return id;
+}
+
+nlohmann::json line_json(const billing::InvoiceLine& l, const std::string& currency) {
+  return {{"kind", l.kind},
+          {"rental_id", l.rental_id},
+          {"description", l.description},
+          {"days", l.days},
+          {"unit_price", Money(l.unit.gross_minor, currency).to_json()},
+          {"amount", Money(l.amount_minor, currency).to_json()},
+          {"tax", Money(l.tax_minor, currency).to_json()},
+          {"amount_net", Money(l.amount_net_minor, currency).to_json()}};
+}
+
+// A name a browser saves the download under: the number once issued, the id of a draft.
+std::string csv_filename(const billing::InvoiceRecord& invoice) {
+  return "invoice-" + invoice.number.value_or(invoice.id) + ".csv";
+}
+
+}  // namespace
+
+nlohmann::json invoice_json(const billing::InvoiceRecord& invoice) {
+  nlohmann::json lines = nlohmann::json::array();
+  for (const auto& l : invoice.lines) lines.push_back(line_json(l, invoice.currency));
+  return {{"id", invoice.id},
+          {"number", optional_json(invoice.number)},
+          {"period", {{"start", invoice.period_start}, {"end", invoice.period_end}}},
+          {"status", invoice.status},
+          {"lines", std::move(lines)},
+          {"subtotal", Money(invoice.subtotal_minor, invoice.currency).to_json()},
+          {"tax", Money(invoice.tax_minor, invoice.currency).to_json()},
+          {"total", Money(invoice.total_minor, invoice.currency).to_json()},
+          {"vat_rate_percent", billing::vat_rate_percent(invoice.vat_basis_points)},
+          {"created_at", time_json(invoice.created_at)},
+          {"issued_at", optional_json(invoice.issued_at)}};
+}
+
+void add_invoice_routes(Router& router, InvoiceRoutesState& state) {
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/invoices",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    QueryParams query(req, {"limit", "cursor"});
+                    auto page = state.pool->read("invoice_list", [&](Tx& tx) {
+                      return state.invoices->list(tx, *p.org_id, query.limit(), query.cursor());
+                    });
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& invoice : page.items) items.push_back(invoice_json(invoice));
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .needs_org = true,
+              .scope = "billing:read",
+              .summary = "The org's monthly invoices, newest month first, with their lines.",
+              .tag = "billing"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/invoices/{id}",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string id = invoice_id(req);
+                    QueryParams query(req, {"format"});
+                    const std::string format = query.text("format").value_or("json");
+                    if (format != "json" && format != "csv") {
+                      throw Error::invalid_field("format", "must be json or csv");
+                    }
+                    auto invoice = state.pool->read("invoice_get", [&](Tx& tx) {
+                      return state.invoices->get(tx, *p.org_id, id);
+                    });
+                    if (!invoice) throw Error(ErrorCode::kNotFound, "No such invoice.");
+                    if (format == "json") return json_response(200, invoice_json(*invoice));
+                    Response r;
+                    r.content_type = "text/csv; charset=utf-8";
+                    r.body = billing::invoice_csv(*invoice);
+                    r.set_header("Content-Disposition",
+                                 "attachment; filename=\"" + csv_filename(*invoice) + "\"");
+                    return r;
+                  },
+              .needs_org = true,
+              .scope = "billing:read",
+              .summary = "One invoice with its lines; ?format=csv downloads it as CSV (RFC 4180).",
+              .tag = "billing"});
+}
+
+}  // namespace gpurent::http
