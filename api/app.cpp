@@ -10,6 +10,7 @@
 #include "api/http_server.h"
 #include "api/idempotency.h"
 #include "api/modules/agent_module.h"
+#include "api/modules/billing_module.h"
 #include "api/modules/identity_module.h"
 #include "api/modules/inventory_module.h"
 #include "api/modules/scheduler_module.h"
@@ -67,7 +68,11 @@ int run_server(const Config& config) {
   ModuleContext context{.config = config, .pool = pool, .clock = clock, .listener = listener};
   IdentityModule identity(context);
   InventoryModule inventory(context);
+  // Before the scheduler, which books and moves rentals through it.
+  BillingModule billing(context);
   SchedulerModule scheduler(context);
+  scheduler.bill_with(billing.charges());
+  billing.run_jobs_in(scheduler.lifecycle());
   AgentModule agents(context, workers);
   inventory.show_node_rentals_with([&scheduler](Tx& tx, const std::string& node_id) {
     return scheduler.node_rentals(tx, node_id);
@@ -93,6 +98,7 @@ int run_server(const Config& config) {
   identity.add_routes(router);
   inventory.add_routes(router);
   scheduler.add_routes(router);
+  billing.add_routes(router);
   http::TestRoutesState test_state{.pool = &pool,
                                    .clock = &test_clock,
                                    .tasks = &scheduler.task_store(),

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <functional>
@@ -131,6 +132,57 @@ std::size_t parse_size(const std::string& v) {
   bad("a size such as 1048576, 64KiB or 1MiB", v);
 }
 
+// "20", "20.5", "0.25": a percentage from 0 to 100 with at most two decimals, as basis points.
+int parse_percent_bp(const std::string& v) {
+  constexpr const char* kWhat = "a percentage from 0 to 100 with at most two decimals, such as 20";
+  auto dot = v.find('.');
+  std::string whole = v.substr(0, dot);
+  std::string fraction = dot == std::string::npos ? "" : v.substr(dot + 1);
+  auto digits = [](const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  if (whole.empty() || whole.size() > 3 || !digits(whole) || fraction.size() > 2 ||
+      !digits(fraction) || (dot != std::string::npos && fraction.empty())) {
+    bad(kWhat, v);
+  }
+  while (fraction.size() < 2) fraction += '0';
+  int bp = std::stoi(whole) * 100 + std::stoi(fraction);
+  if (bp > 10000) bad(kWhat, v);
+  return bp;
+}
+
+// "7:5,30:10" or "none": the shape only (billing/pricing.h checks the tiers' order).
+std::string parse_discounts(const std::string& v) {
+  constexpr const char* kWhat = "min_days:percent pairs such as 7:5,30:10, or none";
+  if (v == "none" || v.empty()) return "none";
+  bool number = false;
+  bool colon = false;
+  for (char ch : v) {
+    if (ch >= '0' && ch <= '9') {
+      number = true;
+    } else if (ch == ':' && number && !colon) {
+      colon = true, number = false;
+    } else if (ch == ',' && number && colon) {
+      colon = false, number = false;
+    } else {
+      bad(kWhat, v);
+    }
+  }
+  if (!number || !colon || v.size() > 200) bad(kWhat, v);
+  return v;
+}
+
+// An IANA zone name such as UTC or Europe/Moscow (PostgreSQL's database decides at start).
+std::string parse_time_zone(const std::string& v) {
+  if (v.empty() || v.size() > 64 || !std::all_of(v.begin(), v.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '/' || ch == '_' ||
+               ch == '+' || ch == '-';
+      })) {
+    bad("an IANA time zone such as UTC or Europe/Moscow", v);
+  }
+  return v;
+}
+
 bool parse_bool(const std::string& v) {
   if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
   if (v == "false" || v == "0" || v == "no" || v == "off") return false;
@@ -246,6 +298,45 @@ const std::vector<Field>& fields() {
         "the platform's currency (ISO 4217, in circulation): every price and balance is in it",
         "RUB"},
        [](Config& c, const std::string& v) { c.currency = parse_currency(v); }},
+      {{"vat_rate", "GPURENT_VAT_RATE",
+        "the VAT rate in percent, up to two decimals (0 for none); shown on every invoice", "20"},
+       [](Config& c, const std::string& v) { c.vat_basis_points = parse_percent_bp(v); }},
+      {{"prices_include_tax", "GPURENT_PRICES_INCLUDE_TAX",
+        "whether the price list's amounts include VAT (true) or VAT is added to them (false)",
+        "true"},
+       [](Config& c, const std::string& v) { c.prices_include_tax = parse_bool(v); }},
+      {{"rental_discounts", "GPURENT_RENTAL_DISCOUNTS",
+        "discounts by rental length as min_days:percent pairs, comma separated, or none",
+        "7:5,30:10"},
+       [](Config& c, const std::string& v) { c.rental_discounts = parse_discounts(v); }},
+      {{"sla_credit_policy", "GPURENT_SLA_CREDIT_POLICY",
+        "what an interruption credits: lost_hours (the day's lost hours, pro rata), "
+        "whole_block (the whole day) or none",
+        "lost_hours"},
+       [](Config& c, const std::string& v) {
+         if (v != "lost_hours" && v != "whole_block" && v != "none") {
+           bad("lost_hours, whole_block or none", v);
+         }
+         c.sla_credit_policy = v;
+       }},
+      {{"billing_time_zone", "GPURENT_BILLING_TIME_ZONE",
+        "the IANA time zone whose calendar months invoices and monthly spend limits follow", "UTC"},
+       [](Config& c, const std::string& v) { c.billing_time_zone = parse_time_zone(v); }},
+      {{"payment_webhook_secret", "GPURENT_PAYMENT_WEBHOOK_SECRET",
+        "the payment provider's webhook signing secret (empty: the webhook is off); never "
+        "logged",
+        ""},
+       [](Config& c, const std::string& v) {
+         if (!v.empty() && v.size() < 16) bad("a secret of at least 16 characters, or empty", "…");
+         c.payment_webhook_secret = v;
+       }},
+      {{"payment_webhook_tolerance", "GPURENT_PAYMENT_WEBHOOK_TOLERANCE",
+        "how far a webhook signature's time may be from now before it is refused as stale "
+        "(whole seconds)",
+        "5m"},
+       [](Config& c, const std::string& v) {
+         c.payment_webhook_tolerance = parse_whole_seconds(v);
+       }},
       {{"enrollment_token_ttl", "GPURENT_ENROLLMENT_TOKEN_TTL",
         "how long a new node's single-use agent enrolment token is valid (whole seconds)", "24h"},
        [](Config& c, const std::string& v) { c.enrollment_token_ttl = parse_whole_seconds(v); }},

@@ -49,6 +49,17 @@ struct Config {
   // separated); validated at parse time. Empty: the peer address is the client's.
   std::string trusted_proxies;
   std::string currency = "RUB";  // an ISO 4217 code of a currency in circulation
+  // Billing (billing/): VAT in basis points (2000 is 20 %), whether the price list's amounts
+  // include it, the discount tiers by length ("min_days:percent,…"), what an interruption
+  // gives back, whose calendar months invoices and spend limits follow, and the payment
+  // provider's webhook secret (empty: the webhook is off) and how old a signature may be.
+  int vat_basis_points = 2000;
+  bool prices_include_tax = true;
+  std::string rental_discounts = "7:5,30:10";
+  std::string sla_credit_policy = "lost_hours";
+  std::string billing_time_zone = "UTC";
+  std::string payment_webhook_secret;
+  std::chrono::seconds payment_webhook_tolerance{300};
   std::chrono::seconds enrollment_token_ttl{24 * 3600};
   // Kept free on a rental's GPUs after it ends, for the wipe and reimage before the next.
   std::chrono::seconds rental_cleaning_window{30 * 60};

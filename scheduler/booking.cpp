@@ -69,7 +69,9 @@ struct StartGroup {
 // first; for now or an instant, one entry and no ids (every node).
 struct Booking::Option {
   inventory::GpuModelRecord model;
-  Money price_per_day{0, "XXX"};
+  Money price_per_day{0, "XXX"};  // discounted for the request's days
+  Money list_price_per_day{0, "XXX"};
+  int discount_percent = 0;
   long long price_id = 0;
   std::vector<std::pair<Timestamp, std::vector<std::string>>> starts;
 };
@@ -140,8 +142,12 @@ std::optional<Booking::Option> Booking::option_for(Tx& tx, const inventory::GpuM
                                                    const BookingRequest& r, Timestamp now) {
   auto price = prices_.price_at(tx, model.name, r.gpu_count, now);
   if (!price) return std::nullopt;
+  billing::DailyPrice daily{price->amount_minor, 0, price->amount_minor};
+  if (charges_) daily = charges_->daily_price(price->amount_minor, r.days);
   return Option{.model = model,
-                .price_per_day = Money(price->amount_minor, price->currency),
+                .price_per_day = Money(daily.price_minor, price->currency),
+                .list_price_per_day = Money(price->amount_minor, price->currency),
+                .discount_percent = daily.discount_percent,
                 .price_id = price->id,
                 .starts = starts_for(tx, model.name, r.start, now, now + options_.horizon)};
 }
@@ -324,7 +330,10 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
                             choice.occupies);
           return record;
         });
-        if (attempt) return attempt.value();
+        if (attempt) {
+          hold_for(tx, attempt.value(), r);
+          return attempt.value();
+        }
         // Only a booking taken meanwhile is worth the next choice; anything else is a bug
         // or a changed fleet and ends the booking.
         if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
@@ -347,7 +356,11 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
     rental.period = Period{start, plus_days(start, r.days)};
     rental.pending_expires_at = c.now + options_.pending_for;
     rental.reason = "waiting for capacity";
-    return rentals_.create(tx, rental);
+    // A waiting request holds its money too: when capacity appears it is placed without
+    // asking the customer again, so the money must be there.
+    RentalRecord record = rentals_.create(tx, rental);
+    hold_for(tx, record, r);
+    return record;
   }
   throw InsufficientCapacity(no_capacity(tx, r, c));
 }
@@ -421,6 +434,20 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
   return out;
 }
 
+void Booking::hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& r) {
+  if (!charges_) return;
+  charges_->hold(tx,
+                 {.rental_id = rental.id,
+                  .org_id = rental.org_id,
+                  .token_id = r.actor.token_id,
+                  .actor_user_id = r.actor.user_id,
+                  .description = rental.name,
+                  .day_price_minor = rental.price_per_day.amount_minor(),
+                  .days = rental.days},
+                 {.org_monthly_minor = r.org_limits.spend_limit_minor,
+                  .token_monthly_minor = r.token_limits.spend_limit_minor});
+}
+
 bool Booking::within_limits(Tx& tx, const RentalRecord& r) {
   if (!limits_of_) return true;
   auto limit = limits_of_(tx, r.org_id).max_concurrent_gpus;
@@ -463,6 +490,8 @@ Quote Booking::quote(Tx& tx, const BookingRequest& r, NoCapacity* when_unavailab
   auto priced_as = [&](const Option& option) {
     q.gpu_model = option.model.name;
     q.price_per_day = option.price_per_day;
+    q.list_price_per_day = option.list_price_per_day;
+    q.discount_percent = option.discount_percent;
     q.total = option.price_per_day.times(r.days);
   };
   for (const auto& option : c.options) {
@@ -488,7 +517,8 @@ Quote Booking::quote(Tx& tx, const BookingRequest& r, NoCapacity* when_unavailab
 }
 
 RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
-                             std::optional<int> max_days) {
+                             std::optional<int> max_days, const billing::SpendLimits& spend,
+                             const std::optional<std::string>& actor_user_id) {
   if (r.state != RentalState::kScheduled && r.state != RentalState::kProvisioning &&
       r.state != RentalState::kActive) {
     throw Error(ErrorCode::kInvalidState,
@@ -513,6 +543,7 @@ RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
     throw InsufficientCapacity(
         {}, "The rental's GPUs are booked after it; it cannot be extended by that much.");
   }
+  if (charges_) charges_->extend(tx, r.id, more_days, spend, actor_user_id);
   return *rentals_.get_any(tx, r.id);
 }
 

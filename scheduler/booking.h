@@ -7,6 +7,7 @@
 // next one is tried, a bounded number of times.
 #pragma once
 
+#include "billing/rental_charges.h"
 #include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
@@ -41,6 +42,7 @@ using Start = std::variant<StartNow, Timestamp, StartDate>;
 struct BookingLimits {
   std::optional<int> max_concurrent_gpus;
   std::optional<int> max_days;
+  std::optional<std::int64_t> spend_limit_minor;  // per calendar month
 };
 
 struct BookingRequest {
@@ -65,8 +67,10 @@ struct BookingRequest {
 // What the booking would get now: the quote, and the rental's first choice of node.
 struct Quote {
   std::string gpu_model;  // the model the booking would take (the first tried when none fits)
-  Money price_per_day{0, "XXX"};
+  Money price_per_day{0, "XXX"};  // the price list's, less the discount for the days
   Money total{0, "XXX"};
+  Money list_price_per_day{0, "XXX"};
+  int discount_percent = 0;
   bool available = false;
   Period period;                            // at the requested start (the first fitting site's)
   std::optional<Timestamp> earliest_start;  // the soonest start that fits, within the horizon
@@ -144,8 +148,12 @@ class Booking {
   // invalid_state for a rental in another state, invalid_request (days) past 365 days,
   // quota_exceeded past `max_days`, and InsufficientCapacity when the GPUs are booked after
   // it (nothing changed). The rental as extended. Not a state change, so no event row.
+  // With billing, the extension's days are held too (insufficient_funds, quota_exceeded
+  // past a monthly spend limit: `limits.spend_limit_minor` is the org's, `token_spend` the
+  // token's).
   RentalRecord extend(Tx& tx, const RentalRecord& locked, int more_days,
-                      std::optional<int> max_days);
+                      std::optional<int> max_days, const billing::SpendLimits& spend = {},
+                      const std::optional<std::string>& actor_user_id = std::nullopt);
 
   // A pending rental's place in the waitlist and its estimated start.
   WaitlistStanding standing(Tx& tx, const RentalRecord& rental);
@@ -156,6 +164,11 @@ class Booking {
   // identity module's, set by the wiring: the scheduler does not know orgs). Unset: none.
   using LimitsOf = std::function<BookingLimits(Tx&, const std::string& org_id)>;
   void read_org_limits_with(LimitsOf limits_of) { limits_of_ = std::move(limits_of); }
+
+  // Billing, set by the process wiring: the discount for the days in the price snapshot, and
+  // a hold for every booking and extension in its transaction. Unset: no money moves (the
+  // scheduler's own tests).
+  void charge_with(billing::RentalCharges* charges) { charges_ = charges; }
 
  private:
   struct Option;
@@ -177,6 +190,9 @@ class Booking {
   CandidateStore& candidates_;
   BookingOptions options_;
   LimitsOf limits_of_;
+  billing::RentalCharges* charges_ = nullptr;
+  // Holds the money for a rental just created (scheduled or waiting).
+  void hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& request);
 };
 
 // Thrown by Booking::book when nothing fits now; the API answers 409 insufficient_capacity

@@ -2,6 +2,7 @@
 #include "scheduler/lifecycle.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/sql.h"
 #include "inventory/node_state.h"
 #include "scheduler/lifecycle_rules.h"
@@ -64,13 +65,27 @@ int attempt_of(const AgentTask& t) {
 }  // namespace
 
 int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
-  auto stop = [stopping] { return stopping && stopping->load(); };
   bool work = pool.read("lifecycle_any_work", [&](Tx& tx) {
     return tx
         .exec(kAnyWork, sql_timestamp(now), sql_timestamp(now - options_.agent_silence_limit))[0][0]
         .as<bool>();
   });
-  if (!work) return 0;
+  int moved = work ? steps(pool, now, stopping) : 0;
+  // The jobs that ride on the worker (billing's daily capture and invoices), each on its own:
+  // one failing leaves the others to run, and the next run tries it again.
+  for (const auto& job : jobs_) {
+    if (stopping && stopping->load()) break;
+    try {
+      job.run(pool, now, stopping);
+    } catch (const std::exception& e) {
+      log::warn("lifecycle job {} failed: {}", job.name, e.what());
+    }
+  }
+  return moved;
+}
+
+int Lifecycle::steps(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
+  auto stop = [stopping] { return stopping && stopping->load(); };
   int moved = expire_waitlist(pool, now);
   if (stop()) return moved;
   moved += fail_silent_nodes(pool, now);

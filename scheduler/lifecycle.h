@@ -60,6 +60,12 @@ class Lifecycle {
 
   const LifecycleOptions& options() const { return options_; }
 
+  // Work that runs at the end of every run_once, on every replica, at the run's `now` (the
+  // billing capture and invoice finalisation, set by the process wiring). A job must be safe
+  // to run on several replicas at once; its failure is logged and retried on the next run.
+  using JobFn = std::function<void(PgPool&, Timestamp now, const std::atomic<bool>* stopping)>;
+  void add_job(std::string name, JobFn run) { jobs_.push_back({std::move(name), std::move(run)}); }
+
   // Silence is judged from `t` on (before it no node is failed for it): a replica that has
   // just started, after an outage of the control plane, has not been listening for the
   // agents long enough to tell a silent node from one that has yet to reconnect. The process
@@ -94,6 +100,7 @@ class Lifecycle {
                         const std::string& reason, const std::optional<std::string>& by_user);
 
  private:
+  int steps(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping);
   int expire_waitlist(PgPool& pool, Timestamp now);
   int fail_silent_nodes(PgPool& pool, Timestamp now);
   int place_waitlist(PgPool& pool);
@@ -120,6 +127,11 @@ class Lifecycle {
   AuthorizedKeysOf keys_of_;
   HostCertificatesOf host_certificates_of_;
   inventory::NodeHealthLog health_log_;
+  struct Job {
+    std::string name;
+    JobFn run;
+  };
+  std::vector<Job> jobs_;
   std::atomic<Timestamp::rep> silence_judged_from_us_{Timestamp::min().time_since_epoch().count()};
 };
 

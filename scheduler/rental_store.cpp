@@ -346,9 +346,11 @@ Page<RentalRecord> RentalStore::list_all(Tx& tx, const RentalFilter& filter, int
 bool RentalStore::transition(Tx& tx, const std::string& id, RentalState from, RentalState to,
                              const std::string& reason,
                              const std::optional<std::string>& actor_user_id) {
-  return !tx.exec(kTransition, id, std::string(to_string(from)), std::string(to_string(to)),
-                  sql_timestamp(clock_.now()), reason, actor_user_id)
-              .empty();
+  bool moved = !tx.exec(kTransition, id, std::string(to_string(from)), std::string(to_string(to)),
+                        sql_timestamp(clock_.now()), reason, actor_user_id)
+                    .empty();
+  if (moved && on_transition_ && from != to) on_transition_(tx, id, from, to);
+  return moved;
 }
 
 bool RentalStore::set_next_check(Tx& tx, const std::string& id, std::optional<Timestamp> at) {

@@ -11,6 +11,7 @@
 #include "scheduler/records.h"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -104,6 +105,13 @@ class RentalStore {
                   const std::string& reason,
                   const std::optional<std::string>& actor_user_id = std::nullopt);
 
+  // Told of every move transition() makes, in its transaction, right after it is written:
+  // billing's holds and captures follow the rental's state this way, whichever path moved it
+  // (set once by the process wiring; scheduler/rental_billing.h).
+  using TransitionHook =
+      std::function<void(Tx&, const std::string& id, RentalState from, RentalState to)>;
+  void on_transition(TransitionHook hook) { on_transition_ = std::move(hook); }
+
   // When the lifecycle worker should look at a provisioning or releasing rental again
   // (nullopt: never by itself). False for an unknown rental.
   bool set_next_check(Tx& tx, const std::string& id, std::optional<Timestamp> at);
@@ -163,6 +171,7 @@ class RentalStore {
 
  private:
   const Clock& clock_;
+  TransitionHook on_transition_;
 };
 
 }  // namespace gpurent::scheduler

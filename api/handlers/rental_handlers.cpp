@@ -149,7 +149,8 @@ scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
   if (auto name = in.optional_string("name", 100)) r.name = printable_text("name", *name, 100);
   r.wait_for_capacity = in.optional_bool("wait_for_capacity").value_or(false);
   in.finish();
-  r.token_limits = {p.guardrails.max_concurrent_gpus, p.guardrails.max_days};
+  r.token_limits = {p.guardrails.max_concurrent_gpus, p.guardrails.max_days,
+                    p.guardrails.spend_limit_minor};
   return r;
 }
 
@@ -157,7 +158,8 @@ scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
 // limits, and that every SSH key is the org's (another org's key is as unknown as none).
 void complete_from_identity(Tx& tx, const RentalRoutesState& state, scheduler::BookingRequest& r) {
   if (auto org = state.orgs->get(tx, r.org_id)) {
-    r.org_limits = {org->guardrails.max_concurrent_gpus, org->guardrails.max_days};
+    r.org_limits = {org->guardrails.max_concurrent_gpus, org->guardrails.max_days,
+                    org->guardrails.spend_limit_minor};
   }
   for (const auto& id : r.ssh_key_ids) {
     if (!state.ssh_keys->get(tx, r.org_id, id)) {
@@ -273,7 +275,9 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                                          {{"gpu_model", quote.gpu_model},
                                           {"price",
                                            {{"per_day", quote.price_per_day.to_json()},
-                                            {"total", quote.total.to_json()}}},
+                                            {"total", quote.total.to_json()},
+                                            {"list_per_day", quote.list_price_per_day.to_json()},
+                                            {"discount_percent", quote.discount_percent}}},
                                           {"available", quote.available},
                                           {"period", period_json(quote.period)},
                                           {"earliest_start", optional_json(quote.earliest_start)},
@@ -441,7 +445,12 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                auto extended = state.pool->transact("rental_extend", [&](Tx& tx) {
                  auto r = state.rentals->lock(tx, *p.org_id, id);
                  if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
-                 return state.booking->extend(tx, *r, more, max_days_for(tx, state, p));
+                 billing::SpendLimits spend{.token_monthly_minor = p.guardrails.spend_limit_minor};
+                 if (auto org = state.orgs->get(tx, *p.org_id)) {
+                   spend.org_monthly_minor = org->guardrails.spend_limit_minor;
+                 }
+                 return state.booking->extend(tx, *r, more, max_days_for(tx, state, p), spend,
+                                              actor_of(req, p).user_id);
                });
                capacity_changed(state, extended);
                return json_response(200, rental_json(extended));

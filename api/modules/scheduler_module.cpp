@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "scheduler/rental_billing.h"
 
 namespace gpurent {
 
@@ -84,6 +85,14 @@ void SchedulerModule::check_node_transition(Tx& tx, const std::string& node_id,
 
 SchedulerModule::~SchedulerModule() {
   stop();
+}
+
+void SchedulerModule::bill_with(billing::RentalCharges& charges) {
+  booking_.charge_with(&charges);
+  rentals_.on_transition([this, &charges](Tx& tx, const std::string& id,
+                                          scheduler::RentalState from, scheduler::RentalState to) {
+    scheduler::bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
+  });
 }
 
 void SchedulerModule::add_routes(http::Router& router) {

@@ -4,6 +4,7 @@
 
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module_context.h"
+#include "billing/rental_charges.h"
 #include "identity/org_admin_store.h"
 #include "identity/ssh_certificate_authority.h"
 #include "identity/ssh_key_store.h"
@@ -34,6 +35,9 @@ class SchedulerModule {
   SchedulerModule& operator=(const SchedulerModule&) = delete;
 
   void add_routes(http::Router& router);
+  // Bookings and extensions hold money, and every move of a rental moves it on
+  // (scheduler/rental_billing.h). `charges` must outlive this module.
+  void bill_with(billing::RentalCharges& charges);
   // What the admin node view lists as the node's rentals.
   nlohmann::json node_rentals(Tx& tx, const std::string& node_id) {
     return http::node_rentals_json(tx, rentals_, node_id);

@@ -90,6 +90,13 @@ const std::map<std::string, std::string>& other_values() {
       {"rate_limit_per_ip", "51"},
       {"rate_limit_burst_per_ip", "201"},
       {"currency", "USD"},
+      {"vat_rate", "22"},
+      {"prices_include_tax", "false"},
+      {"rental_discounts", "14:7"},
+      {"sla_credit_policy", "whole_block"},
+      {"billing_time_zone", "Europe/Moscow"},
+      {"payment_webhook_secret", "whsec_0123456789abcdef"},
+      {"payment_webhook_tolerance", "10m"},
       {"enrollment_token_ttl", "1h"},
       {"rental_cleaning_window", "2h"},
       {"lifecycle_interval", "30s"},
@@ -343,7 +350,7 @@ TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
         "db_pool_wait", "db_statement_timeout", "session_idle", "session_absolute",
         "enrollment_token_ttl", "rental_cleaning_window", "lifecycle_interval",
         "agent_certificate_validity", "agent_silence_limit", "agent_task_poll",
-        "agent_telemetry_interval", "agent_telemetry_retention"}) {
+        "agent_telemetry_interval", "agent_telemetry_retention", "payment_webhook_tolerance"}) {
     SCOPED_TRACE(key);
     for (std::string too_long : {"87601h", "999999999h", "315360001s"}) {
       std::string error = config_error({"--" + key + "=" + too_long});
@@ -613,6 +620,31 @@ TEST(LoadConfig, TrustedProxiesAreValidatedAtStart) {
 TEST(LoadConfig, EnvironmentValueMayContainEquals) {
   Config c = load_config({}, {"DATABASE_URL=postgresql://db/x?sslmode=require"});
   EXPECT_EQ(c.database_url, "postgresql://db/x?sslmode=require");
+}
+
+TEST(LoadConfig, BillingValuesAreCheckedWhereTheyAreRead) {
+  EXPECT_EQ(load_flag("vat_rate", "20").vat_basis_points, 2000);
+  EXPECT_EQ(load_flag("vat_rate", "0").vat_basis_points, 0);
+  EXPECT_EQ(load_flag("vat_rate", "7.5").vat_basis_points, 750);
+  EXPECT_EQ(load_flag("vat_rate", "12.25").vat_basis_points, 1225);
+  EXPECT_EQ(load_flag("vat_rate", "100").vat_basis_points, 10000);
+  for (std::string bad : {"", "-1", "20%", "100.01", "101", "1.234", "20.", ".5", "abc"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(config_error({"--vat_rate=" + bad}), HasSubstr("a percentage from 0 to 100"));
+  }
+  EXPECT_EQ(load_flag("rental_discounts", "none").rental_discounts, "none");
+  EXPECT_EQ(load_flag("rental_discounts", "3:2,10:8").rental_discounts, "3:2,10:8");
+  for (std::string bad : {"7", "7:", ":5", "7:5,", "7:5,,30:10", "7-5", "7:5:3", "seven:5"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(config_error({"--rental_discounts=" + bad}), HasSubstr("min_days:percent"));
+  }
+  EXPECT_THAT(config_error({"--sla_credit_policy=all"}), HasSubstr("lost_hours, whole_block"));
+  EXPECT_THAT(config_error({"--billing_time_zone=Europe/Moscow;drop"}),
+              HasSubstr("IANA time zone"));
+  // A short secret is refused without being repeated in the error.
+  std::string error = config_error({"--payment_webhook_secret=short-secret"});
+  EXPECT_THAT(error, HasSubstr("at least 16 characters"));
+  EXPECT_THAT(error, Not(HasSubstr("short-secret")));
 }
 
 }  // namespace config_test

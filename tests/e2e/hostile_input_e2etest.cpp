@@ -5,6 +5,7 @@
 // and shown verbatim; never 5xx.
 #include "core/id.h"
 #include "core/subprocess.h"
+#include "tests/support/funding.h"
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
@@ -188,6 +189,9 @@ class HostileInputE2E : public ::testing::Test {
       tx().exec_params("UPDATE users SET is_platform_admin = true WHERE id = $1",
                        s.json()["user"]["id"].get<std::string>());
       owner_ = login(email);
+      // Money to book with: valid bookings are the control the hostile ones are set against.
+      if (!conn_) conn_ = std::make_unique<pqxx::connection>(db_.url());
+      fund_org(*conn_, owner_->org_id, kAmpleFunds);
     }
     return *owner_;
   }

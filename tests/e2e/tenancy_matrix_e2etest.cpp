@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "core/subprocess.h"
+#include "tests/support/funding.h"
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
@@ -135,6 +136,9 @@ class TenancyMatrixE2E : public ::testing::Test {
     Actor a = login(email);
     EXPECT_EQ(a.org_id, r.json()["org"]["id"]);
     a.label = org_name + " owner session";
+    // Money to book with: the matrix is about who may call what, not about paying.
+    if (!conn_) conn_ = std::make_unique<pqxx::connection>(db_.url());
+    fund_org(*conn_, a.org_id, kAmpleFunds);
     return a;
   }
   // A new user added by `owner` to the owner's org with `role`, signed in and acting for it.
@@ -262,6 +266,18 @@ class TenancyMatrixE2E : public ::testing::Test {
                 {"days", 1},
                 {"image_id", fleet_image()}};
   }
+  // A draft invoice of the org, written as billing writes one (a month of its own each).
+  std::string new_invoice_id(const Actor& owner) {
+    std::string id = new_id(id_prefix::kInvoice);
+    tx().exec_params(
+        "INSERT INTO invoices (id, org_id, period_start, period_end, status, currency,"
+        " subtotal_minor, tax_minor, total_minor, vat_basis_points, created_at)"
+        " SELECT $1, $2, m, (m + interval '1 month')::date, 'draft', 'RUB', 0, 0, 0, 2000, now()"
+        " FROM (SELECT (date '2020-01-01' + make_interval(months => $3))::date AS m) x",
+        id, owner.org_id, ++invoices_made_);
+    return id;
+  }
+
   std::string new_rental_id(const Actor& owner) {
     auto r = send("POST", "/v1/rentals", rental_body(), owner.credentials());
     EXPECT_EQ(r.status, 201) << r.body;
@@ -346,6 +362,7 @@ class TenancyMatrixE2E : public ::testing::Test {
   std::unique_ptr<pqxx::connection> conn_;
   std::string key_dir_;
   int counter_ = 0;
+  int invoices_made_ = 0;
   std::string image_id_;
   int rentals_ = 0;
 };
@@ -436,6 +453,37 @@ const std::vector<EndpointCase>& endpoint_cases() {
        true},
       {"GET", "/v1/me", [](T&, const Actor&) { return Prepared{}; }, std::nullopt, kEveryRole, 200,
        false},
+      // Money: the roles that see the org's billing (owners, admins and billing).
+      {"GET",
+       "/v1/billing/balance",
+       [](T&, const Actor&) { return Prepared{}; },
+       "billing:read",
+       {"owner", "admin", "billing"},
+       200,
+       false},
+      {"GET",
+       "/v1/billing/transactions",
+       [](T&, const Actor&) { return Prepared{}; },
+       "billing:read",
+       {"owner", "admin", "billing"},
+       200,
+       false},
+      {"GET",
+       "/v1/invoices",
+       [](T&, const Actor&) { return Prepared{}; },
+       "billing:read",
+       {"owner", "admin", "billing"},
+       200,
+       false},
+      {"GET",
+       "/v1/invoices/{id}",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_invoice_id(o)};
+       },
+       "billing:read",
+       {"owner", "admin", "billing"},
+       200,
+       true},
       // Owners and admins by role; a token also needs members:write.
       {"GET",
        "/v1/audit",

@@ -3,6 +3,7 @@
 // org with a role and create API tokens, all through the API.
 #pragma once
 
+#include "tests/support/funding.h"
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
 #include "tests/support/server_process.h"
@@ -76,7 +77,14 @@ class ApiTest : public ::testing::Test {
     auto s =
         post("/v1/auth/signup", {{"email", email}, {"password", kPassword}, {"org_name", org}});
     EXPECT_EQ(s.status, 201) << s.body;
-    return login(email);
+    Login l = login(email);
+    if (fund_new_orgs_minor_ > 0) fund(l.org_id, fund_new_orgs_minor_);
+    return l;
+  }
+  // Puts `amount_minor` RUB on the org's balance as an operator's top-up would, in SQL.
+  void fund(const std::string& org_id, long long amount_minor) {
+    pqxx::connection c(db_.url());
+    fund_org(c, org_id, amount_minor);
   }
   // A number from the server's /metrics; -1 when it is not there.
   long long metric(const std::string& name) { return read_metric(port(), name); }
@@ -143,6 +151,9 @@ class ApiTest : public ::testing::Test {
 
   TestDatabase db_;
   std::unique_ptr<ServerProcess> server_;
+  // Orgs that account() makes get this much money first (0: none), so tests about something
+  // else book without paying in first; billing's own tests start from nothing.
+  long long fund_new_orgs_minor_ = 0;
 };
 
 }  // namespace gpurent::testing

@@ -19,6 +19,9 @@ class RentalFleetTest : public ApiTest {
  protected:
   static constexpr const char* kModel = "H100-SXM5-80GB";
 
+  // Customers have money enough for any booking of these tests.
+  RentalFleetTest() { fund_new_orgs_minor_ = kAmpleFunds; }
+
   // A server for real agent processes, its agents' CA in `pki_dir`: the lifecycle runs when a
   // test asks (the test clock jumps a minute at a time), and heartbeats, which come in real
   // time, never count as silence within a test.

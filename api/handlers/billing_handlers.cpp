@@ -1,0 +1,220 @@
+// Billing routes: each one use case in one transaction; the webhook is checked (signature,
+// freshness, body) before it touches the database.
+#include "api/handlers/billing_handlers.h"
+
+#include "api/handlers/json_values.h"
+#include "api/handlers/query_params.h"
+#include "api/json_body.h"
+#include "api/responses.h"
+#include "billing/payment_signature.h"
+#include "core/audit.h"
+#include "core/crypto.h"
+#include "core/error.h"
+#include "core/id.h"
+#include "core/log.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent::http {
+namespace {
+
+nlohmann::json balances_json(const billing::Balances& b) {
+  // What a booking may still spend: the available money and the credit the org is trusted
+  // with.
+  auto spendable = b.available + b.credit_limit;
+  return {{"balance", b.balance().to_json()},
+          {"held", b.held.to_json()},
+          {"available", b.available.to_json()},
+          {"credit_limit", b.credit_limit.to_json()},
+          {"spendable", spendable.to_json()}};
+}
+
+nlohmann::json ledger_row_json(const billing::LedgerRow& r) {
+  return {{"id", r.id},
+          {"at", time_json(r.at)},
+          {"kind", r.kind},
+          {"amount", r.amount.to_json()},
+          {"available_change", r.available_change.to_json()},
+          {"held_change", r.held_change.to_json()},
+          {"rental_id", optional_json(r.rental_id)},
+          {"description", r.description}};
+}
+
+std::string org_id_param(const Request& req) {
+  std::string id(req.path_param("id"));
+  if (!is_valid_id(id_prefix::kOrg, id)) throw Error(ErrorCode::kNotFound, "No such organisation.");
+  return id;
+}
+
+void require_org(Tx& tx, const BillingRoutesState& state, const std::string& org_id) {
+  if (!state.orgs->get(tx, org_id)) throw Error(ErrorCode::kNotFound, "No such organisation.");
+}
+
+Money read_money(JsonObjectReader& in, const std::string& field) {
+  const auto* value = in.optional_value(field);
+  if (!value) throw Error::invalid_field(field, "is required");
+  return Money::from_json(*value, field);
+}
+
+}  // namespace
+
+void add_billing_routes(Router& router, BillingRoutesState& state) {
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/billing/balance",
+              .handler =
+                  [&state](const Request&, const Principal& p) {
+                    auto b = state.pool->read("billing_balance", [&](Tx& tx) {
+                      return state.ledger->balances(tx, *p.org_id);
+                    });
+                    return json_response(200, balances_json(b));
+                  },
+              .needs_org = true,
+              .scope = "billing:read",
+              .summary = "The org's balance: what it has, what is held for booked days, and "
+                         "what is available to book with.",
+              .tag = "billing"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/billing/transactions",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    QueryParams query(req, {"limit", "cursor"});
+                    auto page = state.pool->read("billing_transactions", [&](Tx& tx) {
+                      return state.ledger->history(tx, *p.org_id, query.limit(), query.cursor());
+                    });
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& r : page.items) items.push_back(ledger_row_json(r));
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .needs_org = true,
+              .scope = "billing:read",
+              .summary = "The org's ledger, newest first: top-ups, holds, captured days, "
+                         "releases and credits.",
+              .tag = "billing"});
+
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/admin/orgs/{id}/credit",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             std::string org_id = org_id_param(req);
+             auto body = parse_json_body(req);
+             JsonObjectReader in(body);
+             Money amount = read_money(in, "amount");
+             std::string reason = printable_text("reason", in.required_string("reason", 500), 500);
+             auto kind = billing::CreditKind::kTopUp;
+             if (auto k = in.optional_string("kind", 16)) {
+               if (*k == "goodwill") {
+                 kind = billing::CreditKind::kGoodwill;
+               } else if (*k != "top_up") {
+                 throw Error::invalid_field("kind", "must be top_up or goodwill");
+               }
+             }
+             in.finish();
+             auto actor = actor_of(req, p);
+             auto [txn, balances] = state.pool->transact("billing_admin_credit", [&](Tx& tx) {
+               require_org(tx, state, org_id);
+               long long id =
+                   state.top_ups->credit(tx, org_id, amount, kind, reason, actor.user_id);
+               write_audit(tx, state.clock->now(), actor,
+                           {.org_id = org_id,
+                            .action = "billing.credit",
+                            .target = billing::transaction_id_text(id),
+                            .details = {{"amount", amount.to_json()},
+                                        {"kind", kind == billing::CreditKind::kTopUp ? "top_up"
+                                                                                     : "goodwill"},
+                                        {"reason", reason}}});
+               return std::make_pair(id, state.ledger->balances(tx, org_id));
+             });
+             auto out = balances_json(balances);
+             out["transaction_id"] = billing::transaction_id_text(txn);
+             return json_response(201, out);
+           },
+       .platform_admin = true,
+       .summary = "Credit an organisation: {amount, reason, kind?: top_up|goodwill} — a manual "
+                  "top-up or a goodwill credit (platform admins; audited as billing.credit).",
+       .tag = "admin"});
+
+  router.add({.method = Method::kPut,
+              .pattern = "/v1/admin/orgs/{id}/credit-limit",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string org_id = org_id_param(req);
+                    auto body = parse_json_body(req);
+                    JsonObjectReader in(body);
+                    Money limit = read_money(in, "credit_limit");
+                    in.finish();
+                    if (limit.currency() != state.ledger->currency()) {
+                      throw Error::invalid_field("credit_limit",
+                                                 "must be in " + state.ledger->currency());
+                    }
+                    if (limit.amount_minor() < 0) {
+                      throw Error::invalid_field("credit_limit", "must not be negative");
+                    }
+                    auto actor = actor_of(req, p);
+                    auto balances = state.pool->transact("billing_set_credit_limit", [&](Tx& tx) {
+                      require_org(tx, state, org_id);
+                      state.ledger->set_credit_limit(tx, org_id, limit.amount_minor());
+                      write_audit(tx, state.clock->now(), actor,
+                                  {.org_id = org_id,
+                                   .action = "billing.credit_limit_set",
+                                   .target = org_id,
+                                   .details = {{"credit_limit", limit.to_json()}}});
+                      return state.ledger->balances(tx, org_id);
+                    });
+                    return json_response(200, balances_json(balances));
+                  },
+              .platform_admin = true,
+              .summary = "Set how far below zero an organisation's available balance may go: "
+                         "{credit_limit} (0 is strictly prepaid; platform admins; audited).",
+              .tag = "admin"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/orgs/{id}/balance",
+              .handler =
+                  [&state](const Request& req, const Principal&) {
+                    std::string org_id = org_id_param(req);
+                    auto b = state.pool->read("billing_admin_balance", [&](Tx& tx) {
+                      require_org(tx, state, org_id);
+                      return state.ledger->balances(tx, org_id);
+                    });
+                    return json_response(200, balances_json(b));
+                  },
+              .platform_admin = true,
+              .summary = "An organisation's balance (platform admins).",
+              .tag = "admin"});
+
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/billing/payments/webhook",
+       .handler =
+           [&state](const Request& req, const Principal&) {
+             if (state.webhook_secret.empty()) throw Error(ErrorCode::kNotFound, "Not found.");
+             auto check = billing::check_payment_signature(req.header("X-Signature"), req.body,
+                                                           state.webhook_secret, state.clock->now(),
+                                                           state.webhook_tolerance);
+             if (check.verdict != billing::SignatureVerdict::kValid) {
+               log::warn("payment webhook refused: {} signature",
+                         billing::to_string(check.verdict));
+               throw Error(ErrorCode::kUnauthenticated,
+                           check.verdict == billing::SignatureVerdict::kStale
+                               ? "The signature's time is too far from now; a replay is refused."
+                               : "The signature does not verify.");
+             }
+             auto event = billing::parse_payment_event(req.body);
+             auto outcome = state.pool->transact("billing_payment", [&](Tx& tx) {
+               return state.top_ups->apply_payment(tx, event, crypto::sha256_hex(req.body));
+             });
+             return json_response(200,
+                                  {{"received", true},
+                                   {"payment_id", event.payment_id},
+                                   {"duplicate", outcome == billing::PaymentOutcome::kRepeated}});
+           },
+       .access = Access::kAnyone,
+       .summary = "The payment provider's callback: HMAC-SHA256 signed in X-Signature "
+                  "(t=<unix time>,v1=<hex of HMAC(secret, t.body)>), applied once per payment id.",
+       .tag = "billing",
+       .idempotency_key = false});
+}
+
+}  // namespace gpurent::http

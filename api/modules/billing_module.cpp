@@ -1,0 +1,72 @@
+// Billing's wiring.
+#include "api/modules/billing_module.h"
+
+#include "billing/pricing.h"
+#include "core/error.h"
+
+namespace gpurent {
+
+billing::RentalChargesOptions billing_options(const Config& config) {
+  billing::RentalChargesOptions o;
+  auto tiers = billing::parse_discount_tiers(config.rental_discounts);
+  if (!tiers) {
+    throw ConfigError(
+        "config rental_discounts: expected min_days (2 to 365, increasing) and "
+        "percent (0 to 100) pairs such as 7:5,30:10, got " +
+        config.rental_discounts);
+  }
+  o.pricing = {.discounts = *tiers,
+               .vat_basis_points = config.vat_basis_points,
+               .prices_include_tax = config.prices_include_tax};
+  auto sla = billing::parse_sla_policy(config.sla_credit_policy);
+  if (!sla) throw ConfigError("config sla_credit_policy: " + config.sla_credit_policy);
+  o.sla = *sla;
+  o.time_zone = config.billing_time_zone;
+  return o;
+}
+
+BillingModule::BillingModule(const ModuleContext& ctx)
+    : ledger_(ctx.config.currency),
+      invoices_(ctx.clock, ctx.config.currency, ctx.config.vat_basis_points,
+                ctx.config.billing_time_zone),
+      charges_(ctx.clock, ledger_, invoices_, billing_options(ctx.config)),
+      top_ups_(ctx.clock, ledger_),
+      orgs_(ctx.clock),
+      billing_routes_{.pool = &ctx.pool,
+                      .clock = &ctx.clock,
+                      .ledger = &ledger_,
+                      .top_ups = &top_ups_,
+                      .orgs = &orgs_,
+                      .webhook_secret = ctx.config.payment_webhook_secret,
+                      .webhook_tolerance = ctx.config.payment_webhook_tolerance},
+      invoice_routes_{.pool = &ctx.pool, .invoices = &invoices_} {
+  try {
+    ctx.pool.read("billing_time_zone_check", [&](Tx& tx) {
+      return tx
+          .exec(Statement{"billing_time_zone_check", "SELECT now() AT TIME ZONE $1"},
+                ctx.config.billing_time_zone)
+          .size();
+    });
+  } catch (const std::exception&) {
+    throw ConfigError("config billing_time_zone: PostgreSQL knows no time zone named " +
+                      ctx.config.billing_time_zone);
+  }
+}
+
+void BillingModule::add_routes(http::Router& router) {
+  http::add_billing_routes(router, billing_routes_);
+  http::add_invoice_routes(router, invoice_routes_);
+}
+
+void BillingModule::run_jobs_in(scheduler::Lifecycle& lifecycle) {
+  lifecycle.add_job("billing_capture",
+                    [this](PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
+                      charges_.capture_due(pool, now, 500, stopping);
+                    });
+  lifecycle.add_job("invoice_finalise",
+                    [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) {
+                      invoices_.finalise_due(pool, now);
+                    });
+}
+
+}  // namespace gpurent

@@ -1,0 +1,47 @@
+// Billing's wiring: the ledger, rentals' holds and captures, invoices, top-ups; the billing
+// and invoice routes; and the jobs (daily capture, invoice finalisation) it runs in the
+// rental lifecycle worker.
+#pragma once
+
+#include "api/handlers/billing_handlers.h"
+#include "api/handlers/invoice_handlers.h"
+#include "api/modules/module_context.h"
+#include "billing/invoice_store.h"
+#include "billing/ledger.h"
+#include "billing/rental_charges.h"
+#include "billing/top_ups.h"
+#include "identity/org_admin_store.h"
+#include "scheduler/lifecycle.h"
+
+namespace gpurent {
+
+// The billing settings of the configuration as billing's own types. Throws ConfigError on
+// values only billing can judge (the discount tiers' order, the SLA policy).
+billing::RentalChargesOptions billing_options(const Config& config);
+
+class BillingModule {
+ public:
+  // Checks the billing time zone against PostgreSQL's time zone database.
+  explicit BillingModule(const ModuleContext& ctx);
+  BillingModule(const BillingModule&) = delete;
+  BillingModule& operator=(const BillingModule&) = delete;
+
+  void add_routes(http::Router& router);
+  // The capture and invoice jobs ride on the lifecycle worker of every replica.
+  void run_jobs_in(scheduler::Lifecycle& lifecycle);
+
+  billing::RentalCharges& charges() { return charges_; }
+  billing::Ledger& ledger() { return ledger_; }
+  billing::TopUps& top_ups() { return top_ups_; }
+
+ private:
+  billing::Ledger ledger_;
+  billing::InvoiceStore invoices_;
+  billing::RentalCharges charges_;
+  billing::TopUps top_ups_;
+  identity::OrgAdminStore orgs_;
+  http::BillingRoutesState billing_routes_;
+  http::InvoiceRoutesState invoice_routes_;
+};
+
+}  // namespace gpurent

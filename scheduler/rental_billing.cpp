@@ -1,0 +1,34 @@
+// The rental's state moves as billing events.
+#include "scheduler/rental_billing.h"
+
+namespace gpurent::scheduler {
+
+std::optional<billing::Ending> billing_ending(RentalState from, RentalState to) {
+  switch (to) {
+    case RentalState::kCancelled:
+    case RentalState::kFailed:
+      return billing::Ending::kNotDelivered;
+    case RentalState::kReleasing:
+      // Ended by the customer or its period while it ran; ended during provisioning it never
+      // ran, and is not billed.
+      return from == RentalState::kActive ? billing::Ending::kEnded
+                                          : billing::Ending::kNotDelivered;
+    case RentalState::kInterrupted:
+      return from == RentalState::kActive ? billing::Ending::kInterrupted
+                                          : billing::Ending::kNotDelivered;
+    default:
+      return std::nullopt;
+  }
+}
+
+void bill_transition(Tx& tx, billing::RentalCharges& charges, RentalStore& rentals,
+                     const std::string& rental_id, RentalState from, RentalState to,
+                     Timestamp now) {
+  if (to == RentalState::kActive) {
+    if (auto r = rentals.get_any(tx, rental_id)) charges.start(tx, rental_id, r->period.start);
+    return;
+  }
+  if (auto ending = billing_ending(from, to)) charges.settle(tx, rental_id, *ending, now);
+}
+
+}  // namespace gpurent::scheduler
