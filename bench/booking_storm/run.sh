@@ -77,8 +77,18 @@ psql -v nodes="$nodes" -f "$here/seed_fleet.sql"
 api_a="http://127.0.0.1:$port_a"
 email=storm@example.com
 password=booking-storm-password
-curl -sf -X POST "$api_a/v1/auth/signup" -H 'Content-Type: application/json' \
-  -d "{\"email\":\"$email\",\"password\":\"$password\",\"org_name\":\"Booking storm\"}" >/dev/null
+org_id=$(curl -sf -X POST "$api_a/v1/auth/signup" -H 'Content-Type: application/json' \
+  -d "{\"email\":\"$email\",\"password\":\"$password\",\"org_name\":\"Booking storm\"}" |
+  jq -r .org.id)
+# Money for every booking the storm can make (each holds its day): a top-up on the ledger,
+# posted as an operator would, one balanced transaction.
+psql -v org="$org_id" <<'SQL'
+WITH t AS (INSERT INTO ledger_transactions (idempotency_key, kind, org_id, description, currency, at)
+  VALUES ('storm-funding', 'top_up', :'org', 'Top-up: booking storm', 'RUB', now()) RETURNING id)
+INSERT INTO ledger_entries (transaction_id, account, org_id, amount_minor)
+  SELECT id, 'payments', NULL, -1000000000000000 FROM t
+  UNION ALL SELECT id, 'available', :'org', 1000000000000000 FROM t;
+SQL
 csrf=$(curl -sf -c "$work/cookies" -X POST "$api_a/v1/auth/login" -H 'Content-Type: application/json' \
   -d "{\"email\":\"$email\",\"password\":\"$password\"}" | jq -r .csrf_token)
 session=(-b "$work/cookies" -H "X-CSRF-Token: $csrf" -H 'Content-Type: application/json')

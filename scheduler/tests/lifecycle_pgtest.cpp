@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
+#include "billing/top_ups.h"
+#include "scheduler/rental_billing.h"
 #include "scheduler/tests/scheduler_fixture.h"
 
 #include <gtest/gtest.h>
@@ -583,6 +585,88 @@ TEST_F(LifecycleTest, AnUnconfirmedWipeEndsTheRentalAndSendsTheNodeToMaintenance
   EXPECT_EQ(run(end + 3 * kAfter), 1);
   EXPECT_EQ(rental(id).state, RentalState::kEnded);
   EXPECT_EQ(node_state(n), "maintenance");
+}
+
+// Which moves end a rental's billing and how: what never ran is not billed, what ran pays
+// its started days, an interruption of a running rental is credited.
+TEST(RentalBilling, EachMoveEndsTheBillingAsTheStateMachineSays) {
+  using billing::Ending;
+  using S = RentalState;
+  struct Case {
+    S from, to;
+    std::optional<Ending> ending;
+  };
+  for (const auto& c : std::vector<Case>{
+           {S::kPending, S::kCancelled, Ending::kNotDelivered},
+           {S::kScheduled, S::kCancelled, Ending::kNotDelivered},
+           {S::kProvisioning, S::kFailed, Ending::kNotDelivered},
+           {S::kProvisioning, S::kReleasing, Ending::kNotDelivered},
+           {S::kActive, S::kReleasing, Ending::kEnded},
+           {S::kActive, S::kInterrupted, Ending::kInterrupted},
+           {S::kProvisioning, S::kInterrupted, Ending::kNotDelivered},
+           {S::kPending, S::kScheduled, std::nullopt},
+           {S::kScheduled, S::kProvisioning, std::nullopt},
+           {S::kProvisioning, S::kActive, std::nullopt},
+           {S::kReleasing, S::kEnded, std::nullopt},
+       }) {
+    SCOPED_TRACE(std::string(to_string(c.from)) + " -> " + std::string(to_string(c.to)));
+    EXPECT_EQ(billing_ending(c.from, c.to), c.ending);
+  }
+}
+
+// The lifecycle's own moves carry the money: a rental's first day is captured when it
+// becomes active, a node failing under it credits the lost hours, a cancelled booking gets
+// all of its hold back.
+TEST_F(LifecycleTest, MoneyFollowsTheLifecyclesMoves) {
+  billing::Ledger ledger("RUB");
+  billing::InvoiceStore invoices(clock_, "RUB", 2000);
+  billing::RentalCharges charges(clock_, ledger, invoices, {});
+  billing::TopUps top_ups(clock_, ledger);
+  rentals_.on_transition([&](Tx& tx, const std::string& id, RentalState from, RentalState to) {
+    bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
+  });
+  transact([&](Tx& tx) {
+    return top_ups.credit(tx, a_.org_id, Money(10'000'000, "RUB"), billing::CreditKind::kTopUp,
+                          "test", std::nullopt);
+  });
+  std::string n1 = node("n1");
+  auto held = [&](const std::string& id) {
+    transact([&](Tx& tx) {
+      charges.hold(tx,
+                   {.rental_id = id, .org_id = a_.org_id, .description = id,
+                    .day_price_minor = 2'400'000, .days = 1},
+                   {});
+      return 0;
+    });
+    return id;
+  };
+  std::string runs = held(book(a_, n1, {0, 1}, from_now(H(1), H(25))));
+  std::string cancelled = held(book(a_, n1, {2, 3}, from_now(H(48), H(72))));
+  auto balance = [&] { return read([&](Tx& tx) { return ledger.balances(tx, a_.org_id); }); };
+  EXPECT_EQ(balance().held.amount_minor(), 4'800'000);
+
+  run(t0_ + H(1));
+  complete_all(runs, true);
+  run(t0_ + H(1) + kAfter);
+  ASSERT_EQ(rental(runs).state, RentalState::kActive);
+  EXPECT_EQ(count("SELECT count(*) FROM billing_charges WHERE rental_id = '" + runs + "'"), 1);
+  EXPECT_EQ(balance().balance().amount_minor(), 10'000'000 - 2'400'000);
+
+  transact([&](Tx& tx) {
+    auto r = rentals_.lock_any(tx, cancelled);
+    return lifecycle_.terminate(tx, *r, clock_.now(), "changed plans", std::nullopt);
+  });
+  EXPECT_EQ(balance().held.amount_minor(), 0);
+
+  clock_.advance(H(5));  // 5 h into the day, 19 h (less the seconds run so far) left of it
+  transact([&](Tx& tx) {
+    nodes_.transition(tx, n1, inventory::NodeAction::kFail, "XID 79", std::nullopt);
+    return lifecycle_.interrupt_node(tx, n1, "GPU 1: XID 79 (fell off the bus)", clock_.now());
+  });
+  ASSERT_EQ(rental(runs).state, RentalState::kInterrupted);
+  // 19 lost hours (rounded up) of 2,400,000: 1,900,000 back.
+  EXPECT_EQ(balance().balance().amount_minor(), 10'000'000 - 2'400'000 + 1'900'000);
+  rentals_.on_transition(nullptr);
 }
 
 }  // namespace lifecycle_pgtest
