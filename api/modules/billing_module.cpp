@@ -3,6 +3,7 @@
 
 #include "billing/pricing.h"
 #include "core/error.h"
+#include "core/log.h"
 
 namespace gpurent {
 
@@ -40,6 +41,8 @@ BillingModule::BillingModule(const ModuleContext& ctx)
                       .webhook_secret = ctx.config.payment_webhook_secret,
                       .webhook_tolerance = ctx.config.payment_webhook_tolerance},
       invoice_routes_{.pool = &ctx.pool, .invoices = &invoices_} {
+  // Only an unknown zone (22023, invalid_parameter_value) stops the start; a database that
+  // is not there yet is readiness's business, and the zone is checked on its first use.
   try {
     ctx.pool.read("billing_time_zone_check", [&](Tx& tx) {
       return tx
@@ -47,9 +50,14 @@ BillingModule::BillingModule(const ModuleContext& ctx)
                 ctx.config.billing_time_zone)
           .size();
     });
-  } catch (const std::exception&) {
-    throw ConfigError("config billing_time_zone: PostgreSQL knows no time zone named " +
-                      ctx.config.billing_time_zone);
+  } catch (const pqxx::sql_error& e) {
+    if (e.sqlstate() == "22023") {
+      throw ConfigError("config billing_time_zone: PostgreSQL knows no time zone named " +
+                        ctx.config.billing_time_zone);
+    }
+    log::warn("billing_time_zone not checked at start: {}", e.what());
+  } catch (const Error& e) {
+    log::warn("billing_time_zone not checked at start: {}", e.what());
   }
 }
 

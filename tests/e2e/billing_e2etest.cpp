@@ -4,6 +4,8 @@
 // refuses forged, stale and replayed calls and applies a payment once; concurrent bookings on
 // two replicas never spend more than the balance; spend limits give 422.
 #include "billing/payment_signature.h"
+#include "core/subprocess.h"
+#include "tests/support/paths.h"
 #include "tests/support/rental_fleet_fixture.h"
 
 #include <gtest/gtest.h>
@@ -263,6 +265,18 @@ TEST_F(BillingE2E, SpendLimitsAndExtensionsAreHeldToTheMoney) {
   extended = post("/v1/rentals/" + id + "/extend", {{"days", 1}}, bearer(open_token));
   ASSERT_EQ(extended.status, 200) << extended.body;
   EXPECT_EQ(balance(owner)["held"], rub(200'000 + 400'000));
+}
+
+// A billing time zone PostgreSQL does not know stops the start with one line naming it,
+// rather than failing every capture later.
+TEST_F(BillingE2E, AnUnknownBillingTimeZoneStopsTheStart) {
+  auto r = run_subprocess({"timeout", "60", gpurentd_path(), "serve", "--database_url=" + db_.url(),
+                           "--listen=127.0.0.1:0", "--agent_listen=off",
+                           "--billing_time_zone=Mars/Olympus_Mons"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "it served instead";
+  EXPECT_NE(r.output.find("billing_time_zone"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Mars/Olympus_Mons"), std::string::npos) << r.output;
 }
 
 }  // namespace gpurent::testing::billing_e2e
