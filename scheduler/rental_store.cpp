@@ -425,8 +425,15 @@ std::vector<RentalRecord> RentalStore::stranded(Tx& tx, int limit) {
 }
 
 std::vector<RentalRecord> RentalStore::expire_pending(Tx& tx, Timestamp now) {
-  return rentals_from(
-      tx.exec(kExpirePending, sql_timestamp(now), std::string("no capacity in time")));
+  auto expired =
+      rentals_from(tx.exec(kExpirePending, sql_timestamp(now), std::string("no capacity in time")));
+  // Moves like transition()'s, made in one statement: the hook hears of each.
+  if (on_transition_) {
+    for (const auto& r : expired) {
+      on_transition_(tx, r.id, RentalState::kPending, RentalState::kCancelled);
+    }
+  }
+  return expired;
 }
 
 std::vector<RentalRecord> RentalStore::node_rentals(Tx& tx, const std::string& node_id, int limit) {

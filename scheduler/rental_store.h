@@ -105,7 +105,8 @@ class RentalStore {
                   const std::string& reason,
                   const std::optional<std::string>& actor_user_id = std::nullopt);
 
-  // Told of every move transition() makes, in its transaction, right after it is written:
+  // Told of every move transition() (and expire_pending()) makes, in its transaction, right
+  // after it is written:
   // billing's holds and captures follow the rental's state this way, whichever path moved it
   // (set once by the process wiring; scheduler/rental_billing.h).
   using TransitionHook =

@@ -6,10 +6,10 @@
 // last rental ends, and an unconfirmed wipe sends the node there too.
 #include "scheduler/lifecycle.h"
 
+#include "billing/top_ups.h"
 #include "core/error.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
-#include "billing/top_ups.h"
 #include "scheduler/rental_billing.h"
 #include "scheduler/tests/scheduler_fixture.h"
 
@@ -633,8 +633,11 @@ TEST_F(LifecycleTest, MoneyFollowsTheLifecyclesMoves) {
   auto held = [&](const std::string& id) {
     transact([&](Tx& tx) {
       charges.hold(tx,
-                   {.rental_id = id, .org_id = a_.org_id, .description = id,
-                    .day_price_minor = 2'400'000, .days = 1},
+                   {.rental_id = id,
+                    .org_id = a_.org_id,
+                    .description = id,
+                    .day_price_minor = 2'400'000,
+                    .days = 1},
                    {});
       return 0;
     });
@@ -665,6 +668,14 @@ TEST_F(LifecycleTest, MoneyFollowsTheLifecyclesMoves) {
   });
   ASSERT_EQ(rental(runs).state, RentalState::kInterrupted);
   // 19 lost hours (rounded up) of 2,400,000: 1,900,000 back.
+  EXPECT_EQ(balance().balance().amount_minor(), 10'000'000 - 2'400'000 + 1'900'000);
+
+  // A waiting request holds its money too, and gets it back when it expires unplaced.
+  std::string waits = held(pending(a_, clock_.now() + H(1)));
+  EXPECT_EQ(balance().held.amount_minor(), 2'400'000);
+  run(clock_.now() + H(2));
+  ASSERT_EQ(rental(waits).state, RentalState::kCancelled);
+  EXPECT_EQ(balance().held.amount_minor(), 0);
   EXPECT_EQ(balance().balance().amount_minor(), 10'000'000 - 2'400'000 + 1'900'000);
   rentals_.on_transition(nullptr);
 }
