@@ -4,6 +4,8 @@
 // checks and triggers (migrations/0016_invoices.sql) keep issued invoices as they were.
 #include "billing/invoice_store.h"
 
+#include "billing/pricing.h"
+#include "core/error.h"
 #include "core/id.h"
 #include "core/money.h"
 #include "core/pg_array.h"
@@ -42,7 +44,8 @@ constexpr Statement kInvoiceOpenDraft = {
     " $6::text, 0, 0, 0, $7::int,"
     " $8::timestamptz FROM (SELECT (date_trunc('month', $3::timestamptz AT TIME ZONE $4::text)"
     " + make_interval(months => $5::int))::date AS start) m"
-    " ON CONFLICT (org_id, period_start) DO UPDATE SET status = invoices.status"
+    " ON CONFLICT (org_id, period_start) WHERE kind = 'invoice'"
+    " DO UPDATE SET status = invoices.status"
     " WHERE invoices.status = 'draft' RETURNING id"};
 
 // +1 day on the rental's line at this gross price (made with one day when missing), and the
@@ -81,6 +84,26 @@ constexpr Statement kInvoiceClaimDue = {
     "SELECT id, extract(year FROM period_start)::int FROM invoices WHERE status = 'draft'"
     " AND period_start < date_trunc('month', $1::timestamptz AT TIME ZONE $2::text)::date"
     " ORDER BY period_start, created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"};
+// The invoice a credit note corrects, locked, with what earlier credit notes gave back.
+constexpr Statement kInvoiceLockForCredit = {
+    "invoice_lock_for_credit",
+    "SELECT i.org_id, i.kind, i.status, i.total_minor, i.vat_basis_points,"
+    " extract(year FROM i.period_start)::int, coalesce((SELECT -sum(c.total_minor) FROM invoices c"
+    " WHERE c.corrects_invoice_id = i.id), 0)::bigint"
+    " FROM invoices i WHERE i.id = $1 FOR UPDATE"};
+// A credit note: a draft of the corrected invoice's month, one correction line, then issued.
+constexpr Statement kCreditNoteInsert = {
+    "credit_note_insert",
+    "INSERT INTO invoices (id, org_id, period_start, period_end, status, currency,"
+    " subtotal_minor, tax_minor, total_minor, vat_basis_points, created_at, kind,"
+    " corrects_invoice_id)"
+    " SELECT $1, org_id, period_start, period_end, 'draft', currency, $3, $4, $5,"
+    " vat_basis_points, $6::timestamptz, 'credit_note', id FROM invoices WHERE id = $2"};
+constexpr Statement kCreditNoteLine = {
+    "credit_note_line",
+    "INSERT INTO invoice_lines (invoice_id, kind, rental_id, description, days,"
+    " unit_net_minor, unit_tax_minor, unit_gross_minor, amount_net_minor, tax_minor,"
+    " amount_minor) VALUES ($1, 'correction', $2, $3, 0, $4, $5, $6, $4, $5, $6)"};
 constexpr Statement kInvoiceLockYear = {"invoice_lock_year",
                                         "SELECT pg_advisory_xact_lock($1::int, $2::int)"};
 // $2 numbers of year $1: returns the last of them.
@@ -98,11 +121,12 @@ constexpr Statement kInvoiceIssue = {
 #define INVOICE_COLUMNS                                                                         \
   "i.id, i.org_id, to_char(i.period_start, 'YYYY-MM-DD'), to_char(i.period_end, 'YYYY-MM-DD')," \
   " i.status, i.number, i.currency, i.subtotal_minor, i.tax_minor, i.total_minor,"              \
-  " i.vat_basis_points, " SQL_MICROS("i.created_at") ", " SQL_MICROS("i.issued_at")
+  " i.vat_basis_points, " SQL_MICROS("i.created_at") ", " SQL_MICROS(                           \
+      "i.issued_at") ", i.kind, i.corrects_invoice_id"
 #define INVOICE_LINE_COLUMNS                                                              \
   "l.id, l.kind, l.rental_id, l.description, l.days, l.unit_net_minor, l.unit_tax_minor," \
   " l.unit_gross_minor, l.amount_net_minor, l.tax_minor, l.amount_minor"
-constexpr int kInvoiceLineColumn = 13;  // where INVOICE_LINE_COLUMNS start
+constexpr int kInvoiceLineColumn = 15;  // where INVOICE_LINE_COLUMNS start
 
 // One statement, so a draft's totals and lines come from one snapshot.
 constexpr Statement kInvoiceGet = {"invoice_get",
@@ -138,6 +162,8 @@ InvoiceRecord invoice_from(const pqxx::row& row) {
   r.vat_basis_points = row[10].as<int>();
   r.created_at = read_timestamp(row[11]);
   r.issued_at = read_optional_timestamp(row[12]);
+  r.kind = row[13].as<std::string>();
+  r.corrects_invoice_id = optional_field<std::string>(row[14]);
   return r;
 }
 
@@ -301,6 +327,44 @@ int InvoiceStore::finalise_batch(PgPool& pool, Timestamp now, int batch) {
     }
     return static_cast<int>(ids.size());
   });
+}
+
+InvoiceRecord InvoiceStore::issue_credit_note(Tx& tx, const std::string& invoice_id,
+                                              std::int64_t amount_minor,
+                                              const std::string& description) {
+  check_line_text(description, kMaxInvoiceLineDescriptionBytes, "a credit note's description");
+  auto rows = tx.exec(kInvoiceLockForCredit, invoice_id);
+  if (rows.empty()) throw Error(ErrorCode::kNotFound, "No such invoice.");
+  const auto& r = rows[0];
+  std::string org_id = r[0].as<std::string>();
+  std::string kind = r[1].as<std::string>();
+  std::string status = r[2].as<std::string>();
+  if (kind != "invoice" || (status != "issued" && status != "paid")) {
+    throw Error(ErrorCode::kInvalidState,
+                "Only an issued invoice is corrected by a credit note; a draft is still growing.",
+                {{"kind", kind}, {"status", status}});
+  }
+  std::int64_t total = r[3].as<std::int64_t>();
+  std::int64_t credited = r[6].as<std::int64_t>();
+  if (amount_minor <= 0 || amount_minor > total - credited) {
+    throw Error::invalid_field("amount",
+                               "must be positive and at most what the invoice has not "
+                               "yet credited (" +
+                                   decimal_amount(total - credited) + ")");
+  }
+  auto split = split_gross(r[4].as<int>(), -amount_minor);
+  std::string id = new_id(id_prefix::kInvoice);
+  tx.exec(kCreditNoteInsert, id, invoice_id, static_cast<long long>(split.net_minor),
+          static_cast<long long>(split.tax_minor), static_cast<long long>(split.gross_minor),
+          sql_timestamp(clock_.now()));
+  tx.exec(kCreditNoteLine, id, invoice_id, description, static_cast<long long>(split.net_minor),
+          static_cast<long long>(split.tax_minor), static_cast<long long>(split.gross_minor));
+  int year = r[5].as<int>();
+  tx.exec(kInvoiceLockYear, kInvoiceNumberLockClass, year);
+  long long number = tx.exec(kInvoiceTakeNumbers, year, 1)[0][0].as<long long>();
+  tx.exec(kInvoiceIssue, sql_timestamp(clock_.now()), pg_array_literal(std::vector{id}),
+          pg_array_literal(std::vector{invoice_number(year, number)}));
+  return *get(tx, org_id, id);
 }
 
 int InvoiceStore::finalise_due(PgPool& pool, Timestamp now, int batch) {

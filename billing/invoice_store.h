@@ -38,7 +38,9 @@ struct InvoiceRecord {
   int vat_basis_points = 0;  // 2000 = 20.00%
   Timestamp created_at;
   std::optional<Timestamp> issued_at;
-  std::vector<InvoiceLine> lines;  // in the order they were added
+  std::vector<InvoiceLine> lines;                  // in the order they were added
+  std::string kind = "invoice";                    // invoice | credit_note
+  std::optional<std::string> corrects_invoice_id;  // a credit note's invoice
 };
 
 // Every method runs in the caller's transaction (see gpurent::Tx) unless said otherwise.
@@ -80,6 +82,15 @@ class InvoiceStore {
   // per-year pg_advisory_xact_lock and the year's row in invoice_numbers: gap-free, unique
   // across replicas, and given back when a batch rolls back. Returns how many it issued.
   int finalise_due(PgPool& pool, Timestamp now, int batch = 500);
+
+  // A credit note correcting an issued (or paid) invoice, never the invoice itself: a new
+  // document of the invoice's month with one `correction` line of −amount (split at the
+  // invoice's VAT rate), issued at once with the next number of the invoice's year. The
+  // credit notes of an invoice give back at most its total. Throws Error not_found,
+  // invalid_state (a draft, a void invoice or a credit note), invalid_request naming
+  // "amount". The money itself is the caller's posting (billing/top_ups.h).
+  InvoiceRecord issue_credit_note(Tx& tx, const std::string& invoice_id, std::int64_t amount_minor,
+                                  const std::string& description);
 
   // The org's invoices with their lines, newest month first, at most `limit`, after
   // `cursor` (a next_cursor of an earlier page; invalid_request naming "cursor" otherwise).

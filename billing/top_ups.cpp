@@ -77,4 +77,20 @@ PaymentOutcome TopUps::apply_payment(Tx& tx, const PaymentEvent& e,
   return PaymentOutcome::kApplied;
 }
 
+void TopUps::refund_credit_note(Tx& tx, const InvoiceRecord& note,
+                                const std::optional<std::string>& actor_user_id) {
+  if (note.kind != "credit_note" || note.total_minor >= 0) {
+    throw std::invalid_argument("only a credit note gives money back");
+  }
+  ledger_.post(tx, {.idempotency_key = "credit-note:" + note.id,
+                    .kind = "reversal",
+                    .org_id = note.org_id,
+                    .description = "Credit note " + note.number.value_or(note.id) +
+                                   " correcting invoice " + note.corrects_invoice_id.value_or(""),
+                    .at = clock_.now(),
+                    .actor_user_id = actor_user_id,
+                    .entries = {{Account::kRevenue, note.total_minor},
+                                {Account::kAvailable, -note.total_minor}}});
+}
+
 }  // namespace gpurent::billing

@@ -4,6 +4,7 @@
 // transaction.
 #pragma once
 
+#include "billing/invoice_store.h"
 #include "billing/ledger.h"
 #include "billing/payment_event.h"
 
@@ -31,6 +32,11 @@ class TopUps {
   // the money back. Throws Error invalid_request when the org does not exist or the currency
   // is not the platform's, conflict when the payment id was used with another body.
   PaymentOutcome apply_payment(Tx& tx, const PaymentEvent& event, const std::string& body_sha256);
+
+  // The money a credit note gives back (billing/invoice_store.h issue_credit_note): its
+  // total, negative, returned from revenue to the org's available balance, once per note.
+  void refund_credit_note(Tx& tx, const InvoiceRecord& note,
+                          const std::optional<std::string>& actor_user_id);
 
  private:
   const Clock& clock_;

@@ -2,6 +2,7 @@
 // freshness, body) before it touches the database.
 #include "api/handlers/billing_handlers.h"
 
+#include "api/handlers/invoice_handlers.h"
 #include "api/handlers/json_values.h"
 #include "api/handlers/query_params.h"
 #include "api/json_body.h"
@@ -168,6 +169,45 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
               .summary = "Set how far below zero an organisation's available balance may go: "
                          "{credit_limit} (0 is strictly prepaid; platform admins; audited).",
               .tag = "admin"});
+
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/admin/invoices/{id}/credit-notes",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             std::string invoice_id(req.path_param("id"));
+             if (!is_valid_id(id_prefix::kInvoice, invoice_id)) {
+               throw Error(ErrorCode::kNotFound, "No such invoice.");
+             }
+             auto body = parse_json_body(req);
+             JsonObjectReader in(body);
+             Money amount = read_money(in, "amount");
+             std::string reason = printable_text("reason", in.required_string("reason", 500), 500);
+             in.finish();
+             if (amount.currency() != state.ledger->currency()) {
+               throw Error::invalid_field("amount", "must be in " + state.ledger->currency());
+             }
+             auto actor = actor_of(req, p);
+             auto note = state.pool->transact("billing_credit_note", [&](Tx& tx) {
+               auto issued =
+                   state.invoices->issue_credit_note(tx, invoice_id, amount.amount_minor(), reason);
+               state.top_ups->refund_credit_note(tx, issued, actor.user_id);
+               write_audit(tx, state.clock->now(), actor,
+                           {.org_id = issued.org_id,
+                            .action = "billing.credit_note",
+                            .target = issued.id,
+                            .details = {{"invoice_id", invoice_id},
+                                        {"amount", amount.to_json()},
+                                        {"reason", reason}}});
+               return issued;
+             });
+             return json_response(201, invoice_json(note));
+           },
+       .platform_admin = true,
+       .summary = "Correct an issued invoice with a credit note: {amount, reason} — a numbered "
+                  "document of its own, the amount back on the org's balance (platform admins; "
+                  "audited as billing.credit_note).",
+       .tag = "admin"});
 
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/orgs/{id}/balance",

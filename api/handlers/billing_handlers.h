@@ -3,6 +3,7 @@
 #pragma once
 
 #include "api/router.h"
+#include "billing/invoice_store.h"
 #include "billing/ledger.h"
 #include "billing/top_ups.h"
 #include "core/db_pool.h"
@@ -18,6 +19,7 @@ struct BillingRoutesState {
   const Clock* clock = nullptr;
   billing::Ledger* ledger = nullptr;
   billing::TopUps* top_ups = nullptr;
+  billing::InvoiceStore* invoices = nullptr;  // credit notes
   identity::OrgAdminStore* orgs = nullptr;
   // Empty: the webhook route answers 404, as if it did not exist.
   std::string webhook_secret;

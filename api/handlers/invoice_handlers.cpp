@@ -52,7 +52,10 @@ nlohmann::json invoice_json(const billing::InvoiceRecord& invoice) {
           {"total", Money(invoice.total_minor, invoice.currency).to_json()},
           {"vat_rate_percent", billing::vat_rate_percent(invoice.vat_basis_points)},
           {"created_at", time_json(invoice.created_at)},
-          {"issued_at", optional_json(invoice.issued_at)}};
+          {"issued_at", optional_json(invoice.issued_at)},
+          // A credit note is a document of its own that corrects an issued invoice.
+          {"kind", invoice.kind},
+          {"corrects_invoice_id", optional_json(invoice.corrects_invoice_id)}};
 }
 
 void add_invoice_routes(Router& router, InvoiceRoutesState& state) {

@@ -37,6 +37,7 @@ BillingModule::BillingModule(const ModuleContext& ctx)
                       .clock = &ctx.clock,
                       .ledger = &ledger_,
                       .top_ups = &top_ups_,
+                      .invoices = &invoices_,
                       .orgs = &orgs_,
                       .webhook_secret = ctx.config.payment_webhook_secret,
                       .webhook_tolerance = ctx.config.payment_webhook_tolerance},

@@ -290,6 +290,64 @@ TEST_F(RentalChargesTest, PaymentsAreAppliedOncePerPaymentId) {
   expect_ledger_sound();
 }
 
+// An issued invoice is corrected by a credit note: a numbered document of its own, the
+// money back on the balance, never more than the invoice, never of a draft.
+TEST_F(RentalChargesTest, ACreditNoteCorrectsAnIssuedInvoiceWithoutEditingIt) {
+  std::string acme = org();
+  top_up(acme, 1'000'000);
+  std::string r = book(terms(acme, 120'000, 2));
+  start(r, clock_.now());
+  clock_.advance(hours(24));
+  capture();
+  auto draft = read([&](Tx& tx) { return invoices_.list(tx, acme, 10, std::nullopt); }).items;
+  ASSERT_EQ(draft.size(), 1u);
+  std::string invoice = draft[0].id;
+  auto note_of = [&](const std::string& id, std::int64_t amount) {
+    return transact([&](Tx& tx) {
+      auto note = invoices_.issue_credit_note(tx, id, amount, "goodwill for a slow start");
+      top_ups_.refund_credit_note(tx, note, std::nullopt);
+      return note;
+    });
+  };
+  EXPECT_EQ(code_of([&] { note_of(invoice, 1'000); }), "invalid_state") << "a draft still grows";
+  clock_.advance(hours(24 * 40));
+  EXPECT_GE(invoices_.finalise_due(pool_, clock_.now()), 1);
+  auto issued = *read([&](Tx& tx) { return invoices_.get(tx, acme, invoice); });
+  ASSERT_EQ(issued.status, "issued");
+  ASSERT_EQ(issued.total_minor, 240'000);
+
+  auto note = note_of(invoice, 60'000);
+  EXPECT_EQ(note.kind, "credit_note");
+  EXPECT_EQ(note.corrects_invoice_id, invoice);
+  EXPECT_EQ(note.status, "issued");
+  EXPECT_EQ(note.total_minor, -60'000);
+  EXPECT_EQ(note.tax_minor, -10'000);  // 20 % VAT within 60,000
+  ASSERT_EQ(note.lines.size(), 1u);
+  EXPECT_EQ(note.lines[0].kind, "correction");
+  // The next number of the same year's series, with no gap.
+  int year = std::stoi(issued.number->substr(0, 4));
+  ASSERT_TRUE(note.number);
+  EXPECT_GT(*note.number, *issued.number);
+  EXPECT_EQ(
+      count("SELECT last_number FROM invoice_numbers WHERE year = " + std::to_string(year)),
+      count("SELECT count(*) FROM invoices WHERE number LIKE '" + std::to_string(year) + "-%'"));
+  EXPECT_EQ(balances(acme).available.amount_minor(), 1'000'000 - 240'000 + 60'000);
+  // At most what is left of the invoice; not a note of a note.
+  EXPECT_EQ(code_of([&] { note_of(invoice, 180'001); }), "invalid_request");
+  EXPECT_EQ(code_of([&] { note_of(note.id, 1); }), "invalid_state");
+  note_of(invoice, 180'000);
+  EXPECT_EQ(code_of([&] { note_of(invoice, 1); }), "invalid_request");
+  // The invoice itself never changed, and the notes cannot be edited either.
+  auto after = *read([&](Tx& tx) { return invoices_.get(tx, acme, invoice); });
+  EXPECT_EQ(after.total_minor, 240'000);
+  EXPECT_ANY_THROW(
+      exec("UPDATE invoice_lines SET amount_minor = -1, amount_net_minor = -1,"
+           " tax_minor = 0, unit_net_minor = -1, unit_tax_minor = 0,"
+           " unit_gross_minor = -1 WHERE kind = 'correction'"));
+  EXPECT_EQ(balances(acme).balance().amount_minor(), 1'000'000);
+  expect_ledger_sound();
+}
+
 // Random sequences of top-ups, payments (some delivered twice), bookings, starts, days
 // passing with the capture job (sometimes run twice), extensions, ends, failures and
 // interruptions, with retried calls; after every step the ledger is sound, no org went below

@@ -145,6 +145,44 @@ TEST_F(BillingE2E, ARentalIsPaidDayByDayFromTheBalanceAndItsUnusedDaysComeBack) 
   EXPECT_EQ(days, 2);
   EXPECT_EQ(total, 800'000);
 
+  // After the month: the invoice is issued with its number, and a correction is a credit
+  // note of its own, never an edit; its amount comes back to the balance.
+  advance(32 * 24 * 3600);
+  owner = login("owner@example.com");
+  admin_ = login("root@example.com");
+  run_lifecycle();
+  std::string invoice_id = list[0]["id"];
+  json issued = get("/v1/invoices/" + invoice_id, session(owner)).json();
+  ASSERT_EQ(issued["status"], "issued") << issued;
+  EXPECT_TRUE(issued["number"].is_string());
+  auto note =
+      post("/v1/admin/invoices/" + invoice_id + "/credit-notes",
+           {{"amount", rub(100'000)}, {"reason", "provisioning was slow"}}, session(admin_));
+  ASSERT_EQ(note.status, 201) << note.body;
+  EXPECT_EQ(note.json()["kind"], "credit_note");
+  EXPECT_EQ(note.json()["corrects_invoice_id"], invoice_id);
+  EXPECT_EQ(note.json()["total"], rub(-100'000));
+  EXPECT_EQ(note.json()["status"], "issued");
+  EXPECT_NE(note.json()["number"], issued["number"]);
+  EXPECT_EQ(balance(owner)["available"], rub(800'000));
+  EXPECT_EQ(get("/v1/invoices/" + invoice_id, session(owner)).json(), issued) << "unchanged";
+  auto too_much =
+      post("/v1/admin/invoices/" + invoice_id + "/credit-notes",
+           {{"amount", rub(700'001)}, {"reason", "more than is left"}}, session(admin_));
+  EXPECT_EQ(too_much.status, 400) << too_much.body;
+  EXPECT_EQ(post("/v1/admin/invoices/" + note.json()["id"].get<std::string>() + "/credit-notes",
+                 {{"amount", rub(1)}, {"reason", "a note of a note"}}, session(admin_))
+                .status,
+            409);
+  EXPECT_EQ(
+      post("/v1/invoices/" + invoice_id + "/credit-notes", json::object(), session(owner)).status,
+      404);
+  bool listed = false;
+  for (const auto& item : walk("/v1/invoices", session(owner), 10)) {
+    listed |= item["id"] == note.json()["id"];
+  }
+  EXPECT_TRUE(listed);
+
   // Another org sees none of it, and its balance is its own.
   Login other = account("other@example.com", "Other");
   EXPECT_EQ(balance(other)["balance"], rub(0));
