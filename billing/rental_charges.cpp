@@ -83,9 +83,10 @@ constexpr Statement kSpentByToken = {
     " WHERE token_id = $1"
     " AND created_at >= (date_trunc('month', $2::timestamptz AT TIME ZONE $3) AT TIME ZONE $3)"};
 
+// The batch is then worked in org order (see capture_due), not in the claim's.
 constexpr Statement kDue = {
     "billing_meters_due",
-    "SELECT rental_id FROM billing_rentals WHERE next_due_at <= $1::timestamptz"
+    "SELECT rental_id, org_id FROM billing_rentals WHERE next_due_at <= $1::timestamptz"
     " ORDER BY next_due_at LIMIT $2 FOR UPDATE SKIP LOCKED"};
 
 std::int64_t times_days(std::int64_t per_day, int days) {
@@ -309,8 +310,15 @@ int RentalCharges::capture_due(PgPool& pool, Timestamp now, int batch,
     auto [claimed, captured] = pool.transact("billing_capture_due", [&](Tx& tx) {
       int n = 0;
       auto ids = tx.exec(kDue, sql_timestamp(now), batch);
-      for (const auto& row : ids) {
-        auto m = lock_meter(tx, row[0].as<std::string>());
+      // Every lock a capture takes beyond its meter belongs to the rental's org (its balances
+      // row, its month's draft invoice). Taken in org order, two replicas' batches never wait
+      // on each other in a cycle: in the claim's order they deadlocked (docs/PERFORMANCE.md).
+      std::vector<std::pair<std::string, std::string>> by_org;
+      for (const auto& row : ids)
+        by_org.emplace_back(row[1].as<std::string>(), row[0].as<std::string>());
+      std::sort(by_org.begin(), by_org.end());
+      for (const auto& [org, rental] : by_org) {
+        auto m = lock_meter(tx, rental);
         if (!m) continue;
         n += capture_started(tx, *m, now);
         save(tx, *this, m->rental_id, m->state, m->period_start, m->next_day, m->days, m->credited);

@@ -144,6 +144,48 @@ TEST_F(RentalChargesTest, EachDayIsCapturedOnceWhenItStartsWhoeverRunsTheJob) {
   expect_ledger_sound();
 }
 
+// Replicas capturing at once, each batch touching many orgs' balances and draft invoices:
+// every day is captured once and no batch deadlocks with another (batches lock orgs in one
+// order; in the order of the claim they deadlocked).
+TEST_F(RentalChargesTest, ConcurrentCapturesAcrossManyOrgsNeitherRepeatNorDeadlock) {
+  std::vector<std::string> orgs;
+  for (int i = 0; i < 6; ++i) {
+    orgs.push_back(org("Org " + std::to_string(i)));
+    top_up(orgs.back(), 100'000'000);
+  }
+  std::vector<std::string> rentals;
+  for (int i = 0; i < 120; ++i) {
+    rentals.push_back(book(terms(orgs[(i * 7) % orgs.size()], 10'000 + i, 3)));
+  }
+  // Started in an order that mixes the orgs, so a claim (by due time) takes them mixed too.
+  for (const auto& r : rentals) start(r, clock_.now());
+  clock_.advance(hours(24));
+  long long deadlocks_before =
+      count("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()");
+  std::latch go(4);
+  std::atomic<int> captured{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> capturers;
+  for (int i = 0; i < 4; ++i) {
+    capturers.emplace_back([&] {
+      PgPool own{{.url = db_.url(), .size = 2}};
+      go.arrive_and_wait();
+      try {
+        captured += charges_.capture_due(own, clock_.now(), 5);
+      } catch (const std::exception&) {
+        ++failed;
+      }
+    });
+  }
+  for (auto& t : capturers) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(captured.load(), 120);
+  EXPECT_EQ(count("SELECT count(*) FROM billing_charges WHERE day = 1"), 120);
+  EXPECT_EQ(count("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"),
+            deadlocks_before);
+  expect_ledger_sound();
+}
+
 TEST_F(RentalChargesTest, EndingEarlyReleasesTheDaysNotStartedAndNeverDeliveredCostsNothing) {
   std::string acme = org();
   top_up(acme, 1'000'000);
