@@ -109,6 +109,8 @@ TEST_F(InvoiceHandlersTest, OneInvoiceAsJson) {
                              {"number", "2026-000001"},
                              {"period", {{"start", "2026-01-01"}, {"end", "2026-02-01"}}},
                              {"status", "issued"},
+                             {"kind", "invoice"},
+                             {"corrects_invoice_id", nullptr},
                              {"lines",
                               {{{"kind", "rental_days"},
                                 {"rental_id", "rnt_a"},
