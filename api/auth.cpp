@@ -125,6 +125,7 @@ Principal Authenticator::authenticate(const Request& request) const {
   Principal p;
   p.user = s->session.user;
   p.session_id_hash = s->session.id_hash;
+  p.csrf_token = s->session.csrf_token;
   // The membership is read with the session and dropped with it on any change: a removed
   // member loses access on the next request.
   if (s->session.current_org_id && s->role) {

@@ -23,6 +23,7 @@ struct Principal {
   std::string role;                   // role in org_id; empty when none
   std::vector<std::string> scopes;
   std::string session_id_hash;      // set for cookie sessions
+  std::string csrf_token;           // set for cookie sessions: GET /v1/me hands it to the panel
   std::string token_id;             // set for API tokens
   identity::Guardrails guardrails;  // the token's limits (API tokens only)
 };

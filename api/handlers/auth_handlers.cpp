@@ -33,10 +33,15 @@ nlohmann::json user_json(const identity::User& u) {
 }
 
 nlohmann::json me_json(const Principal& p) {
-  return {{"user", user_json(p.user)},
-          {"current_org_id", p.org_id ? nlohmann::json(*p.org_id) : nlohmann::json(nullptr)},
-          {"role", p.role.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.role)},
-          {"scopes", p.scopes}};
+  nlohmann::json me = {
+      {"user", user_json(p.user)},
+      {"current_org_id", p.org_id ? nlohmann::json(*p.org_id) : nlohmann::json(nullptr)},
+      {"role", p.role.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.role)},
+      {"scopes", p.scopes}};
+  // A reloaded panel has lost the token login returned; it reads it here. Same-origin only
+  // (no CORS), so a page elsewhere can never read it.
+  if (!p.csrf_token.empty()) me["csrf_token"] = p.csrf_token;
+  return me;
 }
 
 std::string session_cookie(const Request& r, const std::string& value, long long max_age) {

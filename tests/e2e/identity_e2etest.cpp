@@ -139,6 +139,21 @@ TEST_F(IdentityE2E, UnsafeCookieRequestsNeedTheCsrfToken) {
   EXPECT_EQ(http_request(port(), "GET", "/v1/me", "", {{"Cookie", l.cookie}}).status, 200);
 }
 
+// The panel, reloaded, has only its cookie: GET /v1/me gives the session's CSRF token back,
+// and only to the session (an API token has none to give).
+TEST_F(IdentityE2E, AReloadedPanelReadsItsCsrfTokenFromMe) {
+  signup("reload@example.com");
+  auto l = login("reload@example.com");
+  auto me = http_request(port(), "GET", "/v1/me", "", {{"Cookie", l.cookie}});
+  ASSERT_EQ(me.status, 200);
+  ASSERT_EQ(me.json().value("csrf_token", ""), l.csrf);
+  auto out = http_request(port(), "POST", "/v1/auth/logout", "",
+                          {{"Cookie", l.cookie}, {"X-CSRF-Token", me.json()["csrf_token"]}});
+  EXPECT_EQ(out.status, 204);
+  auto other = login("reload@example.com");
+  EXPECT_NE(other.csrf, l.csrf);  // each session its own
+}
+
 TEST_F(IdentityE2E, LogoutEndsTheSessionAtOnce) {
   signup("bye@example.com");
   auto l = login("bye@example.com");
