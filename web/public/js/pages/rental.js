@@ -1,0 +1,188 @@
+// One rental: where it is on its way to ready (live, by long poll), how to log in (the SSH
+// command to copy, the host's known_hosts lines, a certificate for a public key), its
+// events, and extend or terminate.
+import { get, post, newIdempotencyKey } from "../api.js";
+import { strings, t, money, dateTime } from "../i18n.js";
+import { badge, busy, copyText, field, h, page, showError, table, toast } from "../ui.js";
+import { FINAL_STATES, days, period, progress, shape, title } from "../rentals-view.js";
+
+strings({
+  en: { "r.facts": "Details", "r.gpus": "GPUs", "r.period": "Period", "r.days": "Length", "r.price": "Price",
+        "r.per_day": "{price} a day, {total} in all", "r.node": "Node", "r.image": "Image", "r.state": "State",
+        "r.ssh": "Log in", "r.ssh_wait": "The SSH command appears here once the node is ready.",
+        "r.command": "SSH command", "r.known_hosts": "Host keys for ~/.ssh/known_hosts (so ssh checks the host; never trust it blindly)",
+        "r.ssh_config": "Or add to ~/.ssh/config", "r.fingerprints": "Host key fingerprints",
+        "r.cert": "SSH certificate", "r.cert_help": "Paste a public key (for example ~/.ssh/id_ed25519.pub) to get a certificate valid only for this rental's period. Save it beside the key as id_ed25519-cert.pub; ssh uses it automatically.",
+        "r.public_key": "Public key", "r.get_cert": "Get certificate", "r.cert_saved": "Certificate valid {from} – {to}",
+        "r.download": "Download certificate",
+        "r.events": "Events", "r.at": "Time", "r.from": "From", "r.to": "To", "r.reason": "Reason",
+        "r.events_caption": "What happened to this rental",
+        "r.extend": "Extend", "r.extend_days": "More days", "r.extend_submit": "Extend",
+        "r.extended": "Extended: it now ends {end}.",
+        "r.terminate": "Terminate", "r.terminate_confirm": "Terminate this rental now? Days not yet started are refunded; the GPUs are wiped.",
+        "r.terminated": "The rental is being released.", "r.waitlist": "Waiting for GPUs: position {position} in line.",
+        "r.waitlist_eta": "Expected start: {at}.", "r.live": "Updating live" },
+  ru: { "r.facts": "Подробности", "r.gpus": "GPU", "r.period": "Период", "r.days": "Срок", "r.price": "Цена",
+        "r.per_day": "{price} в сутки, всего {total}", "r.node": "Узел", "r.image": "Образ", "r.state": "Состояние",
+        "r.ssh": "Вход", "r.ssh_wait": "Команда SSH появится здесь, когда узел будет готов.",
+        "r.command": "Команда SSH", "r.known_hosts": "Ключи хоста для ~/.ssh/known_hosts (ssh проверит хост; никогда не доверяйте вслепую)",
+        "r.ssh_config": "Или добавьте в ~/.ssh/config", "r.fingerprints": "Отпечатки ключей хоста",
+        "r.cert": "SSH-сертификат", "r.cert_help": "Вставьте открытый ключ (например, ~/.ssh/id_ed25519.pub), чтобы получить сертификат только на срок этой аренды. Сохраните его рядом с ключом как id_ed25519-cert.pub — ssh подхватит его сам.",
+        "r.public_key": "Открытый ключ", "r.get_cert": "Получить сертификат", "r.cert_saved": "Сертификат действует {from} – {to}",
+        "r.download": "Скачать сертификат",
+        "r.events": "События", "r.at": "Время", "r.from": "Из", "r.to": "В", "r.reason": "Причина",
+        "r.events_caption": "Что происходило с арендой",
+        "r.extend": "Продлить", "r.extend_days": "Ещё суток", "r.extend_submit": "Продлить",
+        "r.extended": "Продлено: теперь до {end}.",
+        "r.terminate": "Завершить", "r.terminate_confirm": "Завершить аренду сейчас? Не начавшиеся сутки вернутся на баланс; GPU будут очищены.",
+        "r.terminated": "Аренда освобождается.", "r.waitlist": "Ожидание GPU: позиция {position} в очереди.",
+        "r.waitlist_eta": "Ожидаемый старт: {at}.", "r.live": "Обновляется" },
+});
+
+const MOVING = ["pending", "scheduled", "provisioning", "releasing"];
+
+export async function render(ctx) {
+  const id = encodeURIComponent(ctx.params.id);
+  let rental = await get(`/v1/rentals/${id}`);
+  const root = h("div");
+  const controller = new AbortController();
+  ctx.onLeave(() => controller.abort());
+
+  async function refresh() {
+    rental = await get(`/v1/rentals/${id}`);
+    await loadEvents();
+    draw();
+  }
+
+  // While the rental is on its way, hold a long poll for its next state; each answer redraws.
+  let following = false;
+  async function follow() {
+    if (following) return;
+    following = true;
+    while (!controller.signal.aborted && MOVING.includes(rental.state)) {
+      const target = rental.state === "releasing" ? "ended" : "active";
+      try {
+        const next = await get(`/v1/rentals/${id}/wait?state=${target}&timeout_s=25`, { signal: controller.signal });
+        const changed = next.state !== rental.state;
+        rental = { ...rental, ...next };
+        if (changed) await refresh();
+      } catch (err) {
+        if (controller.signal.aborted) return;
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+      }
+    }
+    following = false;
+  }
+
+  function draw() {
+    if (ctx.stale()) return;
+    const focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : null;
+    root.replaceChildren(
+      h("p", { class: "state-line" }, badge(rental.state), " ",
+        MOVING.includes(rental.state) ? h("span", { class: "loading inline" }, h("span", { class: "spin", "aria-hidden": "true" }), t("r.live")) : null),
+      progress(rental),
+      rental.waitlist ? h("p", { class: "alert info" }, t("r.waitlist", { position: rental.waitlist.position }),
+        rental.waitlist.estimated_start ? ` ${t("r.waitlist_eta", { at: dateTime(rental.waitlist.estimated_start) })}` : "") : null,
+      sshSection(),
+      h("section", { class: "card", "aria-labelledby": "r-facts" }, h("h2", { id: "r-facts" }, t("r.facts")),
+        h("dl", { class: "facts" },
+          h("dt", {}, t("r.gpus")), h("dd", {}, shape(rental)),
+          h("dt", {}, t("r.period")), h("dd", {}, period(rental)),
+          h("dt", {}, t("r.days")), h("dd", {}, days(rental.days)),
+          h("dt", {}, t("r.price")), h("dd", {}, t("r.per_day", { price: money(rental.price.per_day), total: money(rental.price.total) })),
+          h("dt", {}, t("r.node")), h("dd", {}, rental.node_id || "—"),
+          h("dt", {}, t("r.image")), h("dd", {}, rental.image?.id || "—"))),
+      actions(),
+      eventsSection);
+    if (focused) document.getElementById(focused)?.focus();
+  }
+
+  function sshSection() {
+    const s = rental.ssh;
+    const box = h("section", { class: "card", "aria-labelledby": "r-ssh" }, h("h2", { id: "r-ssh" }, t("r.ssh")));
+    if (!s || rental.state !== "active") {
+      box.append(h("p", {}, t("r.ssh_wait")));
+      return box;
+    }
+    const copyable = (label, text, testid) => h("div", { class: "copy-block" },
+      h("h3", {}, label), h("pre", { class: "copyable", "data-testid": testid }, text),
+      h("button", { type: "button", onclick: (e) => copyText(text, e.currentTarget) }, `${t("copy")}: ${label}`));
+    box.append(
+      copyable(t("r.command"), s.command, "ssh-command"),
+      s.known_hosts && s.known_hosts.length ? copyable(t("r.known_hosts"), s.known_hosts.join("\n"), "known-hosts") : null,
+      s.ssh_config ? copyable(t("r.ssh_config"), s.ssh_config, "ssh-config") : null,
+      s.host_key_fingerprints && s.host_key_fingerprints.length
+        ? h("div", {}, h("h3", {}, t("r.fingerprints")), h("ul", {}, s.host_key_fingerprints.map((f) => h("li", {}, h("code", {}, f))))) : null,
+      certificateForm());
+    return box;
+  }
+
+  function certificateForm() {
+    const form = h("form", { class: "cert", novalidate: true },
+      h("h3", {}, t("r.cert")), h("p", {}, t("r.cert_help")),
+      field({ label: t("r.public_key"), name: "public_key", multiline: true, required: true,
+              attrs: { placeholder: "ssh-ed25519 AAAA… you@laptop", spellcheck: "false" } }),
+      h("button", { type: "submit" }, t("r.get_cert")), h("div", { class: "cert-out" }));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const publicKey = form.querySelector('[name="public_key"]').value.trim();
+      busy(form.querySelector("button[type=submit]"), async () => {
+        const c = await post(`/v1/rentals/${id}/ssh-certificate`, { public_key: publicKey },
+          { idempotencyKey: newIdempotencyKey() });
+        const url = URL.createObjectURL(new Blob([`${c.certificate}\n`], { type: "text/plain" }));
+        ctx.onLeave(() => URL.revokeObjectURL(url));
+        form.querySelector(".cert-out").replaceChildren(
+          h("p", {}, t("r.cert_saved", { from: dateTime(c.valid_after), to: dateTime(c.valid_before) })),
+          h("pre", { class: "copyable" }, c.certificate),
+          h("a", { class: "button", href: url, download: "id_ed25519-cert.pub" }, t("r.download")));
+      }, form);
+    });
+    return form;
+  }
+
+  function actions() {
+    if (FINAL_STATES.includes(rental.state) || rental.state === "releasing" || !ctx.session.can("rentals:write")) return null;
+    const form = h("form", { class: "row", novalidate: true },
+      field({ label: t("r.extend_days"), name: "days", type: "number", value: "1", attrs: { min: 1, max: 365 } }),
+      h("div", { class: "field" }, h("button", { type: "submit" }, t("r.extend_submit"))));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const more = Number(form.querySelector('[name="days"]').value);
+      busy(form.querySelector("button[type=submit]"), async () => {
+        rental = await post(`/v1/rentals/${id}/extend`, { days: more }, { idempotencyKey: newIdempotencyKey() });
+        toast(t("r.extended", { end: dateTime(rental.period.end) }));
+        await refresh();
+      }, form);
+    });
+    const terminate = h("button", { type: "button", class: "danger", onclick: (e) => {
+      if (!confirm(t("r.terminate_confirm"))) return;
+      busy(e.currentTarget, async () => {
+        rental = await post(`/v1/rentals/${id}/terminate`, {}, { idempotencyKey: newIdempotencyKey() });
+        toast(t("r.terminated"));
+        await refresh();
+        follow();
+      });
+    } }, t("r.terminate"));
+    return h("section", { class: "card", "aria-labelledby": "r-actions" },
+      h("h2", { id: "r-actions" }, t("r.extend")), form, h("p", {}, terminate));
+  }
+
+  // Declared before the first draw, which places it.
+  const eventsSection = h("section", { "aria-labelledby": "r-events" }, h("h2", { id: "r-events" }, t("r.events")));
+  async function loadEvents() {
+    const events = await get(`/v1/rentals/${id}/events`);
+    if (ctx.stale()) return;
+    eventsSection.replaceChildren(h("h2", { id: "r-events" }, t("r.events")),
+      table(t("r.events_caption"), [
+        { label: t("r.at"), cell: (e) => dateTime(e.at) },
+        { label: t("r.from"), cell: (e) => (e.from_state ? badge(e.from_state) : "—") },
+        { label: t("r.to"), cell: (e) => badge(e.to_state) },
+        { label: t("r.reason"), cell: (e) => e.reason || "" },
+      ], events.items));
+  }
+
+  await loadEvents();
+  draw();
+  follow();
+  return page(title(rental), root);
+}
