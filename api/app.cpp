@@ -162,7 +162,8 @@ int run_server(const Config& config) {
   unsigned short port = server.listen();
   unsigned short agent_port = agents.start();
   if (config.demo)
-    seed_demo(config, pool, identity.identity_store(), inventory.demo_fleet_stores());
+    seed_demo(config, pool, identity.identity_store(), inventory.demo_fleet_stores(),
+              billing.top_ups());
   if (!config.port_file.empty()) write_port_file(config.port_file, port, agent_port);
   log::info("gpurentd {} listening on http://{}:{}", GPURENT_VERSION, config.listen_host, port);
   if (agent_port != 0) {

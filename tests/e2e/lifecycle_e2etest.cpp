@@ -268,6 +268,58 @@ TEST(Lifecycle, DemoModePrintsAWorkingAdminLoginAndSeedsTheFleetOnce) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Lifecycle, DemoModeSeedsACustomerWithADemoBalanceOnce) {
+  TestDatabase db;
+  std::string dir = make_temp_dir("gpurent-demo");
+  const std::string line = "demo customer login: demo@gpurent.local  password: ";
+  auto password_in = [&](const std::string& logs) {
+    auto at = logs.find(line);
+    if (at == std::string::npos) return std::string();
+    at += line.size();
+    return logs.substr(at, logs.find('\n', at) - at);
+  };
+  auto balance_of = [](int port, const std::string& password) {
+    auto r =
+        http_request(port, "POST", "/v1/auth/login",
+                     nlohmann::json{{"email", "demo@gpurent.local"}, {"password", password}}.dump(),
+                     {{"Content-Type", "application/json"}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["user"]["is_platform_admin"], false) << r.body;
+    std::string cookie = r.header("set-cookie");
+    auto balance = http_request(port, "GET", "/v1/billing/balance", "",
+                                {{"Cookie", cookie.substr(0, cookie.find(';'))}});
+    EXPECT_EQ(balance.status, 200) << balance.body;
+    return balance.json();
+  };
+  std::string first;
+  {
+    ServerProcess server(
+        {.database_url = db.url(), .flags = {"--demo=true", "--data_dir=" + dir + "/pg"}});
+    wait_for([&] { return !password_in(server.logs()).empty(); });
+    first = password_in(server.logs());
+    ASSERT_FALSE(first.empty()) << server.logs();
+    // Printed beside the admin's login.
+    EXPECT_NE(server.logs().find("demo admin login: admin@gpurent.local  password: "),
+              std::string::npos);
+    auto balance = balance_of(server.port(), first);
+    EXPECT_EQ(balance["available"],
+              nlohmann::json({{"amount_minor", 100000000}, {"currency", "RUB"}}))
+        << balance;
+    auto kept = std::filesystem::status(dir + "/demo-customer-password").permissions();
+    EXPECT_EQ(kept, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  }
+  ServerProcess again(
+      {.database_url = db.url(), .flags = {"--demo=true", "--data_dir=" + dir + "/pg"}});
+  wait_for([&] { return !password_in(again.logs()).empty(); });
+  EXPECT_EQ(password_in(again.logs()), first) << "a restart prints the same login";
+  EXPECT_EQ(balance_of(again.port(), first)["available"]["amount_minor"], 100000000)
+      << "a restart credits nothing more";
+  pqxx::connection c(db.url());
+  pqxx::nontransaction tx(c);
+  EXPECT_EQ(tx.exec("SELECT count(*) FROM orgs WHERE name = 'Demo customer'")[0][0].as<int>(), 1);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Lifecycle, ReplicasStartTogetherOnOneDatabase) {
   TestDatabase db(TestDatabase::Kind::kEmpty);  // both must race to migrate it
   std::vector<std::unique_ptr<ServerProcess>> replicas;
