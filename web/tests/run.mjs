@@ -75,8 +75,8 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 process.on("exit", () => stack.killAll());
 
 // Runs `work` in a fresh browser context: the tab's console errors fail it, and it closes.
-async function inTab(work) {
-  const tab = await Tab.open(browser, stack.url, artifacts);
+async function inTab(work, options = {}) {
+  const tab = await Tab.open(browser, stack.url, artifacts, options);
   try {
     await work(tab);
   } catch (err) {
@@ -121,7 +121,7 @@ describe("web panel", { concurrency: 1 }, () => {
       test.todo(`${s.name} (${s.todo || `page not there yet: ${missing.join(", ")}`})`);
       continue;
     }
-    test(s.name, () => inTab((tab) => s.run({ tab, api: stack.api, stack })));
+    test(s.name, () => inTab((tab) => s.run({ tab, api: stack.api, stack }), s.tab));
   }
 
   const tour = "every main page: no console errors, axe clean, a screenshot";

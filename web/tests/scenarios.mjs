@@ -2,7 +2,7 @@
 // opens its own browser context, so any of them runs alone (--only) and in any order.
 // `pages`: the page modules (web/public/js/pages/<name>.js) a scenario needs; one that is not
 // there yet makes the scenario a todo rather than a failure. `todo`: written against a page
-// not there when the scenario was written.
+// not there when the scenario was written. `tab`: options of its browser tab (clipboard).
 import assert from "node:assert/strict";
 import { H100, L4, PASSWORD, waitFor } from "./lib/stack.mjs";
 
@@ -82,6 +82,7 @@ export const scenarios = [
   {
     name: "a customer books 8×H100 for tomorrow and for now, watches the second become active, copies its SSH command and terminates it",
     pages: ["book", "rental"],
+    tab: { clipboard: true },
     async run({ tab, api, stack }) {
       const { page } = tab;
       const customer = await api.customer(stack, { fundsMinor: 10 * MILLION_ROUBLES });

@@ -23,9 +23,9 @@ export async function launch() {
 
 // One user's browser: a fresh context (no cookies, no storage), one page.
 export class Tab {
-  static async open(browser, baseURL, artifacts, { lang = "en-GB" } = {}) {
+  static async open(browser, baseURL, artifacts, { lang = "en-GB", clipboard = false } = {}) {
     const context = await browser.newContext({ baseURL, locale: lang, viewport: { width: 1280, height: 900 } });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseURL });
+    if (clipboard) await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseURL });
     const page = await context.newPage();
     page.setDefaultTimeout(10000);
     return new Tab(context, page, artifacts);
@@ -84,7 +84,9 @@ export class Tab {
     const text = await this.page.locator("#main").innerText();
     const leak = text.match(/.{0,40}\b(undefined|null|NaN|\[object Object\])\b.{0,40}/);
     if (leak) problems.push(`it shows "${leak[1]}" as text: …${leak[0].replace(/\n/g, " ⏎ ")}…`);
-    await this.page.evaluate(AXE);  // not a script tag: the panel's CSP refuses inline scripts
+    // Once per document (the panel's routes share one), and not as a script tag: the panel's
+    // CSP refuses inline scripts.
+    if (!(await this.page.evaluate(() => typeof window.axe === "object"))) await this.page.evaluate(AXE);
     const results = await this.page.evaluate(() =>
       // eslint-disable-next-line no-undef
       axe.run(document, { resultTypes: ["violations"] }));
