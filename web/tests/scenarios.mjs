@@ -4,7 +4,7 @@
 // there yet makes the scenario a todo rather than a failure. `todo`: written against a page
 // not there when the scenario was written. `tab`: options of its browser tab (clipboard).
 import assert from "node:assert/strict";
-import { H100, L4, PASSWORD, waitFor } from "./lib/stack.mjs";
+import { H100, L4, PASSWORD, RTX4090, waitFor } from "./lib/stack.mjs";
 
 // A real ed25519 public key (its private half was thrown away).
 export const PUBLIC_KEY =
@@ -182,8 +182,44 @@ export const scenarios = [
   {
     name: "an admin drains a node and sees it leave the availability",
     pages: ["admin/node", "admin/fleet", "catalog"],
-    todo: "the admin pages (admin/fleet.js, admin/node.js) are not written yet",
-    async run() {},
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const node = stack.nodes["pcie-4090-a"];
+      const offer = () => page.getByRole("table", { name: "Offers with prices per day" })
+        .getByRole("row").filter({ hasText: `8× ${RTX4090}` });
+      await tab.signIn(stack.adminEmail, stack.adminPassword);
+      // Before: 8× RTX 4090 can start now.
+      await tab.visit("#/catalog");
+      await offer().getByRole("cell", { name: "Now", exact: true }).waitFor();
+
+      // The fleet page links the node; its page drains it, asking why.
+      await tab.visit("#/admin");
+      await tab.check("admin-fleet");
+      await page.getByRole("link", { name: new RegExp(node.hostname) }).first().click();
+      await page.getByRole("heading", { level: 1, name: node.hostname }).waitFor();
+      await tab.rendered();
+      assert.equal(new URL(page.url()).hash, `#/admin/nodes/${node.id}`);
+      await tab.check("admin-node");
+      await page.getByRole("button", { name: "Drain", exact: true }).click();
+      await page.getByLabel("Reason").fill("browser test: fans to be replaced");
+      await tab.check("admin-node-drain-form");
+      await page.getByRole("button", { name: "Confirm: Drain" }).click();
+      await page.getByRole("status").filter({ hasText: `${node.hostname}: Drain done` }).waitFor();
+      const drained = await api.expect(200, "GET", `/v1/admin/nodes/${node.id}`, undefined, stack.admin);
+      assert.ok(["draining", "maintenance"].includes(drained.state), drained.state);
+      await page.getByRole("heading", { level: 1, name: node.hostname }).waitFor();
+      await tab.check("admin-node-drained");
+
+      // After: nothing of it can start now (the catalog may answer from a cache for a moment).
+      await tab.visit("#/catalog");
+      await waitFor(async () => {
+        if ((await offer().count()) === 0) return true;
+        if ((await offer().getByRole("cell", { name: "Now", exact: true }).count()) === 0) return true;
+        await page.reload();
+        await tab.rendered();
+        return false;
+      }, 15000, 500, "the catalog to stop offering the drained node now");
+    },
   },
   {
     name: "switching the language to Russian shows Russian text and amounts in ₽",

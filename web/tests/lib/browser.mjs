@@ -21,6 +21,18 @@ export async function launch() {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS, timeout: 30000 });
 }
 
+// The panel's route of a URL or hash: "#/rentals/:id" for "#/rentals/rnt_…", no query.
+export function routeOf(url) {
+  const hash = url.includes("#") ? url.slice(url.indexOf("#")) : "#/";
+  return hash.split("?")[0]
+    .replace(/^#\/rentals\/[^/]+$/, "#/rentals/:id")
+    .replace(/^#\/admin\/nodes\/[^/]+$/, "#/admin/nodes/:id");
+}
+
+// "<role> <route>" of the pages that passed check() in this run, in any scenario; the role
+// is anonymous, customer or admin.
+export const checkedRoutes = new Set();
+
 // One user's browser: a fresh context (no cookies, no storage), one page.
 export class Tab {
   static async open(browser, baseURL, artifacts, { lang = "en-GB", clipboard = false } = {}) {
@@ -99,6 +111,9 @@ export class Tab {
         v.nodes.slice(0, 5).map((n) => `    ${n.target.join(" ")}: ${n.failureSummary.replace(/\n/g, " ")}`).join("\n"));
     }
     if (problems.length) throw new Error(`${name} (${this.page.url()}):\n  ${problems.join("\n  ")}`);
+    const role = await this.page.evaluate(() => (document.querySelector("#nav .admin-nav") ? "admin"
+      : document.querySelector("#who .email") ? "customer" : "anonymous"));
+    checkedRoutes.add(`${role} ${routeOf(this.page.url())}`);
   }
 
   // visit() then check().

@@ -12,6 +12,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 export const H100 = "H100-SXM5-80GB";
 export const L4 = "L4-24GB";
+// One node of it, which the drain scenario takes out of service; no other scenario books it.
+export const RTX4090 = "RTX4090-24GB";
 
 export const PASSWORD = "a good passphrase for tests";
 
@@ -239,8 +241,8 @@ export class Stack {
       { amount: { amount_minor: amountMinor, currency: "RUB" }, reason: "browser tests" }, this.admin);
   }
 
-  // A site, an image, prices in roubles, and nodes with simulated agents: two HGX 8×H100
-  // and one 4×L4 (PCIe).
+  // A site, an image, prices in roubles, and nodes with simulated agents: two HGX 8×H100,
+  // one 4×L4 and one 8×RTX 4090 (PCIe).
   async seedFleet() {
     const a = this.admin;
     const site = await this.api.expect(201, "POST", "/v1/admin/sites",
@@ -254,12 +256,14 @@ export class Stack {
       { gpu_model: model, gpu_count: n, price_per_day: { amount_minor: perGpu * 100 * n, currency: "RUB" } }));
     price(H100, 6500, [1, 2, 4, 8]);
     price(L4, 1000, [1, 2, 4]);
+    price(RTX4090, 1300, [8]);
     await this.api.expect(200, "PUT", "/v1/admin/prices", prices, a);
 
     const specs = [
       { hostname: "hgx-h100-a", model: H100, gpus: 8, topology: "nvswitch", agentModel: "NVIDIA H100 80GB HBM3" },
       { hostname: "hgx-h100-b", model: H100, gpus: 8, topology: "nvswitch", agentModel: "NVIDIA H100 80GB HBM3" },
       { hostname: "pcie-l4-a", model: L4, gpus: 4, topology: "pcie", agentModel: "NVIDIA L4" },
+      { hostname: "pcie-4090-a", model: RTX4090, gpus: 8, topology: "pcie", agentModel: "NVIDIA GeForce RTX 4090" },
     ];
     this.nodes = {};
     for (const s of specs) {
