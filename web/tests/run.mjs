@@ -33,6 +33,7 @@ for (let i = 0; i < args.length; i++) {
   else usage(`unknown argument ${args[i]}`);
 }
 if (!build) usage("the build folder is missing");
+if (!fs.existsSync(path.join(build, "CMakeCache.txt"))) usage(`${build} is not a CMake build folder`);
 artifacts = path.resolve(artifacts || path.join(build, "web-artifacts"));
 
 // Skipped, with the reason, only when the tools are not installed (scripts/bootstrap

@@ -39,7 +39,7 @@ export class Tab {
     const context = await browser.newContext({ baseURL, locale: lang, viewport: { width: 1280, height: 900 } });
     if (clipboard) await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseURL });
     const page = await context.newPage();
-    page.setDefaultTimeout(10000);
+    page.setDefaultTimeout(20000);  // generous: make test runs it beside other tests on two cores
     return new Tab(context, page, artifacts);
   }
 
