@@ -7,7 +7,7 @@ import "./strings.js";
 import { whenUnauthenticated } from "./api.js";
 import { language, money, setLanguage, t } from "./i18n.js";
 import * as session from "./session.js";
-import { h, page, setMoneyFormatter, spinner, describeError } from "./ui.js";
+import { h, page, replace, setMoneyFormatter, spinner, describeError } from "./ui.js";
 
 setMoneyFormatter(money);
 
@@ -126,7 +126,7 @@ async function render() {
     const module = await import(`./pages/${route.module}.js`);
     const content = await module.render(ctx);
     if (ctx.stale()) return;
-    main.replaceChildren(...[content].flat());
+    replace(main, content);
     // After a navigation, focus moves to the new page's heading (screen readers announce it);
     // not on the first load, where the browser's own start is expected.
     const heading = main.querySelector("h1");

@@ -7,10 +7,10 @@ import { h } from "./ui.js";
 strings({
   en: { "cal.caption": "Availability of {count}× {model}, by start day",
         "cal.free": { one: "{n} free", other: "{n} free" }, "cal.none": "full",
-        "cal.day": "{date}: {free}. Book from this day" },
+        "cal.day": "{weekday} {date}: {free}. Book from this day" },
   ru: { "cal.caption": "Доступность {count}× {model} по дням начала",
         "cal.free": { one: "{n} свободна", few: "{n} свободны", many: "{n} свободно", other: "{n} свободно" },
-        "cal.none": "занято", "cal.day": "{date}: {free}. Арендовать с этого дня" },
+        "cal.none": "занято", "cal.day": "{weekday} {date}: {free}. Арендовать с этого дня" },
 });
 
 export async function calendar(model, count, days = 28) {
@@ -24,7 +24,7 @@ export async function calendar(model, count, days = 28) {
     const level = d.available === 0 ? "none" : d.available < 3 ? "few" : "many";
     return { when, el: h("li", { class: `day ${level}` },
       h("a", { href: `#/book?gpu_model=${encodeURIComponent(model)}&gpu_count=${count}&start=${d.date}`,
-               "aria-label": t("cal.day", { date: dayFormat.format(when), free }) },
+               "aria-label": t("cal.day", { weekday: weekday.format(when), date: dayFormat.format(when), free }) },
         h("span", { class: "dow", "aria-hidden": "true" }, weekday.format(when)),
         h("span", { class: "dom", "aria-hidden": "true" }, dayFormat.format(when)),
         h("span", { class: "free", "aria-hidden": "true" }, free))) };

@@ -29,7 +29,7 @@ export function h(tag, attrs = {}, ...children) {
 
 function append(el, children) {
   for (const child of children.flat(Infinity)) {
-    if (child === null || child === undefined || child === false) continue;
+    if (!present(child)) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
 }
@@ -171,8 +171,20 @@ export function badge(text, kind) {
   return h("span", { class: `badge ${kind || text}` }, t(`state.${text}`) === `state.${text}` ? text : t(`state.${text}`));
 }
 
+// A page's content: its heading, then the children that are there (null/false left out).
 export function page(title, ...children) {
-  return [h("h1", { tabindex: "-1" }, title), ...children];
+  return [h("h1", { tabindex: "-1" }, title), ...children.flat(Infinity).filter(present)];
+}
+
+// el.replaceChildren, leaving out null/false children (which it would show as "null").
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+function present(child) {
+  return child !== null && child !== undefined && child !== false;
 }
 
 export async function copyText(text, button) {

@@ -3,7 +3,7 @@
 // a double click or a retried request books once.
 import { all, get, post, newIdempotencyKey } from "../api.js";
 import { strings, t, money, dateTime, date } from "../i18n.js";
-import { busy, clearErrors, field, h, page, showError } from "../ui.js";
+import { busy, clearErrors, field, h, page, replace, showError } from "../ui.js";
 import "../rentals-view.js";  // the plural of days
 
 strings({
@@ -145,7 +145,7 @@ export async function render(ctx) {
       const r = await post("/v1/quotes", quoteBody);
       if (seq !== quoteSeq || ctx.stale()) return;
       clearErrors(form);
-      target.replaceChildren(
+      replace(target,
         h("p", { class: "summary" }, t("book.summary", { count: b.gpu_count, model: b.gpu_model,
           days: t("rental.days", { n: b.days }) })),
         h("dl", { class: "facts" },

@@ -3,7 +3,7 @@
 // events, and extend or terminate.
 import { get, post, newIdempotencyKey } from "../api.js";
 import { strings, t, money, dateTime } from "../i18n.js";
-import { badge, busy, copyText, field, h, page, showError, table, toast } from "../ui.js";
+import { badge, busy, copyText, field, h, page, replace, table, toast } from "../ui.js";
 import { FINAL_STATES, days, period, progress, shape, title } from "../rentals-view.js";
 
 strings({
@@ -77,7 +77,7 @@ export async function render(ctx) {
   function draw() {
     if (ctx.stale()) return;
     const focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : null;
-    root.replaceChildren(
+    replace(root,
       h("p", { class: "state-line" }, badge(rental.state), " ",
         MOVING.includes(rental.state) ? h("span", { class: "loading inline" }, h("span", { class: "spin", "aria-hidden": "true" }), t("r.live")) : null),
       progress(rental),
@@ -131,7 +131,7 @@ export async function render(ctx) {
           { idempotencyKey: newIdempotencyKey() });
         const url = URL.createObjectURL(new Blob([`${c.certificate}\n`], { type: "text/plain" }));
         ctx.onLeave(() => URL.revokeObjectURL(url));
-        form.querySelector(".cert-out").replaceChildren(
+        replace(form.querySelector(".cert-out"),
           h("p", {}, t("r.cert_saved", { from: dateTime(c.valid_after), to: dateTime(c.valid_before) })),
           h("pre", { class: "copyable" }, c.certificate),
           h("a", { class: "button", href: url, download: "id_ed25519-cert.pub" }, t("r.download")));
@@ -172,7 +172,7 @@ export async function render(ctx) {
   async function loadEvents() {
     const events = await get(`/v1/rentals/${id}/events`);
     if (ctx.stale()) return;
-    eventsSection.replaceChildren(h("h2", { id: "r-events" }, t("r.events")),
+    replace(eventsSection, h("h2", { id: "r-events" }, t("r.events")),
       table(t("r.events_caption"), [
         { label: t("r.at"), cell: (e) => dateTime(e.at) },
         { label: t("r.from"), cell: (e) => (e.from_state ? badge(e.from_state) : "—") },
