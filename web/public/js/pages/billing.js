@@ -195,10 +195,10 @@ function balanceFigures(b) {
 }
 
 function invoiceDetail(invoice, { close, open }) {
-  const number = invoice.number || "";
   const title = invoice.kind === "credit_note"
-    ? t("billing.credit_note_title", { number: number || t("billing.no_number") })
-    : number ? t("billing.invoice", { number }) : t("billing.draft_invoice", { period: periodText(invoice.period) });
+    ? t("billing.credit_note_title", { number: invoice.number || t("billing.no_number") })
+    : invoice.number ? t("billing.invoice", { number: invoice.number })
+      : t("billing.draft_invoice", { period: periodText(invoice.period) });
   const facts = [
     [t("billing.f.status"), badge(invoice.status)],
     [t("billing.f.period"), periodText(invoice.period)],
@@ -250,8 +250,10 @@ async function pagedTable({ path, limit, caption, columns, empty, heading }) {
   const wrap = h("div", { class: "paged" });
   const status = h("p", { class: "hint", role: "status" });
   const more = h("button", { type: "button" }, t("billing.more"));
+  const node = h("div", {}, wrap, h("div", { class: "toolbar more" }, status, more));
   let cursor = null;
   let shown = 0;
+  let pages = 0;
   let tbody = null;
 
   async function load() {
@@ -260,9 +262,9 @@ async function pagedTable({ path, limit, caption, columns, empty, heading }) {
     const items = result.items || [];
     cursor = result.next_cursor || null;
     if (!tbody) {
-      const node = numbered(stackable(table(caption, columns, items, empty)), columns);
-      wrap.replaceChildren(node);
-      tbody = node.querySelector("tbody");
+      const built = numbered(stackable(table(caption, columns, items, empty)), columns);
+      wrap.replaceChildren(built);
+      tbody = built.querySelector("tbody");
     } else {
       const labels = columns.map((c) => c.label);
       for (const item of items) {
@@ -271,17 +273,19 @@ async function pagedTable({ path, limit, caption, columns, empty, heading }) {
       }
     }
     shown += items.length;
-    more.hidden = !cursor;
-    status.textContent = shown === 0 ? "" : t(cursor ? "billing.shown" : "billing.all_shown", { n: shown });
+    pages += 1;
+    if (!cursor) more.remove();
+    // One page needs no count; after "Show more" the count says what arrived.
+    status.textContent = cursor ? t("billing.shown", { n: shown }) : pages > 1 ? t("billing.all_shown", { n: shown }) : "";
   }
 
   more.addEventListener("click", () => busy(more, async () => {
     await load();
     // The button is gone after the last page: focus goes back to the list's heading.
-    if (more.hidden) heading.focus();
+    if (!more.isConnected) heading.focus();
   }));
   await load();
-  return h("div", {}, wrap, h("div", { class: "toolbar more" }, status, more));
+  return node;
 }
 
 function kindName(kind) {

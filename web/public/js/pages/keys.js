@@ -116,7 +116,7 @@ function addForm(refresh) {
   });
 
   const submit = h("button", { type: "submit", class: "primary" }, t("keys.add"));
-  const form = h("form", { class: "card", novalidate: true }, nameField, keyField, submit);
+  const form = h("form", { class: "card account-form", novalidate: true }, nameField, keyField, submit);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     busy(submit, async () => {

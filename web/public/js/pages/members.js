@@ -196,7 +196,7 @@ function addForm(grantable, refresh) {
   const roleField = field({ label: t("members.role"), name: "role", value: "member", required: true,
                            options: grantable.map((r) => ({ value: r, label: roleName(r) })) });
   const submit = h("button", { type: "submit", class: "primary" }, t("members.add"));
-  const form = h("form", { class: "card", novalidate: true }, h("div", { class: "row" }, emailField, roleField), submit);
+  const form = h("form", { class: "card account-form", novalidate: true }, h("div", { class: "row member-row" }, emailField, roleField), submit);
   const email = emailField.querySelector("input");
   form.addEventListener("submit", (event) => {
     event.preventDefault();

@@ -31,8 +31,8 @@ strings({
     "tokens.expires": "Expires after (days)", "tokens.expires_hint": "1 to 3650 days. Leave empty for a token that never expires.",
     "tokens.guardrails": "Guardrails (optional)",
     "tokens.guardrails_hint": "A request beyond a guardrail is refused, so a runaway script cannot book or spend without limit.",
-    "tokens.max_gpus": "At most this many GPUs rented at once", "tokens.max_days": "Longest rental (days)",
-    "tokens.spend": "Spending limit per calendar month ({currency})", "tokens.spend_hint": "For example 50000 or 50000.50.",
+    "tokens.max_gpus": "Most GPUs rented at once", "tokens.max_days": "Longest rental (days)",
+    "tokens.spend": "Monthly spending limit ({currency})", "tokens.spend_hint": "Per calendar month, e.g. 50000 or 50000.50.",
     "tokens.create": "Create token",
     "tokens.need_name": "Give the token a name.", "tokens.need_scope": "Choose at least one permission.",
     "tokens.whole_number": "Enter a whole number from {min} to {max}.",
@@ -78,8 +78,8 @@ strings({
     "tokens.expires": "Срок действия (дней)", "tokens.expires_hint": "От 1 до 3650 дней. Оставьте пустым для бессрочного токена.",
     "tokens.guardrails": "Ограничения (необязательно)",
     "tokens.guardrails_hint": "Запрос сверх ограничения отклоняется, и вышедший из-под контроля скрипт не сможет бронировать и тратить без предела.",
-    "tokens.max_gpus": "Не больше стольких GPU в аренде одновременно", "tokens.max_days": "Самая длинная аренда (дней)",
-    "tokens.spend": "Лимит расходов за календарный месяц ({currency})", "tokens.spend_hint": "Например, 50000 или 50000,50.",
+    "tokens.max_gpus": "Не больше GPU одновременно", "tokens.max_days": "Самая длинная аренда (дней)",
+    "tokens.spend": "Лимит расходов в месяц ({currency})", "tokens.spend_hint": "За календарный месяц, например 50000 или 50000,50.",
     "tokens.create": "Создать токен",
     "tokens.need_name": "Дайте токену название.", "tokens.need_scope": "Выберите хотя бы одно право.",
     "tokens.whole_number": "Введите целое число от {min} до {max}.",
@@ -208,7 +208,7 @@ function createForm({ scopes, currency, secretSlot, refresh }) {
     h("div", { class: "grid-fields" }, gpusField, daysField, spendField));
 
   const submit = h("button", { type: "submit", class: "primary" }, t("tokens.create"));
-  const form = h("form", { class: "card", novalidate: true },
+  const form = h("form", { class: "card account-form", novalidate: true },
     nameField, scopeBoxes, expiresField, guardrails, submit);
   const input = (name) => form.querySelector(`[name="${name}"]`);
 
