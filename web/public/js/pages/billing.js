@@ -155,7 +155,8 @@ export async function render(ctx) {
       const name = i.number || periodText(i.period);
       const view = h("button", { type: "button", "aria-expanded": "false", "aria-controls": "invoice-detail",
                                  "aria-label": t("billing.view_label", { number: name }) }, t("billing.view"));
-      view.addEventListener("click", () => openInvoice(i));
+      // A second press closes the lines it opened (aria-expanded says which).
+      view.addEventListener("click", () => (view.getAttribute("aria-expanded") === "true" ? closeInvoice(i.id) : openInvoice(i)));
       openers.set(i.id, view);
       return h("div", { class: "row-actions" }, view, " ", csvLink(i, t("billing.csv"), t("billing.csv_label", { number: name })));
     } },

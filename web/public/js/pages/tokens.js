@@ -1,7 +1,7 @@
 // API tokens of the organisation: the list (never a secret), creating one with scopes, an
 // expiry and guardrails for automation (its secret shown once), revoking one.
 import { all, del, get, post } from "../api.js";
-import { date, dateTime, money, number, strings, t } from "../i18n.js";
+import { dateTime, money, number, strings, t } from "../i18n.js";
 import { busy, copyText, field, h, page, table, toast } from "../ui.js";
 
 strings({
