@@ -2,7 +2,7 @@
 // (organisation, action, acting user, time range) kept in the address so a view can be linked.
 import { get } from "../../api.js";
 import { dateTime, strings, t } from "../../i18n.js";
-import { busy, field, h, page, showError } from "../../ui.js";
+import { busy, field, h, page, replace, showError } from "../../ui.js";
 import { dataTable, idCode, section } from "./fleet.js";
 
 strings({
@@ -137,9 +137,9 @@ export async function render(ctx) {
   ];
   // The first column is the time, so the rows are named by it.
   function draw() {
-    holder.replaceChildren(dataTable({ caption: t("admin.audit.caption"), columns, rows: entries, empty: t("admin.audit.none"),
+    replace(holder, dataTable({ caption: t("admin.audit.caption"), columns, rows: entries, empty: t("admin.audit.none"),
                                        className: "admin-audit" }),
-      ...(cursor ? [more] : []));
+      cursor ? more : null);
     count.textContent = entries.length ? t("admin.audit.shown", { n: entries.length }) : "";
   }
 

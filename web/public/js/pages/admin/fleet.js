@@ -4,7 +4,7 @@
 // helpers the other admin pages share (paging, state and health labels, money input, tables).
 import { get, newIdempotencyKey, post } from "../../api.js";
 import { dateTime, locale, number, strings, t } from "../../i18n.js";
-import { badge, busy, copyText, describeError, field, h, page, toast } from "../../ui.js";
+import { badge, busy, copyText, describeError, field, h, page, replace, toast } from "../../ui.js";
 
 strings({
   en: {
@@ -304,11 +304,10 @@ export async function render(ctx) {
         g.site ? h("p", { class: "admin-muted admin-site-meta" }, t("admin.fleet.site_meta", g.site)) : null,
         h("ul", { class: "admin-tiles" }, g.nodes.map(tile)));
     });
-    overview.replaceChildren(...[stats,
+    replace(overview, stats,
       nodes.length ? null : h("p", { class: "empty" }, t("admin.fleet.no_nodes")),
-      ...sections,
-      tempsCapped ? h("p", { class: "admin-muted" }, t("admin.fleet.temps_capped", { n: MAX_TEMPERATURE_NODES })) : null,
-    ].filter(Boolean));
+      sections,
+      tempsCapped ? h("p", { class: "admin-muted" }, t("admin.fleet.temps_capped", { n: MAX_TEMPERATURE_NODES })) : null);
     if (focused) overview.querySelector(`[data-node="${CSS.escape(focused)}"]`)?.focus();
   }
 

@@ -3,7 +3,7 @@
 // sshd host keys, and the admin actions (maintenance, drain, activate, retire: each asks why).
 import { get, newIdempotencyKey, post } from "../../api.js";
 import { dateTime, locale, money, number, strings, t } from "../../i18n.js";
-import { busy, describeError, field, h, page, svg, toast } from "../../ui.js";
+import { busy, describeError, field, h, page, replace, svg, toast } from "../../ui.js";
 import {
   allPages, celsius, clientError, dataTable, healthBadge, idCode, scrollRegion, secretBox, section, stateBadge, stateLabel,
 } from "./fleet.js";
@@ -606,8 +606,8 @@ function healthSection(node, signal) {
   ];
   let done = rows.length < 20;
   const draw = () => {
-    holder.replaceChildren(dataTable({ caption: t("admin.node.health_caption"), columns, rows, empty: t("admin.node.health_none") }),
-      ...(done ? [] : [more]));
+    replace(holder, dataTable({ caption: t("admin.node.health_caption"), columns, rows, empty: t("admin.node.health_none") }),
+      done ? null : more);
   };
   more.addEventListener("click", () => busy(more, async () => {
     const last = rows[rows.length - 1];

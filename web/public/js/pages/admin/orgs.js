@@ -3,7 +3,7 @@
 // credit, POST /v1/admin/orgs/{id}/credit {amount, reason, kind}.
 import { get, newIdempotencyKey, post } from "../../api.js";
 import { dateTime, money, number, strings, t } from "../../i18n.js";
-import { busy, field, h, page, toast } from "../../ui.js";
+import { busy, field, h, page, replace, toast } from "../../ui.js";
 import { amountError, clientError, dataTable, eachLimited, idCode, parseAmount, pointAt, section } from "./fleet.js";
 
 strings({
@@ -117,9 +117,9 @@ export async function render(ctx) {
         return b;
       } },
     ];
-    listHolder.replaceChildren(dataTable({ caption: t("admin.orgs.caption"), columns, rows: orgs, empty: t("admin.orgs.none"),
+    replace(listHolder, dataTable({ caption: t("admin.orgs.caption"), columns, rows: orgs, empty: t("admin.orgs.none"),
                                            rowKey: (o) => o.id }),
-      ...(cursor ? [more] : []));
+      cursor ? more : null);
     if (focusedRow) listHolder.querySelector(`tr[data-key="${CSS.escape(focusedRow)}"] button`)?.focus();
   }
 
