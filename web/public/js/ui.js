@@ -106,7 +106,8 @@ export function describeError(error) {
   if (!error) return t("error.unknown");
   const key = `error.${error.code}`;
   const text = t(key, { ...error.details, ...flatDetails(error.details) });
-  return text === key ? error.message : text;
+  // No translation, or one needing details this error lacks: the server's own sentence.
+  return text === key || /\{\w+\}/.test(text) ? error.message : text;
 }
 
 function flatDetails(details = {}) {
