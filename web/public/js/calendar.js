@@ -7,10 +7,10 @@ import { h } from "./ui.js";
 strings({
   en: { "cal.caption": "Availability of {count}× {model}, by start day",
         "cal.free": { one: "{n} free", other: "{n} free" }, "cal.none": "full",
-        "cal.day": "{weekday} {date}: {free}. Book from this day" },
+        "cal.book": "Book from this day" },
   ru: { "cal.caption": "Доступность {count}× {model} по дням начала",
         "cal.free": { one: "{n} свободна", few: "{n} свободны", many: "{n} свободно", other: "{n} свободно" },
-        "cal.none": "занято", "cal.day": "{weekday} {date}: {free}. Арендовать с этого дня" },
+        "cal.none": "занято", "cal.book": "Арендовать с этого дня" },
 });
 
 export async function calendar(model, count, days = 28) {
@@ -22,12 +22,13 @@ export async function calendar(model, count, days = 28) {
     const when = new Date(Date.UTC(y, m - 1, dd));
     const free = d.available > 0 ? t("cal.free", { n: d.available }) : t("cal.none");
     const level = d.available === 0 ? "none" : d.available < 3 ? "few" : "many";
+    // The link's name is its visible text (weekday, date, how many are free) and a hidden
+    // sentence after it, so what a screen reader says matches what is shown.
     return { when, el: h("li", { class: `day ${level}` },
-      h("a", { href: `#/book?gpu_model=${encodeURIComponent(model)}&gpu_count=${count}&start=${d.date}`,
-               "aria-label": t("cal.day", { weekday: weekday.format(when), date: dayFormat.format(when), free }) },
-        h("span", { class: "dow", "aria-hidden": "true" }, weekday.format(when)),
-        h("span", { class: "dom", "aria-hidden": "true" }, dayFormat.format(when)),
-        h("span", { class: "free", "aria-hidden": "true" }, free))) };
+      h("a", { href: `#/book?gpu_model=${encodeURIComponent(model)}&gpu_count=${count}&start=${d.date}` },
+        h("span", { class: "dow" }, weekday.format(when)), " ",
+        h("span", { class: "dom" }, dayFormat.format(when)), h("span", { class: "visually-hidden" }, ": "),
+        h("span", { class: "free" }, free), h("span", { class: "visually-hidden" }, `. ${t("cal.book")}`))) };
   });
   // Monday-first weeks: blank cells before the first day.
   const lead = cells.length ? (cells[0].when.getUTCDay() + 6) % 7 : 0;

@@ -107,13 +107,14 @@ export async function render(ctx) {
     const copyable = (label, text, testid) => h("div", { class: "copy-block" },
       h("h3", {}, label), h("pre", { class: "copyable", "data-testid": testid }, text),
       h("button", { type: "button", onclick: (e) => copyText(text, e.currentTarget) }, `${t("copy")}: ${label}`));
-    box.append(
+    // h() leaves absent parts out; Element.append would show them as "null".
+    box.append(...[
       copyable(t("r.command"), s.command, "ssh-command"),
       s.known_hosts && s.known_hosts.length ? copyable(t("r.known_hosts"), s.known_hosts.join("\n"), "known-hosts") : null,
       s.ssh_config ? copyable(t("r.ssh_config"), s.ssh_config, "ssh-config") : null,
       s.host_key_fingerprints && s.host_key_fingerprints.length
         ? h("div", {}, h("h3", {}, t("r.fingerprints")), h("ul", {}, s.host_key_fingerprints.map((f) => h("li", {}, h("code", {}, f))))) : null,
-      certificateForm());
+      certificateForm()].filter(Boolean));
     return box;
   }
 
