@@ -248,6 +248,46 @@ export const scenarios = [
       await page.getByRole("heading", { level: 1 }).filter({ hasText: /[а-яА-Я]/ }).waitFor();
     },
   },
+  {
+    name: "on a phone, in the browser's language, by keyboard alone",
+    pages: ["login", "dashboard", "book", "catalog", "billing"],
+    // A Russian-speaking browser (Accept-Language ru-RU) on a 390 px phone.
+    tab: { lang: "ru-RU", viewport: { width: 390, height: 844 } },
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const customer = await api.customer(stack, { fundsMinor: MILLION_ROUBLES });
+      const fitsTheScreen = async (what) => {
+        const { scroll, width } = await page.evaluate(() =>
+          ({ scroll: document.documentElement.scrollWidth, width: window.innerWidth }));
+        assert.ok(scroll <= width, `${what} is ${scroll} px wide on a ${width} px screen`);
+      };
+      // First visit: Russian, chosen from the browser's languages, before anyone picks one.
+      await tab.visit("#/login");
+      await page.getByRole("heading", { level: 1, name: "Вход" }).waitFor();
+      assert.equal(await page.evaluate(() => document.documentElement.lang), "ru");
+      await fitsTheScreen("the sign-in page");
+      // By keyboard: the first Tab reaches the skip link, which moves focus to the content;
+      // the form is filled and sent with keys alone, every stop visibly focused.
+      await page.keyboard.press("Tab");
+      assert.equal(await page.evaluate(() => document.activeElement.className), "skip");
+      await page.keyboard.press("Enter");
+      assert.equal(await page.evaluate(() => document.activeElement.id), "main");
+      await page.getByLabel("Эл. почта").focus();
+      await page.keyboard.type(customer.email);
+      await page.keyboard.press("Tab");
+      const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+      assert.notEqual(outline, "none", "the focused field shows its focus");
+      await page.keyboard.type(PASSWORD);
+      await page.keyboard.press("Enter");
+      await page.getByRole("heading", { level: 1, name: "Обзор" }).waitFor();
+      await tab.rendered();
+      for (const [hash, name] of [["#/", "phone-dashboard"], ["#/book", "phone-book"],
+                                  ["#/catalog", "phone-catalog"], ["#/billing", "phone-billing"]]) {
+        await tab.show(hash, name);
+        await fitsTheScreen(hash);
+      }
+    },
+  },
 ];
 
 // Every main page, as a customer (with a rental, a key and a token to show) and as the

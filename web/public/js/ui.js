@@ -161,9 +161,12 @@ export function toast(message, kind = "info") {
 // A table with a caption; `columns` = [{label, cell: row => node|string}].
 export function table(caption, columns, rows, empty = t("empty")) {
   if (!rows.length) return h("p", { class: "empty" }, empty);
-  return h("div", { class: "table-wrap" },
+  // The wrapper scrolls sideways on a phone: a named region that takes focus, so a keyboard
+  // can scroll it too.
+  const name = caption.text || caption;
+  return h("div", { class: "table-wrap", role: "region", "aria-label": name, tabindex: "0" },
     h("table", {},
-      h("caption", { class: caption.visible ? "" : "visually-hidden" }, caption.text || caption),
+      h("caption", { class: caption.visible ? "" : "visually-hidden" }, name),
       h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c.label)))),
       h("tbody", {}, rows.map((r) => h("tr", {}, columns.map((c) => h("td", {}, c.cell(r))))))));
 }

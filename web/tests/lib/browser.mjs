@@ -35,8 +35,9 @@ export const checkedRoutes = new Set();
 
 // One user's browser: a fresh context (no cookies, no storage), one page.
 export class Tab {
-  static async open(browser, baseURL, artifacts, { lang = "en-GB", clipboard = false } = {}) {
-    const context = await browser.newContext({ baseURL, locale: lang, viewport: { width: 1280, height: 900 } });
+  static async open(browser, baseURL, artifacts,
+                    { lang = "en-GB", clipboard = false, viewport = { width: 1280, height: 900 } } = {}) {
+    const context = await browser.newContext({ baseURL, locale: lang, viewport });
     if (clipboard) await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseURL });
     const page = await context.newPage();
     page.setDefaultTimeout(20000);  // generous: make test runs it beside other tests on two cores
