@@ -210,7 +210,7 @@ TEST_F(HttpServerE2E, ServesThePanelWithTypesAndCacheHeaders) {
   auto again = http_request(port(), "GET", "/", "", {{"If-None-Match", index.header("etag")}});
   EXPECT_EQ(again.status, 304);
   EXPECT_EQ(again.body, "");
-  auto script = http_request(port(), "GET", "/app.js");
+  auto script = http_request(port(), "GET", "/js/app.js");
   EXPECT_EQ(script.status, 200);
   EXPECT_EQ(script.header("content-type"), "text/javascript; charset=utf-8");
 }

@@ -2,6 +2,7 @@
 // many clients racing on two replicas; refusals say when capacity comes back; quotes book
 // nothing; termination cancels before the start and releases after it; another org's
 // rental is 404.
+#include "core/clock.h"
 #include "tests/support/rental_fleet_fixture.h"
 #include "tests/support/wait_for.h"
 
@@ -210,7 +211,10 @@ TEST_F(RentalsE2E, ExtendingKeepsTheGpusOrSaysTheyAreBookedAfter) {
 TEST_F(RentalsE2E, WaitingAnswersWhenTheStateIsReachedOrTheTimeoutPasses) {
   add_node("gpu-1");
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals", booking(1), session(owner));
+  // From tomorrow, so the lifecycle worker cannot start it while the test waits.
+  auto tomorrow = format_rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now() + std::chrono::hours(24)));
+  auto booked = post("/v1/rentals", booking(1, tomorrow), session(owner));
   ASSERT_EQ(booked.status, 201) << booked.body;
   std::string id = booked.json()["id"];
   // Already scheduled: at once.
