@@ -4,6 +4,7 @@
 import { get } from "../api.js";
 import { date, dateTime, locale, money, number, strings, t } from "../i18n.js";
 import { badge, busy, describeError, h, page, table } from "../ui.js";
+import { stackable } from "../rows.js";
 
 strings({
   en: {
@@ -331,22 +332,3 @@ function numbered(node, columns) {
   return node;
 }
 
-// Tables read as cards on a phone (css/account.css): each cell carries its column's name,
-// and explicit roles keep the table's semantics when CSS changes how it is displayed.
-function stackable(node) {
-  const tableEl = node.querySelector ? node.querySelector("table") : null;
-  if (!tableEl) return node;
-  node.classList.add("stack");
-  const labels = [...tableEl.tHead.rows[0].cells].map((th) => th.textContent);
-  tableEl.setAttribute("role", "table");
-  for (const group of [tableEl.tHead, ...tableEl.tBodies]) group.setAttribute("role", "rowgroup");
-  for (const th of tableEl.tHead.rows[0].cells) th.setAttribute("role", "columnheader");
-  for (const row of tableEl.rows) row.setAttribute("role", "row");
-  for (const row of tableEl.tBodies[0].rows) {
-    [...row.cells].forEach((td, i) => {
-      td.setAttribute("role", "cell");
-      td.dataset.label = labels[i];
-    });
-  }
-  return node;
-}
