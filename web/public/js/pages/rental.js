@@ -1,7 +1,7 @@
 // One rental: where it is on its way to ready (live, by long poll), how to log in (the SSH
 // command to copy, the host's known_hosts lines, a certificate for a public key), its
 // events, and extend or terminate.
-import { get, post, newIdempotencyKey } from "../api.js";
+import { all, get, post, newIdempotencyKey } from "../api.js";
 import { strings, t, money, dateTime } from "../i18n.js";
 import { badge, busy, copyText, field, h, page, replace, table, toast } from "../ui.js";
 import { FINAL_STATES, days, period, progress, shape, title } from "../rentals-view.js";
@@ -43,7 +43,13 @@ const MOVING = ["pending", "scheduled", "provisioning", "releasing"];
 
 export async function render(ctx) {
   const id = encodeURIComponent(ctx.params.id);
-  let rental = await get(`/v1/rentals/${id}`);
+  const [first, images] = await Promise.all([get(`/v1/rentals/${id}`), all("/v1/images")]);
+  let rental = first;
+  // The rental names its image by id; people know it by name, OS, driver and CUDA.
+  const imageName = (imageId) => {
+    const image = images.find((i) => i.id === imageId);
+    return image ? `${image.name} (${image.os}, CUDA ${image.cuda_version})` : imageId || "—";
+  };
   const root = h("div");
   const controller = new AbortController();
   ctx.onLeave(() => controller.abort());
@@ -91,7 +97,7 @@ export async function render(ctx) {
           h("dt", {}, t("r.days")), h("dd", {}, days(rental.days)),
           h("dt", {}, t("r.price")), h("dd", {}, t("r.per_day", { price: money(rental.price.per_day), total: money(rental.price.total) })),
           h("dt", {}, t("r.node")), h("dd", {}, rental.node_id || "—"),
-          h("dt", {}, t("r.image")), h("dd", {}, rental.image?.id || "—"))),
+          h("dt", {}, t("r.image")), h("dd", {}, imageName(rental.image?.id)))),
       actions(),
       eventsSection);
     if (focused) document.getElementById(focused)?.focus();
