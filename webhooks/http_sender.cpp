@@ -1,0 +1,198 @@
+// The delivery client: one blocking POST with Boost.Beast over TCP or TLS, every step within
+// one deadline. The only translation unit of the webhooks that includes Beast and Asio.
+#include "webhooks/sender.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <openssl/ssl.h>
+
+namespace gpurent::webhooks {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+// What is read of a receiver's answer: its status matters, its body does not.
+constexpr std::size_t kResponseBodyLimit = 64 * 1024;
+
+IpAddress address_of(const asio::ip::address& a) {
+  IpAddress out;
+  if (a.is_v4()) {
+    auto b = a.to_v4().to_bytes();
+    out = IpAddress::v4_of(b[0], b[1], b[2], b[3]);
+  } else {
+    out.v6 = true;
+    auto b = a.to_v6().to_bytes();
+    std::copy(b.begin(), b.end(), out.bytes.begin());
+  }
+  return out;
+}
+
+class HttpSender final : public Sender {
+ public:
+  explicit HttpSender(HttpSenderOptions options)
+      : options_(std::move(options)), tls_(asio::ssl::context::tls_client) {
+    tls_.set_default_verify_paths();
+    tls_.set_verify_mode(asio::ssl::verify_peer);
+    tls_.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                     asio::ssl::context::no_tlsv1_1);
+  }
+
+  SendResult post(const WebhookUrl& url, const std::string& body,
+                  const std::vector<std::pair<std::string, std::string>>& headers,
+                  std::chrono::milliseconds timeout) override {
+    try {
+      return exchange(url, body, headers, Clock::now() + timeout);
+    } catch (const std::exception& e) {
+      return {std::nullopt, e.what()};
+    }
+  }
+
+ private:
+  // Runs the io_context until `done` or the deadline; false on the deadline (the caller's
+  // socket is then closed, which cancels what is pending).
+  static bool run_until(asio::io_context& ioc, const bool& done, Clock::time_point deadline) {
+    ioc.restart();
+    while (!done) {
+      auto now = Clock::now();
+      if (now >= deadline) return false;
+      if (ioc.run_one_for(deadline - now) == 0 && ioc.stopped()) break;
+    }
+    return done;
+  }
+
+  SendResult exchange(const WebhookUrl& url, const std::string& body,
+                      const std::vector<std::pair<std::string, std::string>>& headers,
+                      Clock::time_point deadline) {
+    asio::io_context ioc;
+    // Resolve, then keep only addresses that may be reached; the connection goes to one of
+    // exactly those, so a name cannot pass the check and then resolve elsewhere.
+    tcp::resolver resolver(ioc);
+    bool resolved = false;
+    beast::error_code ec;
+    tcp::resolver::results_type results;
+    resolver.async_resolve(url.host, std::to_string(url.port),
+                           [&](beast::error_code e, tcp::resolver::results_type r) {
+                             ec = e;
+                             results = std::move(r);
+                             resolved = true;
+                           });
+    if (!run_until(ioc, resolved, deadline)) {
+      resolver.cancel();
+      return {std::nullopt, "timed out resolving the host"};
+    }
+    if (ec) return {std::nullopt, "could not resolve the host: " + ec.message()};
+    std::vector<tcp::endpoint> allowed;
+    bool refused = false;
+    for (const auto& entry : results) {
+      if (!options_.allow_internal && is_internal_address(address_of(entry.endpoint().address()))) {
+        refused = true;
+        continue;
+      }
+      allowed.push_back(entry.endpoint());
+    }
+    if (allowed.empty()) {
+      return {std::nullopt, refused ? "the host resolves to an internal address, which is refused"
+                                    : "the host has no address"};
+    }
+
+    beast::tcp_stream tcp_stream(ioc);
+    bool connected = false;
+    tcp_stream.async_connect(allowed, [&](beast::error_code e, const tcp::endpoint&) {
+      ec = e;
+      connected = true;
+    });
+    if (!run_until(ioc, connected, deadline)) {
+      tcp_stream.socket().close(ec);
+      return {std::nullopt, "timed out connecting"};
+    }
+    if (ec) return {std::nullopt, "could not connect: " + ec.message()};
+
+    http::request<http::string_body> req{http::verb::post, url.target, 11};
+    req.set(http::field::host, url.host_is_ip && url.host.find(':') != std::string::npos
+                                   ? "[" + url.host + "]"
+                                   : url.host);
+    req.set(http::field::user_agent, options_.user_agent);
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::connection, "close");
+    for (const auto& [name, value] : headers) req.set(name, value);
+    req.body() = body;
+    req.prepare_payload();
+
+    if (!url.https) return talk(ioc, tcp_stream, req, deadline);
+
+    beast::ssl_stream<beast::tcp_stream> tls(std::move(tcp_stream), tls_);
+    if (!url.host_is_ip &&
+        !SSL_set_tlsext_host_name(tls.native_handle(), const_cast<char*>(url.host.c_str()))) {
+      return {std::nullopt, "could not set the TLS server name"};
+    }
+    tls.set_verify_callback(asio::ssl::host_name_verification(url.host));
+    bool shaken = false;
+    tls.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) {
+      ec = e;
+      shaken = true;
+    });
+    if (!run_until(ioc, shaken, deadline)) {
+      beast::get_lowest_layer(tls).socket().close(ec);
+      return {std::nullopt, "timed out in the TLS handshake"};
+    }
+    if (ec) return {std::nullopt, "TLS handshake failed: " + ec.message()};
+    return talk(ioc, tls, req, deadline);
+  }
+
+  template <typename Stream>
+  static SendResult talk(asio::io_context& ioc, Stream& stream,
+                         http::request<http::string_body>& req, Clock::time_point deadline) {
+    beast::error_code ec;
+    bool written = false;
+    http::async_write(stream, req, [&](beast::error_code e, std::size_t) {
+      ec = e;
+      written = true;
+    });
+    if (!run_until(ioc, written, deadline)) {
+      beast::get_lowest_layer(stream).socket().close(ec);
+      return {std::nullopt, "timed out sending the request"};
+    }
+    if (ec) return {std::nullopt, "could not send the request: " + ec.message()};
+
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kResponseBodyLimit);
+    bool read = false;
+    http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) {
+      ec = e;
+      read = true;
+    });
+    if (!run_until(ioc, read, deadline)) {
+      beast::get_lowest_layer(stream).socket().close(ec);
+      return {std::nullopt, "timed out waiting for the response"};
+    }
+    // A status line was read even when the body broke a limit: the status is the answer.
+    if (parser.is_header_done()) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
+      return {static_cast<int>(parser.get().result_int()), ""};
+    }
+    return {std::nullopt, "no HTTP response: " + ec.message()};
+  }
+
+  HttpSenderOptions options_;
+  asio::ssl::context tls_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sender> make_http_sender(HttpSenderOptions options) {
+  return std::make_unique<HttpSender>(std::move(options));
+}
+
+}  // namespace gpurent::webhooks

@@ -1,0 +1,204 @@
+// The delivery worker against a real PostgreSQL, with a sender that answers as each test
+// says: a signed body on success; retries with backoff and then failed, every attempt in the
+// log; two workers at once send each delivery once; a claim abandoned by a dead worker is
+// taken over when its lease ends, and the dead worker's late result decides nothing.
+#include "billing/payment_signature.h"
+#include "webhooks/tests/webhook_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <thread>
+
+namespace gpurent::webhooks {
+namespace delivery_worker_pgtest {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class DeliveryWorkerTest : public WebhookTest {
+ protected:
+  DeliveryOptions options(int max_attempts = 3) {
+    return {.retry = {.max_attempts = max_attempts, .base = seconds(10), .max = seconds(60)},
+            .timeout = seconds(1),
+            .lease = seconds(30),
+            .batch = 5};
+  }
+  std::unique_ptr<DeliveryWorker> worker(DeliveryOptions o) {
+    auto w = std::make_unique<DeliveryWorker>(pool_, clock_, store_, sender_, o);
+    w->draw_jitter_with([] { return 0.0; });  // the shortest wait: half the doubled base
+    return w;
+  }
+};
+
+TEST_F(DeliveryWorkerTest, ASuccessfulDeliveryIsSignedAndLogged) {
+  std::string acme = org();
+  auto [hook, secret] = webhook(acme, {"rental.active"}, "https://hooks.example/gpurent?x=1");
+  auto event = transact([&](Tx& tx) {
+    return store_.emit(tx, acme, "rental.active", {{"id", "rnt_a"}, {"state", "active"}});
+  });
+  auto w = worker(options());
+  EXPECT_EQ(w->run_once(), 1);
+  EXPECT_EQ(w->run_once(), 0);  // nothing more is due
+
+  auto sent = sender_.sent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].url, "https://hooks.example/gpurent?x=1");
+  auto body = nlohmann::json::parse(sent[0].body);
+  EXPECT_EQ(body["id"], *event);
+  EXPECT_EQ(body["type"], "rental.active");
+  EXPECT_EQ(body["data"]["id"], "rnt_a");
+  EXPECT_TRUE(body["created_at"].is_string());
+  EXPECT_EQ(sent[0].header("X-Webhook-Id"), hook);
+  EXPECT_EQ(sent[0].header("X-Webhook-Event-Id"), *event);
+  EXPECT_EQ(sent[0].header("X-Webhook-Event"), "rental.active");
+  EXPECT_EQ(sent[0].header("X-Webhook-Attempt"), "1");
+  auto check = billing::check_payment_signature(sent[0].header("X-Signature"), sent[0].body, secret,
+                                                clock_.now(), std::chrono::minutes(5));
+  EXPECT_EQ(check.verdict, billing::SignatureVerdict::kValid);
+
+  auto page = transact([&](Tx& tx) { return store_.deliveries(tx, hook, 50, std::nullopt); });
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_EQ(page.items[0].state, DeliveryState::kDelivered);
+  EXPECT_EQ(page.items[0].attempts, 1);
+  EXPECT_EQ(page.items[0].last_status, 200);
+  ASSERT_EQ(page.items[0].attempt_log.size(), 1u);
+  EXPECT_EQ(page.items[0].attempt_log[0].status, 200);
+  EXPECT_TRUE(page.items[0].finished_at);
+}
+
+TEST_F(DeliveryWorkerTest, FailuresAreRetriedWithBackoffAndThenFailForGood) {
+  std::string acme = org();
+  auto [hook, secret] = webhook(acme, {"rental.ended"});
+  transact([&](Tx& tx) { return store_.emit(tx, acme, "rental.ended", {{"id", "rnt_a"}}); });
+  sender_.answer_with([](const SentRequest&) { return SendResult{500, ""}; });
+  auto w = worker(options(3));
+
+  EXPECT_EQ(w->run_once(), 1);
+  // Not due again before the backoff: 10 s base, jitter 0 → 5 s.
+  clock_.advance(seconds(4));
+  EXPECT_EQ(w->run_once(), 0);
+  clock_.advance(seconds(2));
+  EXPECT_EQ(w->run_once(), 1);
+  // Second wait: 20 s → 10 s.
+  clock_.advance(seconds(9));
+  EXPECT_EQ(w->run_once(), 0);
+  clock_.advance(seconds(2));
+  EXPECT_EQ(w->run_once(), 1);
+  // Three attempts were all it had: failed, and never tried again.
+  clock_.advance(seconds(3600));
+  EXPECT_EQ(w->run_once(), 0);
+  EXPECT_EQ(sender_.sent().size(), 3u);
+
+  auto page = transact([&](Tx& tx) { return store_.deliveries(tx, hook, 50, std::nullopt); });
+  ASSERT_EQ(page.items.size(), 1u);
+  const auto& d = page.items[0];
+  EXPECT_EQ(d.state, DeliveryState::kFailed);
+  EXPECT_EQ(d.attempts, 3);
+  EXPECT_EQ(d.last_status, 500);
+  EXPECT_EQ(d.last_error, "HTTP 500");
+  ASSERT_EQ(d.attempt_log.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(d.attempt_log[i].attempt, i + 1);
+    EXPECT_EQ(d.attempt_log[i].status, 500);
+  }
+  // The attempt number goes out with each try, for the receiver's logs.
+  EXPECT_EQ(sender_.sent()[2].header("X-Webhook-Attempt"), "3");
+  // No answer at all (a timeout) is recorded with its reason.
+  sender_.answer_with([](const SentRequest&) { return SendResult{std::nullopt, "timed out"}; });
+  transact([&](Tx& tx) { return store_.emit(tx, acme, "rental.ended", {{"id", "rnt_b"}}); });
+  EXPECT_EQ(w->run_once(), 1);
+  EXPECT_EQ(text("SELECT last_error FROM webhook_deliveries ORDER BY id DESC LIMIT 1"),
+            "timed out");
+}
+
+TEST_F(DeliveryWorkerTest, TwoWorkersAtOnceSendEachDeliveryOnce) {
+  std::string acme = org();
+  webhook(acme, {"rental.active"});
+  webhook(acme, {"rental.active"});
+  for (int i = 0; i < 20; ++i) {
+    transact([&](Tx& tx) {
+      return store_.emit(tx, acme, "rental.active", {{"id", "rnt_" + std::to_string(i)}});
+    });
+  }
+  // Slow answers keep both workers' claims open at the same time.
+  sender_.answer_with([](const SentRequest&) {
+    std::this_thread::sleep_for(milliseconds(5));
+    return SendResult{204, ""};
+  });
+  auto a = worker(options());
+  auto b = worker(options());
+  auto drain = [](DeliveryWorker& w) {
+    while (w.run_once() > 0) {
+    }
+  };
+  std::thread ta([&] { drain(*a); });
+  std::thread tb([&] { drain(*b); });
+  ta.join();
+  tb.join();
+  auto sent = sender_.sent();
+  EXPECT_EQ(sent.size(), 40u);
+  std::set<std::string> distinct;
+  for (const auto& s : sent)
+    distinct.insert(s.header("X-Webhook-Id") + s.header("X-Webhook-Event-Id"));
+  EXPECT_EQ(distinct.size(), 40u);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered' AND attempts = 1"),
+      40);
+}
+
+TEST_F(DeliveryWorkerTest, AnAbandonedClaimIsTakenOverWhenItsLeaseEnds) {
+  std::string acme = org();
+  auto [hook, secret] = webhook(acme, {"rental.active"});
+  transact([&](Tx& tx) { return store_.emit(tx, acme, "rental.active", {{"id", "rnt_a"}}); });
+  // A replica claims and dies before it sends or records anything.
+  auto abandoned =
+      transact([&](Tx& tx) { return store_.claim_due(tx, clock_.now(), seconds(30), 5); });
+  ASSERT_EQ(abandoned.size(), 1u);
+  auto w = worker(options());
+  EXPECT_EQ(w->run_once(), 0);  // still its claim
+  clock_.advance(seconds(31));
+  EXPECT_EQ(w->run_once(), 1);  // the lease ended: delivered by another
+  ASSERT_EQ(sender_.sent().size(), 1u);
+  EXPECT_EQ(sender_.sent()[0].header("X-Webhook-Attempt"), "2");
+  // The dead replica's result, should it come after all, changes nothing.
+  AttemptOutcome late{
+      .at = clock_.now(), .duration_ms = 1, .status = 500, .next = DeliveryState::kFailed};
+  EXPECT_FALSE(transact([&](Tx& tx) { return store_.finish(tx, abandoned[0], late); }));
+  EXPECT_EQ(text("SELECT state FROM webhook_deliveries"), "delivered");
+}
+
+TEST_F(DeliveryWorkerTest, APingGoesToItsWebhookOnlyAndTheLogPagesNewestFirst) {
+  std::string acme = org();
+  auto [hook, secret] = webhook(acme, {"rental.active"});
+  auto [other, other_secret] = webhook(acme, {"rental.active"});
+  std::vector<long long> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto ping = transact([&](Tx& tx) { return store_.ping(tx, acme, hook); });
+    ASSERT_TRUE(ping);
+    ids.push_back(ping->second);
+    clock_.advance(seconds(1));
+  }
+  auto w = worker(options());
+  EXPECT_EQ(w->run_once(), 3);
+  for (const auto& s : sender_.sent()) {
+    EXPECT_EQ(s.header("X-Webhook-Id"), hook);
+    EXPECT_EQ(s.header("X-Webhook-Event"), "webhook.ping");
+  }
+  std::vector<long long> seen;
+  std::optional<std::string> cursor;
+  do {
+    auto page = transact([&](Tx& tx) { return store_.deliveries(tx, hook, 2, cursor); });
+    for (const auto& d : page.items) seen.push_back(d.id);
+    cursor = page.next_cursor;
+  } while (cursor);
+  EXPECT_EQ(seen, (std::vector<long long>{ids[2], ids[1], ids[0]}));
+  EXPECT_TRUE(transact([&](Tx& tx) {
+                return store_.deliveries(tx, other, 50, std::nullopt);
+              }).items.empty());
+}
+
+}  // namespace delivery_worker_pgtest
+}  // namespace gpurent::webhooks
