@@ -134,8 +134,12 @@ int run_server(const Config& config) {
   inventory.add_metrics(metrics);
   agents.add_metrics(metrics);
   ops.metrics = &metrics;
-  ops.openapi =
-      std::make_shared<const std::string>(http::build_openapi(router, GPURENT_VERSION).dump());
+  const auto& fragments = http::embedded_openapi_fragments();
+  // Test-mode servers show the disagreements to the suite (GET /v1/test/openapi-check).
+  test_state.openapi_disagreements = http::openapi_disagreements(router, fragments);
+  for (const auto& d : test_state.openapi_disagreements) log::error("OpenAPI document: {}", d);
+  ops.openapi = std::make_shared<const std::string>(
+      http::build_openapi(router, GPURENT_VERSION, fragments).dump());
 
   http::StaticFiles static_files(config.web_root);
   http::RateLimiters rate_limiters(config.rate_limit_per_credential,

@@ -41,7 +41,7 @@ nlohmann::json ledger_row_json(const billing::LedgerRow& r) {
           {"description", r.description}};
 }
 
-std::string org_id_param(const Request& req) {
+std::string path_org_id(const Request& req) {
   std::string id(req.path_param("id"));
   if (!is_valid_id(id_prefix::kOrg, id)) throw Error(ErrorCode::kNotFound, "No such organisation.");
   return id;
@@ -98,7 +98,7 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
        .pattern = "/v1/admin/orgs/{id}/credit",
        .handler =
            [&state](const Request& req, const Principal& p) {
-             std::string org_id = org_id_param(req);
+             std::string org_id = path_org_id(req);
              auto body = parse_json_body(req);
              JsonObjectReader in(body);
              Money amount = read_money(in, "amount");
@@ -140,7 +140,7 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
               .pattern = "/v1/admin/orgs/{id}/credit-limit",
               .handler =
                   [&state](const Request& req, const Principal& p) {
-                    std::string org_id = org_id_param(req);
+                    std::string org_id = path_org_id(req);
                     auto body = parse_json_body(req);
                     JsonObjectReader in(body);
                     Money limit = read_money(in, "credit_limit");
@@ -213,7 +213,7 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
               .pattern = "/v1/admin/orgs/{id}/balance",
               .handler =
                   [&state](const Request& req, const Principal&) {
-                    std::string org_id = org_id_param(req);
+                    std::string org_id = path_org_id(req);
                     auto b = state.pool->read("billing_admin_balance", [&](Tx& tx) {
                       require_org(tx, state, org_id);
                       return state.ledger->balances(tx, org_id);

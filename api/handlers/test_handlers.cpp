@@ -52,6 +52,18 @@ nlohmann::json task_json(const scheduler::AgentTask& t) {
 
 void add_test_routes(Router& router, TestRoutesState& state) {
   router.add({.method = Method::kGet,
+              .pattern = "/v1/test/openapi-check",
+              .handler =
+                  [&state](const Request&, const Principal&) {
+                    return json_response(200, {{"disagreements", state.openapi_disagreements}});
+                  },
+              .execution = Execution::kInline,
+              .access = Access::kAnyone,
+              .summary = "Test mode: where the router and the OpenAPI fragments disagree.",
+              .tag = "test",
+              .documented = false});
+
+  router.add({.method = Method::kGet,
               .pattern = "/v1/test/sleep",
               .handler =
                   [&state](const Request& req, const Principal&) {

@@ -9,6 +9,9 @@
 #include "scheduler/lifecycle.h"
 #include "scheduler/task_store.h"
 
+#include <string>
+#include <vector>
+
 namespace gpurent::http {
 
 struct TestRoutesState {
@@ -17,6 +20,8 @@ struct TestRoutesState {
   // Until the node agent exists, e2e tests report its tasks through these.
   scheduler::TaskStore* tasks = nullptr;
   scheduler::Lifecycle* lifecycle = nullptr;
+  // Where the router and api/openapi/ disagree (api/openapi.h), set before serving.
+  std::vector<std::string> openapi_disagreements;
 };
 
 void add_test_routes(Router& router, TestRoutesState& state);

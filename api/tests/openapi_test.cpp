@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <set>
 
 namespace gpurent::http {
@@ -172,4 +173,129 @@ TEST(OpenApiSecurity, EveryOperationPrintsTheAccessItsRouteDeclares) {
 }
 
 }  // namespace openapi_test
+}  // namespace gpurent::http
+
+namespace gpurent::http {
+namespace openapi_fragments_test {
+
+using nlohmann::json;
+
+Route route(Method method, std::string pattern) {
+  Route r;
+  r.method = method;
+  r.pattern = std::move(pattern);
+  r.summary = "s";
+  r.tag = "rentals";
+  r.handler = [](const Request&, const Principal&) { return Response{}; };
+  return r;
+}
+
+json ok_response() {
+  return {{"200",
+           {{"description", "ok"},
+            {"content",
+             {{"application/json", {{"schema", {{"$ref", "#/components/schemas/Thing"}}}}}}}}}};
+}
+
+class OpenApiFragmentsTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    router_.add(route(Method::kGet, "/v1/things/{id}"));
+    router_.add(route(Method::kPost, "/v1/things"));
+    Route hidden = route(Method::kGet, "/v1/test/x");
+    hidden.documented = false;
+    router_.add(hidden);
+    fragments_ = {
+        {"things.json",
+         {{"schemas", {{"Thing", {{"type", "object"}}}}},
+          {"paths",
+           {{"/v1/things/{id}",
+             {{"get",
+               {{"parameters", json::array({{{"name", "expand"}, {"in", "query"}}})},
+                {"responses", ok_response()}}}}},
+            {"/v1/things",
+             {{"post",
+               {{"requestBody", {{"required", true}}}, {"responses", ok_response()}}}}}}}}}};
+  }
+  std::vector<std::string> problems() { return openapi_disagreements(router_, fragments_); }
+  bool said(const std::string& text) {
+    for (const auto& p : problems()) {
+      if (p.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  Router router_;
+  std::vector<OpenApiFragment> fragments_;
+};
+
+TEST_F(OpenApiFragmentsTest, AgreeingFragmentsAreMergedIntoTheirOperations) {
+  EXPECT_EQ(problems(), std::vector<std::string>{});
+  json doc = build_openapi(router_, "1", fragments_);
+  const auto& get = doc["paths"]["/v1/things/{id}"]["get"];
+  ASSERT_EQ(get["parameters"].size(), 2u);  // the generated path parameter, then the query one
+  EXPECT_EQ(get["parameters"][0]["in"], "path");
+  EXPECT_EQ(get["parameters"][1]["name"], "expand");
+  EXPECT_EQ(get["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/Thing");
+  EXPECT_FALSE(get["responses"].contains("2XX"));
+  EXPECT_EQ(get["responses"]["4XX"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/Error");
+  EXPECT_EQ(doc["paths"]["/v1/things"]["post"]["requestBody"]["required"], true);
+  EXPECT_TRUE(doc["components"]["schemas"].contains("Thing"));
+  EXPECT_TRUE(doc["components"]["schemas"].contains("Error"));
+  EXPECT_FALSE(doc["paths"].contains("/v1/test/x"));
+}
+
+TEST_F(OpenApiFragmentsTest, ARouteNoFragmentDescribesIsADisagreement) {
+  router_.add(route(Method::kDelete, "/v1/things/{id}"));
+  EXPECT_TRUE(said("delete /v1/things/{id} is described by no file"));
+}
+
+TEST_F(OpenApiFragmentsTest, AFragmentOperationNoRouteServesIsADisagreement) {
+  fragments_[0].content["paths"]["/v1/things/{id}"]["put"] = {{"responses", ok_response()}};
+  EXPECT_TRUE(said("put /v1/things/{id} is served by no documented route"));
+  fragments_[0].content["paths"]["/v1/test/x"]["get"] = {{"responses", ok_response()}};
+  EXPECT_TRUE(said("get /v1/test/x is served by no documented route"));
+}
+
+TEST_F(OpenApiFragmentsTest, MistakesInsideFragmentsAreDisagreements) {
+  auto with = [&](const std::function<void(json&)>& change, const std::string& text) {
+    auto saved = fragments_;
+    change(fragments_[0].content);
+    EXPECT_TRUE(said(text)) << text;
+    fragments_ = saved;
+  };
+  with(
+      [](json& c) {
+        c["paths"]["/v1/things"]["post"]["responses"] = {{"400", {}}};
+      },
+      "lists no success");
+  with([](json& c) { c["paths"]["/v1/things"]["post"]["respones"] = json::object(); },
+       "unknown key \"respones\"");
+  with([](json& c) { c["schemaz"] = json::object(); }, "unknown key \"schemaz\"");
+  with([](json& c) { c["schemas"]["Error"] = json::object(); }, "schema Error is also defined");
+  with(
+      [](json& c) {
+        c["schemas"]["Other"] = {{"$ref", "#/components/schemas/Nope"}};
+      },
+      "$ref #/components/schemas/Nope names no schema");
+  with(
+      [](json& c) {
+        c["paths"]["/v1/things/{id}"]["get"]["parameters"].push_back(
+            {{"name", "id"}, {"in", "path"}});
+      },
+      "path parameter id is generated");
+  fragments_.push_back(
+      {"again.json", {{"paths", {{"/v1/things", fragments_[0].content["paths"]["/v1/things"]}}}}});
+  EXPECT_TRUE(said("post /v1/things is also described by api/openapi/things.json"));
+}
+
+TEST(EmbeddedOpenApiFragments, EveryFileParses) {
+  for (const auto& f : embedded_openapi_fragments()) {
+    EXPECT_TRUE(f.content.is_object()) << f.name;
+  }
+}
+
+}  // namespace openapi_fragments_test
 }  // namespace gpurent::http

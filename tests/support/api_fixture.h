@@ -3,6 +3,7 @@
 // org with a role and create API tokens, all through the API.
 #pragma once
 
+#include "tests/support/contract_check.h"
 #include "tests/support/funding.h"
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
@@ -40,13 +41,31 @@ class ApiTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(
         ServerOptions{.database_url = db_.url(),
                       .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0"}});
+    load_contract();
   }
   int port() { return server_->port(); }
 
+  // Every response is checked against the document the server serves (contract_check.h):
+  // a field the document does not name, a wrong type or a missing required field fails the
+  // test that received it.
   HttpResult send(const std::string& method, const std::string& path, const std::string& body,
                   Headers headers) {
     if (!body.empty()) headers.emplace("Content-Type", "application/json");
-    return http_request(port(), method, path, body, headers);
+    if (!contract_) load_contract();
+    HttpResult r = http_request(port(), method, path, body, headers);
+    if (contract_) {
+      for (const auto& problem :
+           contract_->response(method, path, r.status, r.header("content-type"), r.body)) {
+        ADD_FAILURE() << "the response disagrees with /v1/openapi.json: " << problem;
+      }
+    }
+    return r;
+  }
+  // Reads the served document once per server; a server that is not up yet is read later.
+  void load_contract() {
+    if (!server_ || !server_->running()) return;
+    auto r = http_request(port(), "GET", "/v1/openapi.json");
+    if (r.status == 200) contract_ = std::make_unique<ContractCheck>(r.json());
   }
   HttpResult get(const std::string& path, const Headers& headers) {
     return send("GET", path, "", headers);
@@ -151,6 +170,7 @@ class ApiTest : public ::testing::Test {
 
   TestDatabase db_;
   std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<ContractCheck> contract_;
   // Orgs that account() makes get this much money first (0: none), so tests about something
   // else book without paying in first; billing's own tests start from nothing.
   long long fund_new_orgs_minor_ = 0;
