@@ -772,6 +772,12 @@ class OutsideInE2E : public ApiTest {
       }
     }
     if (r.header("x-request-id").empty()) return "no X-Request-Id";
+    // Whatever got through, the answer is one the document describes.
+    if (contract_) {
+      auto problems =
+          contract_->response(g.method, g.target, r.status, r.header("content-type"), r.body);
+      if (!problems.empty()) return "disagrees with /v1/openapi.json: " + problems.front();
+    }
     return std::nullopt;
   }
 

@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "core/id.h"
 #include "core/subprocess.h"
+#include "tests/support/contract_check.h"
 #include "tests/support/funding.h"
 #include "tests/support/http_client.h"
 #include "tests/support/pg_harness.h"
@@ -104,7 +105,17 @@ class TenancyMatrixE2E : public ::testing::Test {
       text = body->dump();
       headers.emplace("Content-Type", "application/json");
     }
-    return http_request(server_->port(), method, path, text, headers);
+    if (!contract_) {
+      contract_ = std::make_unique<ContractCheck>(
+          http_request(server_->port(), "GET", "/v1/openapi.json").json());
+    }
+    HttpResult r = http_request(server_->port(), method, path, text, headers);
+    // Every cell's answer, refusal or success, is one the document describes.
+    for (const auto& problem :
+         contract_->response(method, path, r.status, r.header("content-type"), r.body)) {
+      ADD_FAILURE() << "the response disagrees with /v1/openapi.json: " << problem;
+    }
+    return r;
   }
   HttpResult run(const EndpointCase& c, const Prepared& p, const Headers& credentials) {
     return send(c.method, c.target(p), p.body, credentials);
@@ -361,6 +372,7 @@ class TenancyMatrixE2E : public ::testing::Test {
 
   TestDatabase db_;
   std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<ContractCheck> contract_;
   std::unique_ptr<pqxx::connection> conn_;
   std::string key_dir_;
   int counter_ = 0;
