@@ -14,6 +14,7 @@
 #include "api/modules/identity_module.h"
 #include "api/modules/inventory_module.h"
 #include "api/modules/scheduler_module.h"
+#include "api/modules/webhook_module.h"
 #include "api/openapi.h"
 #include "api/pipeline.h"
 #include "api/rate_limiter.h"
@@ -74,6 +75,9 @@ int run_server(const Config& config) {
   scheduler.bill_with(billing.charges());
   billing.run_jobs_in(scheduler.lifecycle());
   AgentModule agents(context, workers);
+  WebhookModule webhooks(context);
+  webhooks.watch_rentals(scheduler.rentals(), scheduler.lifecycle());
+  webhooks.watch_balances(billing.ledger());
   inventory.show_node_rentals_with([&scheduler](Tx& tx, const std::string& node_id) {
     return scheduler.node_rentals(tx, node_id);
   });
@@ -99,6 +103,7 @@ int run_server(const Config& config) {
   inventory.add_routes(router);
   scheduler.add_routes(router);
   billing.add_routes(router);
+  webhooks.add_routes(router);
   http::TestRoutesState test_state{.pool = &pool,
                                    .clock = &test_clock,
                                    .tasks = &scheduler.task_store(),
@@ -117,6 +122,7 @@ int run_server(const Config& config) {
   } listener_stop{listener};
   identity.start();
   scheduler.start();
+  webhooks.start();
 
   // Every POST route that takes Idempotency-Key gets it from one place.
   http::IdempotencyGuard idempotency(pool, identity.idempotency_store());
@@ -182,6 +188,7 @@ int run_server(const Config& config) {
   workers.stop();
   listener.stop();
   scheduler.stop();  // its run ends after the step in progress
+  webhooks.stop();   // after the delivery in progress; unsent claims return with their lease
   identity.stop();   // writes the uses still pending
   log::info("stopped");
   return 0;

@@ -117,6 +117,13 @@ std::optional<long long> Ledger::post(Tx& tx, const Posting& p) {
                       currency_, sql_timestamp(p.at), p.actor_user_id, pg_array_literal(accounts),
                       pg_array_literal(amounts));
   if (rows.empty()) return std::nullopt;
+  if (!on_available_changed_.empty()) {
+    bool moved_available = false;
+    for (const auto& e : p.entries) moved_available |= e.account == Account::kAvailable;
+    if (moved_available) {
+      for (const auto& hook : on_available_changed_) hook(tx, p.org_id);
+    }
+  }
   return rows[0][0].as<long long>();
 }
 

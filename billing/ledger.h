@@ -11,6 +11,7 @@
 #include "core/paging.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,8 +84,15 @@ class Ledger {
   const std::string& currency() const { return currency_; }
   Money money(std::int64_t minor) const { return Money(minor, currency_); }
 
+  // Told, in the posting's transaction, of every posting written that moved an org's
+  // available balance (webhooks watch for it falling below a threshold). Each call adds a
+  // hook; set by the process wiring before serving.
+  using PostedHook = std::function<void(Tx&, const std::string& org_id)>;
+  void on_available_changed(PostedHook hook) { on_available_changed_.push_back(std::move(hook)); }
+
  private:
   std::string currency_;
+  std::vector<PostedHook> on_available_changed_;
 };
 
 // "txn_<n>" for a posting's id.

@@ -416,6 +416,49 @@ const std::vector<Field>& fields() {
          if (v.empty()) bad("a folder", v);
          c.ssh_ca_dir = v;
        }},
+      {{"webhook_allow_internal", "GPURENT_WEBHOOK_ALLOW_INTERNAL",
+        "let webhook deliveries reach loopback, private and link-local addresses (tests and "
+        "private deployments only)",
+        "false"},
+       [](Config& c, const std::string& v) { c.webhook_allow_internal = parse_bool(v); }},
+      {{"webhook_max_attempts", "GPURENT_WEBHOOK_MAX_ATTEMPTS",
+        "attempts a webhook delivery gets before it is marked failed", "8"},
+       [](Config& c, const std::string& v) {
+         c.webhook_max_attempts = static_cast<int>(parse_int(v, 1, 100));
+       }},
+      {{"webhook_backoff", "GPURENT_WEBHOOK_BACKOFF",
+        "the wait before a failed webhook delivery's first retry; it doubles with each (with "
+        "jitter) up to webhook_backoff_max",
+        "30s"},
+       [](Config& c, const std::string& v) { c.webhook_backoff = parse_positive_duration(v); }},
+      {{"webhook_backoff_max", "GPURENT_WEBHOOK_BACKOFF_MAX",
+        "the longest wait between a webhook delivery's attempts", "1h"},
+       [](Config& c, const std::string& v) { c.webhook_backoff_max = parse_positive_duration(v); }},
+      {{"webhook_timeout", "GPURENT_WEBHOOK_TIMEOUT",
+        "how long one webhook delivery may take, connecting and the answer included", "10s"},
+       [](Config& c, const std::string& v) { c.webhook_timeout = parse_positive_duration(v); }},
+      {{"webhook_lease", "GPURENT_WEBHOOK_LEASE",
+        "how long a claimed webhook delivery is one replica's; a replica that dies leaves it to "
+        "others this long after its claim",
+        "2m"},
+       [](Config& c, const std::string& v) { c.webhook_lease = parse_positive_duration(v); }},
+      {{"webhook_poll_interval", "GPURENT_WEBHOOK_POLL_INTERVAL",
+        "how often each replica looks for webhook deliveries that are due", "1s"},
+       [](Config& c, const std::string& v) {
+         c.webhook_poll_interval = parse_positive_duration(v);
+       }},
+      {{"webhook_expiring_before", "GPURENT_WEBHOOK_EXPIRING_BEFORE",
+        "how long before an active rental's end its rental.expiring webhook event is sent "
+        "(whole seconds)",
+        "1h"},
+       [](Config& c, const std::string& v) { c.webhook_expiring_before = parse_whole_seconds(v); }},
+      {{"webhook_low_balance", "GPURENT_WEBHOOK_LOW_BALANCE",
+        "the available balance, in minor units of currency, below which billing.low_balance is "
+        "sent (once per crossing)",
+        "100000"},
+       [](Config& c, const std::string& v) {
+         c.webhook_low_balance_minor = parse_int(v, 0, 1'000'000'000'000'000LL);
+       }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

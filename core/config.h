@@ -88,6 +88,22 @@ struct Config {
   // The platform's SSH CA (ssh_user_ca, ssh_host_ca); every replica needs the same one.
   std::string ssh_ca_dir = "var/ssh-ca";
 
+  // Webhooks (webhooks/, docs/webhooks.md): whether deliveries may reach internal addresses
+  // (loopback, private, link-local; tests and private deployments only), how many attempts a
+  // delivery gets, the first retry's wait and the longest, each attempt's timeout, how long a
+  // claim is one replica's, how often each replica looks for due deliveries, how long before
+  // a rental's end rental.expiring is sent, and the available balance (minor units) below
+  // which billing.low_balance is sent.
+  bool webhook_allow_internal = false;
+  int webhook_max_attempts = 8;
+  std::chrono::milliseconds webhook_backoff{30'000};
+  std::chrono::milliseconds webhook_backoff_max{3'600'000};
+  std::chrono::milliseconds webhook_timeout{10'000};
+  std::chrono::milliseconds webhook_lease{120'000};
+  std::chrono::milliseconds webhook_poll_interval{1'000};
+  std::chrono::seconds webhook_expiring_before{3600};
+  long long webhook_low_balance_minor = 100'000;
+
   // Logging.
   LogFormat log_format = LogFormat::kAuto;
   std::string log_level = "info";

@@ -276,7 +276,9 @@ RentalRecord RentalStore::create(Tx& tx, const NewRental& rental) {
                       static_cast<long long>(rental.price_per_day.amount_minor()),
                       rental.price_per_day.currency(), rental.price_id, rental.wait_for_capacity,
                       optional_timestamp(rental.pending_expires_at), now, rental.reason);
-  return rental_from(rows[0]);
+  RentalRecord record = rental_from(rows[0]);
+  for (const auto& hook : on_created_) hook(tx, record);
+  return record;
 }
 
 void RentalStore::allocate(Tx& tx, const std::string& rental_id, const std::string& node_id,
@@ -349,7 +351,9 @@ bool RentalStore::transition(Tx& tx, const std::string& id, RentalState from, Re
   bool moved = !tx.exec(kTransition, id, std::string(to_string(from)), std::string(to_string(to)),
                         sql_timestamp(clock_.now()), reason, actor_user_id)
                     .empty();
-  if (moved && on_transition_ && from != to) on_transition_(tx, id, from, to);
+  if (moved && from != to) {
+    for (const auto& hook : on_transition_) hook(tx, id, from, to);
+  }
   return moved;
 }
 
@@ -428,9 +432,9 @@ std::vector<RentalRecord> RentalStore::expire_pending(Tx& tx, Timestamp now) {
   auto expired =
       rentals_from(tx.exec(kExpirePending, sql_timestamp(now), std::string("no capacity in time")));
   // Moves like transition()'s, made in one statement: the hook hears of each.
-  if (on_transition_) {
-    for (const auto& r : expired) {
-      on_transition_(tx, r.id, RentalState::kPending, RentalState::kCancelled);
+  for (const auto& r : expired) {
+    for (const auto& hook : on_transition_) {
+      hook(tx, r.id, RentalState::kPending, RentalState::kCancelled);
     }
   }
   return expired;

@@ -108,10 +108,16 @@ class RentalStore {
   // Told of every move transition() (and expire_pending()) makes, in its transaction, right
   // after it is written:
   // billing's holds and captures follow the rental's state this way, whichever path moved it
-  // (set once by the process wiring; scheduler/rental_billing.h).
+  // (scheduler/rental_billing.h), and webhooks write their events into the same transaction.
+  // Each call adds a hook; they run in the order added. Set by the process wiring before
+  // serving.
   using TransitionHook =
       std::function<void(Tx&, const std::string& id, RentalState from, RentalState to)>;
-  void on_transition(TransitionHook hook) { on_transition_ = std::move(hook); }
+  void on_transition(TransitionHook hook) { on_transition_.push_back(std::move(hook)); }
+  // Told of every rental create() writes, in its transaction (its first state, scheduled or
+  // pending, is no move from anything).
+  using CreatedHook = std::function<void(Tx&, const RentalRecord&)>;
+  void on_created(CreatedHook hook) { on_created_.push_back(std::move(hook)); }
 
   // When the lifecycle worker should look at a provisioning or releasing rental again
   // (nullopt: never by itself). False for an unknown rental.
@@ -172,7 +178,8 @@ class RentalStore {
 
  private:
   const Clock& clock_;
-  TransitionHook on_transition_;
+  std::vector<TransitionHook> on_transition_;
+  std::vector<CreatedHook> on_created_;
 };
 
 }  // namespace gpurent::scheduler

@@ -61,6 +61,8 @@ class SchedulerModule {
   scheduler::TaskStore& task_store() { return tasks_; }
   // Host certificates for the keys an agent's hello reports.
   scheduler::SshAccess& ssh_access() { return ssh_access_; }
+  // Rentals' creations and moves, for other modules' hooks (webhooks).
+  scheduler::RentalStore& rentals() { return rentals_; }
 
  private:
   void loop();

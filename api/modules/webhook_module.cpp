@@ -1,0 +1,165 @@
+// The webhooks' wiring and the delivery worker's thread.
+#include "api/modules/webhook_module.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/money.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpurent {
+namespace {
+
+// What a rental event's `data.rental` holds: the rental as its owner knows it, in the API's
+// own field names (format_rfc3339 as the API prints times).
+nlohmann::json rental_json(const scheduler::RentalRecord& r) {
+  return {{"id", r.id},
+          {"name", r.name},
+          {"state", scheduler::to_string(r.state)},
+          {"gpu_model", r.gpu_model},
+          {"gpu_count", r.gpu_count},
+          {"node_id", r.node_id ? nlohmann::json(*r.node_id) : nlohmann::json(nullptr)},
+          {"gpu_indices", r.gpu_indices},
+          {"period",
+           {{"start", format_rfc3339(r.period.start)}, {"end", format_rfc3339(r.period.end)}}},
+          {"days", r.days},
+          {"created_at", format_rfc3339(r.created_at)}};
+}
+
+// One expiry warning per rental and end: an extension moves the end, and the warning is due
+// again before the new one.
+std::string expiring_key(const scheduler::RentalRecord& r) {
+  return "rental.expiring:" + r.id + ":" + std::to_string(r.period.end.time_since_epoch().count());
+}
+
+// Rentals looked at per expiry scan; the rest wait for the next lifecycle run.
+constexpr int kExpiringBatch = 200;
+
+}  // namespace
+
+WebhookModule::WebhookModule(const ModuleContext& ctx)
+    : pool_(ctx.pool),
+      clock_(ctx.clock),
+      poll_(ctx.config.webhook_poll_interval),
+      expiring_before_(ctx.config.webhook_expiring_before),
+      low_balance_minor_(ctx.config.webhook_low_balance_minor),
+      store_(ctx.clock),
+      sender_(webhooks::make_http_sender(
+          {.allow_internal = ctx.config.webhook_allow_internal,
+           .user_agent = std::string("gpurent-webhooks/") + GPURENT_VERSION})),
+      worker_(ctx.pool, ctx.clock, store_, *sender_,
+              {.retry = {.max_attempts = ctx.config.webhook_max_attempts,
+                         .base = ctx.config.webhook_backoff,
+                         .max = ctx.config.webhook_backoff_max},
+               .timeout = ctx.config.webhook_timeout,
+               .lease = ctx.config.webhook_lease,
+               .batch = 5,
+               .allow_internal = ctx.config.webhook_allow_internal}),
+      routes_{.pool = &ctx.pool,
+              .store = &store_,
+              .allow_internal = ctx.config.webhook_allow_internal} {
+  // A lease shorter than a batch can take lets another replica send a delivery this one is
+  // still sending: refused at start rather than found as duplicates later.
+  if (ctx.config.webhook_lease <= ctx.config.webhook_timeout * worker_.options().batch) {
+    throw ConfigError("config webhook_lease: must be longer than " +
+                      std::to_string(worker_.options().batch) +
+                      " times webhook_timeout (one batch of deliveries)");
+  }
+}
+
+WebhookModule::~WebhookModule() {
+  stop();
+}
+
+void WebhookModule::add_routes(http::Router& router) {
+  http::add_webhook_routes(router, routes_);
+}
+
+void WebhookModule::rental_event(Tx& tx, const scheduler::RentalRecord& rental,
+                                 std::optional<scheduler::RentalState> previous) {
+  std::string type = "rental." + std::string(scheduler::to_string(rental.state));
+  nlohmann::json data = {
+      {"rental", rental_json(rental)},
+      {"previous_state",
+       previous ? nlohmann::json(std::string(scheduler::to_string(*previous))) : nullptr}};
+  store_.emit(tx, rental.org_id, type, data);
+}
+
+void WebhookModule::watch_rentals(scheduler::RentalStore& rentals,
+                                  scheduler::Lifecycle& lifecycle) {
+  rentals_ = &rentals;
+  rentals.on_created(
+      [this](Tx& tx, const scheduler::RentalRecord& r) { rental_event(tx, r, std::nullopt); });
+  rentals.on_transition(
+      [this](Tx& tx, const std::string& id, scheduler::RentalState from, scheduler::RentalState) {
+        // The row as the move left it, in the move's transaction.
+        if (auto r = rentals_->get_any(tx, id)) rental_event(tx, *r, from);
+      });
+  lifecycle.add_job(
+      "webhook_expiring",
+      [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) { expiring_scan(pool, now); });
+}
+
+void WebhookModule::expiring_scan(PgPool& pool, Timestamp now) {
+  pool.transact("webhook_expiring", [&](Tx& tx) {
+    auto due = store_.expiring_rentals(
+        tx, now, std::chrono::duration_cast<std::chrono::milliseconds>(expiring_before_),
+        kExpiringBatch);
+    for (const auto& [id, org_id] : due) {
+      auto r = rentals_->get_any(tx, id);
+      if (!r || r->state != scheduler::RentalState::kActive) continue;
+      nlohmann::json data = {{"rental", rental_json(*r)},
+                             {"ends_at", format_rfc3339(r->period.end)}};
+      // Another replica's scan may write the same warning first: the dedup key keeps one.
+      store_.emit(tx, org_id, "rental.expiring", data, expiring_key(*r));
+    }
+    return due.size();
+  });
+}
+
+void WebhookModule::watch_balances(billing::Ledger& ledger) {
+  ledger.on_available_changed([this, &ledger](Tx& tx, const std::string& org_id) {
+    if (org_id.empty() || !store_.wants(tx, org_id, "billing.low_balance")) return;
+    auto balances = ledger.balances(tx, org_id);
+    bool below = balances.available.amount_minor() < low_balance_minor_;
+    if (!store_.balance_seen(tx, org_id, below)) return;
+    nlohmann::json data = {{"org_id", org_id},
+                           {"available", balances.available.to_json()},
+                           {"threshold", ledger.money(low_balance_minor_).to_json()}};
+    store_.emit(tx, org_id, "billing.low_balance", data);
+  });
+}
+
+void WebhookModule::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void WebhookModule::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void WebhookModule::loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    int sent = 0;
+    try {
+      sent = worker_.run_once(&stopping_);
+    } catch (const std::exception& e) {
+      // A database outage: claims not finished come back when their leases end.
+      log::warn("webhook delivery run failed: {}", e.what());
+    }
+    lock.lock();
+    // A full batch says more may be due: go again at once.
+    if (sent >= worker_.options().batch) continue;
+    wake_.wait_for(lock, poll_, [this] { return stopping_.load(); });
+  }
+}
+
+}  // namespace gpurent

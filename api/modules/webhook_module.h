@@ -1,0 +1,72 @@
+// The webhooks' wiring: the store, the routes, the producers that write events into the
+// outbox inside the transactions of the changes they report (rental moves, the expiry scan,
+// ledger postings), and the delivery worker's thread.
+#pragma once
+
+#include "api/handlers/webhook_handlers.h"
+#include "api/modules/module_context.h"
+#include "billing/ledger.h"
+#include "scheduler/lifecycle.h"
+#include "scheduler/records.h"
+#include "scheduler/rental_store.h"
+#include "webhooks/delivery_worker.h"
+#include "webhooks/sender.h"
+#include "webhooks/webhook_store.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace gpurent {
+
+class WebhookModule {
+ public:
+  explicit WebhookModule(const ModuleContext& ctx);
+  ~WebhookModule();
+  WebhookModule(const WebhookModule&) = delete;
+  WebhookModule& operator=(const WebhookModule&) = delete;
+
+  void add_routes(http::Router& router);
+
+  // Every rental created or moved writes rental.<state> in its own transaction, and the
+  // lifecycle worker's runs look for rentals nearing their end (rental.expiring). Both must
+  // outlive this module's use of them.
+  void watch_rentals(scheduler::RentalStore& rentals, scheduler::Lifecycle& lifecycle);
+  // Every posting that moves an org's available balance checks it against the threshold
+  // (billing.low_balance, once per crossing).
+  void watch_balances(billing::Ledger& ledger);
+
+  // Starts the delivery thread: a batch whenever one is due, else a look every
+  // webhook_poll_interval. Every replica runs one; their claims never overlap.
+  void start();
+  // Wakes the thread and waits for it: at most the delivery in progress (webhook_timeout).
+  // Idempotent.
+  void stop();
+
+ private:
+  void loop();
+  void rental_event(Tx& tx, const scheduler::RentalRecord& rental,
+                    std::optional<scheduler::RentalState> previous);
+  void expiring_scan(PgPool& pool, Timestamp now);
+
+  PgPool& pool_;
+  const Clock& clock_;
+  std::chrono::milliseconds poll_;
+  std::chrono::seconds expiring_before_;
+  long long low_balance_minor_;
+  webhooks::WebhookStore store_;
+  std::unique_ptr<webhooks::Sender> sender_;
+  webhooks::DeliveryWorker worker_;
+  http::WebhookRoutesState routes_;
+  scheduler::RentalStore* rentals_ = nullptr;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace gpurent
