@@ -14,8 +14,23 @@ namespace {
 
 constexpr std::uintmax_t kMaxFileSize = 16 * 1024 * 1024;
 
+constexpr std::string_view kReleasePrefix = "/r/";
+
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string etag_of(const std::string& content) {
+  std::string etag = "\"";
+  etag.append(crypto::sha256_hex(content), 0, 20).append("\"");
+  return etag;
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (auto pos = text.find(from); pos != std::string::npos;
+       pos = text.find(from, pos + to.size())) {
+    text.replace(pos, from.size(), to);
+  }
 }
 
 }  // namespace
@@ -71,26 +86,50 @@ StaticFiles::StaticFiles(const std::string& root) {
     url += fs::relative(entry.path(), root).generic_string();
     File f;
     f.content_type = content_type_for(name);
-    f.etag = "\"";
-    f.etag.append(crypto::sha256_hex(*content), 0, 20).append("\"");
-    // HTML names the other files, so it must be revalidated; the rest may be cached briefly.
-    f.cache_control = ends_with(name, ".html") ? "no-cache" : "public, max-age=300";
+    f.etag = etag_of(*content);
     f.content = std::move(content);
     files_.emplace(std::move(url), std::move(f));
   }
-  log::info("serving {} web panel files from {}", files_.size(), root);
+  // The release names every file but the HTML, which is rewritten to name the release.
+  std::string digest_input;
+  for (const auto& [url, f] : files_) {
+    if (!ends_with(url, ".html")) digest_input.append(url).append(f.etag).push_back('\n');
+  }
+  release_ = crypto::sha256_hex(digest_input).substr(0, 12);
+  for (auto& [url, f] : files_) {
+    if (!ends_with(url, ".html")) continue;
+    auto html = std::make_shared<std::string>(*f.content);
+    for (const auto& [asset, unused] : files_) {
+      if (ends_with(asset, ".html")) continue;
+      replace_all(*html, "\"" + asset + "\"",
+                  "\"" + std::string(kReleasePrefix) + release_ + asset + "\"");
+    }
+    f.etag = etag_of(*html);
+    f.content = std::move(html);
+  }
+  log::info("serving {} web panel files from {} (release {})", files_.size(), root, release_);
 }
 
 std::optional<Response> StaticFiles::serve(const Request& request) const {
   if (request.method != Method::kGet && request.method != Method::kHead) return std::nullopt;
   std::string_view path = request.path == "/" ? std::string_view("/index.html") : request.path;
+  std::string_view cache_control = "no-cache";
+  if (path.substr(0, kReleasePrefix.size()) == kReleasePrefix) {
+    auto rest = path.substr(kReleasePrefix.size());
+    auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    // Another release's name (a page loaded before a deploy) still gets today's file, but
+    // never for long: only the current release's names are immutable.
+    if (rest.substr(0, slash) == release_) cache_control = "public, max-age=31536000, immutable";
+    path = rest.substr(slash);
+  }
   auto it = files_.find(path);
   if (it == files_.end()) return std::nullopt;
   const File& f = it->second;
   Response r;
   r.content_type = f.content_type;
   r.set_header("ETag", f.etag);
-  r.set_header("Cache-Control", f.cache_control);
+  r.set_header("Cache-Control", std::string(cache_control));
   r.set_header("X-Content-Type-Options", "nosniff");
   if (ends_with(path, ".html")) {
     r.set_header("Content-Security-Policy",

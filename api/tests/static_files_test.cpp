@@ -151,8 +151,9 @@ TEST(StaticFiles, ContentTypeForByExtension) {
 TEST_F(StaticFilesTest, CacheControl) {
   EXPECT_EQ(header(*get("/"), "Cache-Control"), "no-cache");
   EXPECT_EQ(header(*get("/sub/page.html"), "Cache-Control"), "no-cache");
-  EXPECT_EQ(header(*get("/app.js"), "Cache-Control"), "public, max-age=300");
-  EXPECT_EQ(header(*get("/img.png"), "Cache-Control"), "public, max-age=300");
+  // Plain paths are revalidated: only the release's names may be kept (ReleaseNames...).
+  EXPECT_EQ(header(*get("/app.js"), "Cache-Control"), "no-cache");
+  EXPECT_EQ(header(*get("/img.png"), "Cache-Control"), "no-cache");
 }
 
 TEST_F(StaticFilesTest, HtmlCarriesSecurityHeaders) {
@@ -181,7 +182,7 @@ TEST_F(StaticFilesTest, IfNoneMatchGives304WithoutBody) {
   EXPECT_EQ(r->status, 304);
   EXPECT_EQ(r->body_view(), "");
   EXPECT_EQ(header(*r, "ETag"), etag);
-  EXPECT_EQ(header(*r, "Cache-Control"), "public, max-age=300");
+  EXPECT_EQ(header(*r, "Cache-Control"), "no-cache");
 }
 
 TEST_F(StaticFilesTest, StaleETagGetsTheFile) {
@@ -272,6 +273,72 @@ TEST(StaticFiles, MissingRootServesNothing) {
 TEST(StaticFiles, RootThatIsAFileServesNothing) {
   StaticFiles files("/etc/passwd");
   EXPECT_EQ(files.size(), 0u);
+}
+
+// A panel whose HTML names its script and style sheet, as web/public/index.html does.
+class ReleaseTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("gpurent_release_test_" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    write(root_ / "index.html",
+          "<link href=\"/style.css\"><script type=\"module\" src=\"/js/app.js\"></script>"
+          "<a href=\"/js/app.jsx\">not an asset</a>");
+    write(root_ / "style.css", "body{}");
+    write(root_ / "js" / "app.js", "import './pages/a.js';");
+    write(root_ / "js" / "pages" / "a.js", "a();");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static std::optional<Response> get(const StaticFiles& files, std::string_view path) {
+    Request r;
+    r.method = Method::kGet;
+    r.path = path;
+    r.target = path;
+    return files.serve(r);
+  }
+
+  fs::path root_;
+};
+
+TEST_F(ReleaseTest, HtmlNamesTheReleaseWhoseFilesAreImmutable) {
+  StaticFiles files(root_.string());
+  const std::string prefix = "/r/" + files.release();
+  ASSERT_EQ(files.release().size(), 12u);
+  auto index = get(files, "/");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->body_view(),
+            "<link href=\"" + prefix + "/style.css\"><script type=\"module\" src=\"" + prefix +
+                "/js/app.js\"></script><a href=\"/js/app.jsx\">not an asset</a>");
+  EXPECT_EQ(header(*index, "Cache-Control"), "no-cache");
+  // The module and what it imports relatively, under the same release.
+  for (const char* path : {"/js/app.js", "/js/pages/a.js", "/style.css"}) {
+    auto r = get(files, prefix + path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(header(*r, "Cache-Control"), "public, max-age=31536000, immutable") << path;
+    EXPECT_EQ(r->body_view(), get(files, path)->body_view());
+  }
+  EXPECT_FALSE(get(files, prefix + "/missing.js"));
+  EXPECT_FALSE(get(files, "/r/" + files.release()));
+  EXPECT_FALSE(get(files, prefix + "/../index.html"));
+}
+
+TEST_F(ReleaseTest, AnotherReleasesNameGetsTodaysFileRevalidated) {
+  StaticFiles files(root_.string());
+  auto r = get(files, "/r/000000000000/js/app.js");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body_view(), "import './pages/a.js';");
+  EXPECT_EQ(header(*r, "Cache-Control"), "no-cache");
+}
+
+TEST_F(ReleaseTest, ChangingAnyFileButHtmlMakesANewRelease) {
+  const std::string first = StaticFiles(root_.string()).release();
+  EXPECT_EQ(StaticFiles(root_.string()).release(), first);
+  write(root_ / "index.html", "<p>other</p>");
+  EXPECT_EQ(StaticFiles(root_.string()).release(), first);
+  write(root_ / "js" / "pages" / "a.js", "b();");
+  EXPECT_NE(StaticFiles(root_.string()).release(), first);
 }
 
 }  // namespace static_files_test

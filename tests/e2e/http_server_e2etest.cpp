@@ -213,6 +213,16 @@ TEST_F(HttpServerE2E, ServesThePanelWithTypesAndCacheHeaders) {
   auto script = http_request(port(), "GET", "/js/app.js");
   EXPECT_EQ(script.status, 200);
   EXPECT_EQ(script.header("content-type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(script.header("cache-control"), "no-cache");
+  // The page names the release's copy, which a browser may keep: a deploy renames it.
+  auto at = index.body.find("src=\"/r/");
+  ASSERT_NE(at, std::string::npos) << index.body;
+  auto name = index.body.substr(at + 5, index.body.find('"', at + 5) - at - 5);
+  EXPECT_EQ(name.substr(name.size() - 10), "/js/app.js");
+  auto kept = http_request(port(), "GET", name);
+  EXPECT_EQ(kept.status, 200);
+  EXPECT_EQ(kept.body, script.body);
+  EXPECT_EQ(kept.header("cache-control"), "public, max-age=31536000, immutable");
 }
 
 TEST_F(HttpServerE2E, PathTraversalNeverLeavesTheWebRoot) {
