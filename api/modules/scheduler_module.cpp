@@ -39,7 +39,8 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
                      .orgs = &orgs_,
                      .views = &views_,
                      .capacity = &capacity_,
-                     .ssh = &ssh_access_} {
+                     .ssh = &ssh_access_},
+      advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_} {
   // Each announcement names a node, or '*' for everything (migrations/0010).
   ctx.listener.subscribe("gpurent_capacity", [this](const std::string& node) {
     if (node == "*") {
@@ -97,6 +98,7 @@ void SchedulerModule::bill_with(billing::RentalCharges& charges) {
 
 void SchedulerModule::add_routes(http::Router& router) {
   http::add_rental_routes(router, rental_routes_);
+  http::add_advisor_routes(router, advisor_routes_);
 }
 
 void SchedulerModule::start() {

@@ -2,6 +2,7 @@
 // lifecycle worker's thread.
 #pragma once
 
+#include "api/handlers/advisor_handlers.h"
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module_context.h"
 #include "billing/rental_charges.h"
@@ -89,6 +90,7 @@ class SchedulerModule {
   scheduler::CapacityIndex capacity_;
   scheduler::CatalogViews views_;
   http::RentalRoutesState rental_routes_;
+  http::AdvisorRoutesState advisor_routes_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
