@@ -142,6 +142,43 @@ export const scenarios = [
     },
   },
   {
+    name: "the advisor sizes llama-2-70b for fp16 inference: no single 80 GB GPU, and a recommendation books",
+    pages: ["advisor", "book"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const customer = await api.customer(stack);
+      await tab.signIn(customer.email, PASSWORD);
+      await tab.visit("#/advisor");
+      await tab.check("advisor");
+      await page.getByLabel("Model").selectOption("llama-2-70b");
+      await page.getByLabel("Precision").selectOption("fp16");
+      await page.getByLabel("Task").selectOption("inference");
+      await page.getByRole("button", { name: "Estimate" }).click();
+      const recs = page.getByRole("table", { name: "Rentals that fit, cheapest first" });
+      await recs.waitFor();
+      // About 140 GB of weights alone: more than one 80 GB GPU, shown as a stacked bar.
+      const total = await page.getByTestId("advisor-total").textContent();
+      assert.ok(Number(total.replace(/[^\d.]/g, "")) > 141, total);
+      await page.getByRole("img", { name: /Weights 138/ }).waitFor();
+      await tab.check("advisor-llama-2-70b");
+      const configs = (await recs.locator("tbody tr td:first-child").allTextContents()).map((c) => c.trim());
+      assert.ok(configs.length > 0);
+      assert.ok(!configs.includes(`1× ${H100}`), configs.join(", "));
+      assert.ok(configs.includes(`2× ${H100}`), configs.join(", "));
+      // The answer agrees: no single GPU of 80 GB.
+      const advice = await api.expect(200, "POST", "/v1/advisor",
+        { preset: "llama-2-70b", precision: "fp16", task: "inference" }, customer);
+      assert.ok(!advice.recommendations.some((r) => r.gpu_count === 1 && r.vram_per_gpu_gb <= 80));
+
+      // "Book this" opens the booking form with that configuration chosen.
+      await recs.getByRole("link", { name: `Book this: 2× ${H100}` }).click();
+      await page.waitForFunction(() => location.hash.startsWith("#/book"));
+      await tab.rendered();
+      assert.equal(await page.getByLabel("GPU model").inputValue(), H100);
+      assert.equal(await page.getByLabel("Number of GPUs").inputValue(), "2");
+    },
+  },
+  {
     name: "errors are shown to the user: insufficient funds, no capacity",
     pages: ["book"],
     async run({ tab, api, stack }) {

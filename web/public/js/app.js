@@ -17,6 +17,7 @@ const ROUTES = [
   ["/", "dashboard"],
   ["/catalog", "catalog"],
   ["/book", "book"],
+  ["/advisor", "advisor"],
   ["/rentals", "rentals"],
   ["/rentals/:id", "rental"],
   ["/keys", "keys"],
@@ -33,6 +34,7 @@ const ROUTES = [
 
 const CUSTOMER_NAV = [
   ["#/", "nav.dashboard"], ["#/catalog", "nav.catalog"], ["#/book", "nav.book"],
+  ["#/advisor", "nav.advisor"],
   ["#/rentals", "nav.rentals"], ["#/keys", "nav.keys"], ["#/tokens", "nav.tokens"],
   ["#/members", "nav.members"], ["#/billing", "nav.billing"],
 ];
