@@ -1,9 +1,11 @@
 # gpurent: the two commands of README.md, and a few more for development.
 #   make run   install what is missing, build, serve on http://127.0.0.1:8080
 #   make test  install what is missing, build with sanitizers, run every test
-.PHONY: run test build build-test bench format format-check clean
+#   make install  build the gpurent CLI and install it in $(PREFIX)/bin (default /usr/local)
+.PHONY: run test build build-test bench format format-check clean install
 
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 
 build/release/build.ninja:
@@ -22,6 +24,12 @@ run:
 	@scripts/bootstrap
 	@$(MAKE) --no-print-directory build
 	@scripts/run-demo
+
+# The CLI alone, built in Release and installed as $(PREFIX)/bin/gpurent (docs/cli.md).
+# It needs only the build packages docs/cli.md lists, so it does not run scripts/bootstrap.
+install: build/release/build.ninja
+	cmake --build build/release -j $(JOBS) --target gpurent
+	cmake --install build/release --component cli --prefix $(PREFIX)
 
 build-test: build/test/build.ninja
 	cmake --build build/test -j $(JOBS)
