@@ -228,6 +228,30 @@ void add_auth_routes(Router& router, AuthRoutesState& state) {
               .summary = "The caller: user, current org, role and scopes.",
               .tag = "identity"});
 
+  // Sessions only: a person's other organisations are none of an org's API token's business.
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/me/orgs",
+              .handler =
+                  [&state](const Request&, const Principal& p) {
+                    auto memberships = state.pool->transact("identity_my_orgs", [&](Tx& tx) {
+                      return state.store->memberships(tx, p.user.id);
+                    });
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& m : memberships) {
+                      items.push_back({{"id", m.org.id},
+                                       {"name", m.org.name},
+                                       {"role", m.role},
+                                       {"current", p.org_id && *p.org_id == m.org.id}});
+                    }
+                    Response r = json_response(200, {{"items", items}, {"next_cursor", nullptr}});
+                    r.set_header("Cache-Control", "no-store");
+                    return r;
+                  },
+              .access = Access::kSessionOnly,
+              .summary = "The organisations the signed-in person belongs to, with their role in "
+                         "each and which one the session acts for (panel sessions only).",
+              .tag = "identity"});
+
   router.add({.method = Method::kPost,
               .pattern = "/v1/session/org",
               .handler =

@@ -139,6 +139,43 @@ TEST_F(MembersE2E, OwnerAddsAViewerWhoSeesTheListCannotChangeItAndCanLeave) {
   EXPECT_EQ(list(owner).json()["items"].size(), 1u);
 }
 
+TEST_F(MembersE2E, APersonSeesTheirOrgsAndWhichOneTheSessionActsFor) {
+  Login owner = account("owner@example.com", "Acme");
+  Login viewer = member_of(owner, "viewer", "viewer@example.com");  // acts for Acme now
+  auto orgs = [&](const Login& l) {
+    return http_request(port(), "GET", "/v1/me/orgs", "", {{"Cookie", l.cookie}});
+  };
+  auto r = orgs(viewer);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("cache-control"), "no-store");
+  auto items = r.json()["items"];
+  ASSERT_EQ(items.size(), 2u) << items;
+  EXPECT_TRUE(r.json()["next_cursor"].is_null());
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& o : items) by_name[o["name"]] = o;
+  EXPECT_EQ(by_name["Own org"]["role"], "owner");
+  EXPECT_EQ(by_name["Own org"]["current"], false);
+  EXPECT_EQ(by_name["Acme"]["id"], owner.org_id);
+  EXPECT_EQ(by_name["Acme"]["role"], "viewer");
+  EXPECT_EQ(by_name["Acme"]["current"], true);
+
+  // Switching moves `current`; the owner, in one org, sees only that one.
+  ASSERT_EQ(switch_org(viewer, by_name["Own org"]["id"]).status, 200);
+  auto after = orgs(viewer).json();
+  for (const auto& o : after["items"]) EXPECT_EQ(o["current"], o["name"] == "Own org");
+  ASSERT_EQ(orgs(owner).json()["items"].size(), 1u);
+
+  // An API token acts for one org: a person's other orgs are not its business.
+  auto token =
+      post("/v1/api-tokens", {{"name", "ci"}, {"scopes", {"rentals:read"}}}, session(owner));
+  ASSERT_EQ(token.status, 201) << token.body;
+  auto refused =
+      http_request(port(), "GET", "/v1/me/orgs", "",
+                   {{"Authorization", "Bearer " + token.json()["token"].get<std::string>()}});
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_EQ(http_request(port(), "GET", "/v1/me/orgs").status, 401);
+}
+
 TEST_F(MembersE2E, RoleEndpointMatrix) {
   Login owner = account("owner@example.com");
   struct Expect {

@@ -530,14 +530,17 @@ class OutsideInE2E : public ApiTest {
         for (const auto& p : op.value("parameters", Json::array())) {
           if (p.value("in", "") == "path") o.path_params.push_back(p.value("name", ""));
         }
-        const Json* schema = nullptr;
+        // The JSON body's schema, its $ref followed to the document's components.
+        Json schema;
         if (op.contains("requestBody")) {
-          const auto& content = op["requestBody"].value("content", Json::object());
-          if (content.contains("application/json")) schema = &content["application/json"]["schema"];
+          Json content = op["requestBody"].value("content", Json::object());
+          if (content.contains("application/json")) schema = content["application/json"]["schema"];
         }
-        if (schema && schema->contains("properties")) {
-          for (const auto& [name, _] : (*schema)["properties"].items())
-            o.body_fields.push_back(name);
+        if (schema.is_object() && schema.contains("$ref")) {
+          schema = doc.at(Json::json_pointer(schema["$ref"].get<std::string>().substr(1)));
+        }
+        if (schema.is_object() && schema.contains("properties")) {
+          for (const auto& [name, _] : schema["properties"].items()) o.body_fields.push_back(name);
         } else {
           o.body_fields = contract_fields(o.method, o.path);
         }

@@ -228,6 +228,13 @@ class TenancyMatrixE2E : public ::testing::Test {
   std::string new_token_id(const Actor& owner) {
     return token_of(owner, {"rentals:read"}).token_id;
   }
+  std::string new_webhook_id(const Actor& owner) {
+    auto r = send("POST", "/v1/webhooks",
+                  Json{{"url", "https://hooks.example.com/in"}, {"events", {"rental.active"}}},
+                  owner.credentials());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.json().value("id", "");
+  }
 
   // Two 8-GPU nodes, an image and a price, written once as an operator and the nodes' agents
   // would have (the admin routes are tested elsewhere).
@@ -317,6 +324,10 @@ class TenancyMatrixE2E : public ::testing::Test {
         "SELECT string_agg(id || ' ' || name || ' ' || array_to_string(scopes, ',') || ' '"
         " || coalesce(expires_at::text, 'no expiry') || ' ' || coalesce(revoked_at::text, 'live'),"
         " ', ' ORDER BY id) FROM api_tokens WHERE org_id = $1");
+    add("webhooks",
+        "SELECT string_agg(id || ' ' || url || ' ' || coalesce(disabled_at::text, 'live') || ' '"
+        " || (SELECT count(*) FROM webhook_deliveries d WHERE d.webhook_id = w.id), ', '"
+        " ORDER BY id) FROM webhooks w WHERE org_id = $1");
     add("sessions acting for it",
         "SELECT string_agg(id_hash, ', ' ORDER BY id_hash) FROM sessions"
         " WHERE current_org_id = $1");
@@ -467,6 +478,9 @@ const std::vector<EndpointCase>& endpoint_cases() {
        true},
       {"GET", "/v1/me", [](T&, const Actor&) { return Prepared{}; }, std::nullopt, kEveryRole, 200,
        false},
+      // The person's own organisations: another org's ids never appear.
+      {"GET", "/v1/me/orgs", [](T&, const Actor&) { return Prepared{}; }, std::nullopt, kEveryRole,
+       200, false, /*sessions_only=*/true},
       // Money: the roles that see the org's billing (owners, admins and billing).
       {"GET",
        "/v1/billing/balance",
@@ -506,6 +520,60 @@ const std::vector<EndpointCase>& endpoint_cases() {
        {"owner", "admin"},
        200,
        false},
+      // Webhooks send the org's events wherever they point: owners and admins only.
+      {"GET",
+       "/v1/webhooks",
+       [](T&, const Actor&) { return Prepared{}; },
+       "members:write",
+       {"owner", "admin"},
+       200,
+       false},
+      {"POST",
+       "/v1/webhooks",
+       [](T&, const Actor&) {
+         return Prepared{
+             Json{{"url", "https://hooks.example.com/in"}, {"events", {"rental.active"}}}, ""};
+       },
+       "members:write",
+       {"owner", "admin"},
+       201,
+       false},
+      {"GET",
+       "/v1/webhooks/{id}",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_webhook_id(o)};
+       },
+       "members:write",
+       {"owner", "admin"},
+       200,
+       true},
+      {"DELETE",
+       "/v1/webhooks/{id}",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_webhook_id(o)};
+       },
+       "members:write",
+       {"owner", "admin"},
+       204,
+       true},
+      {"GET",
+       "/v1/webhooks/{id}/deliveries",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_webhook_id(o)};
+       },
+       "members:write",
+       {"owner", "admin"},
+       200,
+       true},
+      {"POST",
+       "/v1/webhooks/{id}/test",
+       [](T& t, const Actor& o) {
+         return Prepared{Json::object(), t.new_webhook_id(o)};
+       },
+       "members:write",
+       {"owner", "admin"},
+       202,
+       true},
       {"POST", "/v1/session/org",
        [](T&, const Actor& o) {
          return Prepared{Json{{"org_id", o.org_id}}, ""};
@@ -708,7 +776,7 @@ TEST_F(TenancyMatrixE2E, AnotherOrgGets404ForEveryObjectAndChangesNothing) {
     for (const auto& c : endpoint_cases()) {
       if (c.method != "GET" || c.names_object || !c.lists_org_objects) continue;
       auto r = send("GET", c.path, std::nullopt, actor->credentials());
-      EXPECT_EQ(r.status, 200) << c.cell(actor->label);
+      EXPECT_EQ(r.status, c.sessions_only && actor == &b_token ? 403 : 200) << c.cell(actor->label);
       for (const auto& id : a_ids) {
         EXPECT_EQ(r.body.find(id), std::string::npos)
             << c.cell(actor->label) << " shows org A's " << id;
