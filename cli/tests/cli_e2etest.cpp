@@ -21,6 +21,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -139,6 +140,11 @@ class CuttingProxy {
   }
   int port() const { return port_; }
   int booking_posts() const { return booking_posts_; }
+  // The Idempotency-Key header of each booking request, in order.
+  std::vector<std::string> booking_keys() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return booking_keys_;
+  }
   bool cut() const { return cut_; }
 
  private:
@@ -189,7 +195,20 @@ class CuttingProxy {
       a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
       a.sin_port = htons(static_cast<uint16_t>(server_port_));
       bool booking = request.rfind("POST /v1/rentals ", 0) == 0;
-      if (booking) ++booking_posts_;
+      if (booking) {
+        ++booking_posts_;
+        std::string lower = request;
+        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        auto at = lower.find("\r\nidempotency-key:");
+        std::string key;
+        if (at != std::string::npos) {
+          auto start = at + 18;
+          key = request.substr(start, request.find("\r\n", start) - start);
+          key.erase(0, key.find_first_not_of(' '));
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        booking_keys_.push_back(key);
+      }
       bool cut_this = booking && !cut_;
       if (connect(upstream, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
           send_all(upstream, request)) {
@@ -210,6 +229,8 @@ class CuttingProxy {
   int port_ = 0;
   std::atomic<int> booking_posts_{0};
   std::atomic<bool> cut_{false};
+  std::mutex mutex_;
+  std::vector<std::string> booking_keys_;
   std::thread thread_;
 };
 
@@ -325,6 +346,10 @@ TEST_F(CliE2E, ABookingWhoseAnswerIsCutOffIsRetriedAndBooksOnce) {
   EXPECT_TRUE(proxy.cut()) << "the first answer was never delivered";
   EXPECT_GE(proxy.booking_posts(), 2) << "so the CLI sent the booking again";
   EXPECT_NE(r.err.find("retrying"), std::string::npos) << r.err;
+  auto keys = proxy.booking_keys();
+  ASSERT_GE(keys.size(), 2u);
+  EXPECT_EQ(keys[0].rfind("gpurent-cli-", 0), 0u) << keys[0];
+  for (const auto& k : keys) EXPECT_EQ(k, keys[0]) << "one key for the booking and its retries";
   json rental = r.json_out();
   ASSERT_TRUE(rental.is_object()) << r.out;
   // Exactly one rental, one hold on the ledger: the retry got the first booking's answer.
@@ -501,6 +526,31 @@ TEST_F(CliE2E, AccountCommandsKeysTokensBalanceInvoices) {
   ASSERT_EQ(invoices.exit_code, 0) << invoices.err;
   EXPECT_TRUE(invoices.json_out()["items"].is_array());
   EXPECT_EQ(cli({"invoices", "show", "inv_0000000000000000000000"}).exit_code, 7);
+}
+
+TEST_F(CliE2E, TheConfigFileIsUsedBelowTheEnvironmentAndRefusedWhenOthersCanReadIt) {
+  std::string dir = make_temp_dir("gpurent-cli-config");
+  std::string path = dir + "/gpurent/config";
+  fs::create_directories(dir + "/gpurent");
+  std::ofstream(path) << "# written by the test\nurl = " << url() << "\ntoken = " << token_ << "\n";
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  // XDG_CONFIG_HOME finds it; no GPURENT_URL or GPURENT_TOKEN needed.
+  auto from_file =
+      CliRun({"--json", "balance"}, {{"XDG_CONFIG_HOME", dir}, {"GPURENT_CONFIG", ""}}).finish();
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  // The environment wins over the file: a URL where nothing listens.
+  auto overridden = CliRun({"--retries", "0", "balance"}, {{"XDG_CONFIG_HOME", dir},
+                                                           {"GPURENT_CONFIG", ""},
+                                                           {"GPURENT_URL", "http://127.0.0.1:1"}})
+                        .finish();
+  EXPECT_EQ(overridden.exit_code, 8) << overridden.err;
+  // Readable by others: refused before anything is sent, the token not shown.
+  fs::permissions(path, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+  auto refused = CliRun({"balance"}, {{"XDG_CONFIG_HOME", dir}, {"GPURENT_CONFIG", ""}}).finish();
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("chmod 600"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find(token_), std::string::npos);
+  fs::remove_all(dir);
 }
 
 }  // namespace gpurent::testing::cli_e2e
