@@ -80,6 +80,29 @@ export const scenarios = [
     },
   },
   {
+    name: "a person in two organisations switches between them from the header",
+    pages: ["members"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const alpha = await api.customer(stack, { org: "Alpha Ltd" });
+      const person = await api.customer(stack, { org: "Beta Ltd" });
+      await api.expect(201, "POST", "/v1/members", { email: person.email, role: "member" }, alpha);
+      await tab.signIn(person.email, PASSWORD);
+      const select = page.getByLabel("Organisation");
+      assert.equal(await select.locator("option:checked").textContent(), "Beta Ltd");
+      await tab.check("org-switch");
+      await select.selectOption({ label: "Alpha Ltd" });
+      await page.getByRole("status").filter({ hasText: "Now acting for Alpha Ltd." }).waitFor();
+      await page.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor();
+      // The session acts for Alpha from now on: its members page lists Alpha's owner.
+      const me = await page.evaluate(() => fetch("/v1/me").then((r) => r.json()));
+      assert.equal(me.current_org_id, alpha.orgId);
+      await tab.visit("#/members");
+      await page.getByRole("row").filter({ hasText: alpha.email }).waitFor();
+      assert.equal(await page.getByLabel("Organisation").locator("option:checked").textContent(), "Alpha Ltd");
+    },
+  },
+  {
     name: "a customer books 8×H100 for tomorrow and for now, watches the second become active, copies its SSH command and terminates it",
     pages: ["book", "rental"],
     tab: { clipboard: true },
@@ -319,7 +342,8 @@ export const scenarios = [
       await page.getByRole("heading", { level: 1, name: "Обзор" }).waitFor();
       await tab.rendered();
       for (const [hash, name] of [["#/", "phone-dashboard"], ["#/book", "phone-book"],
-                                  ["#/catalog", "phone-catalog"], ["#/billing", "phone-billing"]]) {
+                                  ["#/catalog", "phone-catalog"], ["#/billing", "phone-billing"],
+                                  ["#/advisor", "phone-advisor"]]) {
         await tab.show(hash, name);
         await fitsTheScreen(hash);
       }
@@ -333,7 +357,7 @@ export const scenarios = [
 export const CUSTOMER_PAGES = [
   ["#/", "dashboard"], ["#/catalog", "catalog"], ["#/book", "book"], ["#/rentals", "rentals"],
   ["#/rentals/:rental", "rental"], ["#/keys", "keys"], ["#/tokens", "tokens"], ["#/members", "members"],
-  ["#/billing", "billing"],
+  ["#/billing", "billing"], ["#/advisor", "advisor"],
 ];
 export const ADMIN_PAGES = [
   ["#/admin", "admin/fleet"], ["#/admin/nodes/:node", "admin/node"], ["#/admin/images", "admin/images"],

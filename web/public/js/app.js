@@ -7,7 +7,7 @@ import "./strings.js";
 import { whenUnauthenticated } from "./api.js";
 import { language, money, setLanguage, t } from "./i18n.js";
 import * as session from "./session.js";
-import { h, page, replace, setMoneyFormatter, spinner, describeError } from "./ui.js";
+import { h, page, replace, setMoneyFormatter, spinner, describeError, toast } from "./ui.js";
 
 setMoneyFormatter(money);
 
@@ -79,6 +79,22 @@ function renderNav() {
   if (session.isAdmin()) {
     nav.append(h("ul", { class: "admin-nav", "aria-label": t("nav.admin_section") },
       ADMIN_NAV.map((l) => h("li", {}, link(l)))));
+  }
+  const orgs = session.organisations();
+  if (orgs.length > 1) {
+    const select = h("select", { id: "org-switch", onchange: async () => {
+      const chosen = orgs.find((o) => o.id === select.value);
+      try {
+        await session.switchOrg(select.value);
+        toast(t("nav.org_switched", { name: chosen.name }));
+        go("#/");
+      } catch (err) {
+        toast(describeError(err));
+        renderNav();
+      }
+    } }, orgs.map((o) => h("option", { value: o.id, selected: o.current }, o.name)));
+    who.append(h("label", { class: "org-switch" },
+      h("span", { class: "visually-hidden" }, t("nav.org")), select), " ");
   }
   who.append(h("span", { class: "email" }, me.user.email), " ",
     h("button", { type: "button", class: "link", onclick: async () => {

@@ -6,9 +6,22 @@ import { get, post, setCsrfToken } from "./api.js";
 
 const HINT = "gpurent.signedIn";
 let me = null;
+let orgs = [];
 
 export function current() {
   return me;
+}
+
+// The organisations the person belongs to ({id, name, role, current}); the panel offers a
+// switch when there is more than one.
+export function organisations() {
+  return orgs;
+}
+
+// Acts for another of the person's organisations from now on (the session remembers it).
+export async function switchOrg(orgId) {
+  await post("/v1/session/org", { org_id: orgId });
+  return load();
 }
 
 export function isAdmin() {
@@ -25,6 +38,8 @@ export async function load() {
   try {
     me = await get("/v1/me", { quietUnauthenticated: true });
     setCsrfToken(me.csrf_token);
+    // Without the list the panel still works, only without the switch.
+    orgs = await get("/v1/me/orgs", { quietUnauthenticated: true }).then((r) => r.items, () => []);
   } catch (err) {
     forget();
     if (err.status !== 401) throw err;
@@ -49,6 +64,7 @@ export async function signOut() {
 
 export function forget() {
   me = null;
+  orgs = [];
   setCsrfToken(null);
   localStorage.removeItem(HINT);
 }

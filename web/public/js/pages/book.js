@@ -55,7 +55,9 @@ export async function render(ctx) {
   const modelField = field({ label: t("book.model"), name: "gpu_model", value: initialModel,
     options: models.map((m) => ({ value: m, label: m })) });
   const countField = h("div");
-  const icField = field({ label: t("book.interconnect"), name: "interconnect", value: "nvlink",
+  // The advisor links PCIe sets with interconnect=any; anything else asks for NVLink.
+  const icField = field({ label: t("book.interconnect"), name: "interconnect",
+    value: q.get("interconnect") === "any" ? "any" : "nvlink",
     options: [{ value: "nvlink", label: t("book.ic.nvlink") }, { value: "any", label: t("book.ic.any") }] });
   const startNow = h("input", { type: "radio", name: "start_kind", value: "now", id: "start-now", checked: !startParam });
   const startDay = h("input", { type: "radio", name: "start_kind", value: "date", id: "start-date", checked: !!startParam });
