@@ -82,7 +82,10 @@ int cmd_offers(CommandContext& ctx) {
                                                 {"start", "start"},
                                                 {"days", "days"}}))
                   .json();
-  if (ctx.json) return print_json(ctx, page), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, page);
+    return kExitOk;
+  }
   Table t({"MODEL", "GPUS", "INTERCONNECT", "VRAM", "PRICE/DAY", "NOW", "EARLIEST START", "SITE"});
   for (const auto& o : page.value("items", json::array())) {
     t.add({cell(o.value("gpu_model", json())), cell(o.value("gpu_count", json())),
@@ -109,7 +112,10 @@ int cmd_availability(CommandContext& ctx) {
                                                       {"from", "from"},
                                                       {"days", "days"}}))
                   .json();
-  if (ctx.json) return print_json(ctx, page), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, page);
+    return kExitOk;
+  }
   Table t({"DATE", "AVAILABLE"});
   for (const auto& d : page.value("days", json::array())) {
     t.add({cell(d.value("date", json())), cell(d.value("available", json()))});
@@ -120,7 +126,10 @@ int cmd_availability(CommandContext& ctx) {
 
 int cmd_quote(CommandContext& ctx) {
   json q = ctx.api.post("/v1/quotes", booking_body(ctx.args)).json();
-  if (ctx.json) return print_json(ctx, q), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, q);
+    return kExitOk;
+  }
   std::vector<std::pair<std::string, std::string>> fields{
       {"gpus", ctx.args.get("gpu-count").value_or("") + " x " + q.value("gpu_model", "")},
       {"available", cell(q.value("available", json()))},
@@ -177,20 +186,21 @@ int cmd_list(CommandContext& ctx) {
   std::string cursor;
   for (;;) {
     page = ctx.api.get(base + (cursor.empty() ? "" : "&cursor=" + url_encode(cursor))).json();
-    for (auto& r : page["items"]) items.push_back(r);
+    for (auto& r : page.value("items", json::array())) items.push_back(r);
     if (!a.has("all") || !page["next_cursor"].is_string()) break;
     cursor = page["next_cursor"].get<std::string>();
   }
   if (ctx.json) {
-    return print_json(ctx, {{"items", items}, {"next_cursor", page.value("next_cursor", json())}}),
-           kExitOk;
+    print_json(ctx, {{"items", items}, {"next_cursor", page.value("next_cursor", json())}});
+    return kExitOk;
   }
   Table t({"ID", "NAME", "STATE", "GPUS", "START", "END", "PRICE/DAY"});
   for (const auto& r : items) {
+    json period = r.value("period", json::object());
     t.add({cell(r.value("id", json())), cell(r.value("name", json())),
-           cell(r.value("state", json())), gpus_of(r), cell(r["period"].value("start", json())),
-           cell(r["period"].value("end", json())),
-           format_money(r["price"].value("per_day", json()))});
+           cell(r.value("state", json())), gpus_of(r), cell(period.value("start", json())),
+           cell(period.value("end", json())),
+           format_money(r.value("price", json::object()).value("per_day", json()))});
   }
   if (t.empty())
     ctx.err << "No rentals.\n";
@@ -250,7 +260,10 @@ int cmd_terminate(CommandContext& ctx) {
 
 int cmd_keys_list(CommandContext& ctx) {
   json page = ctx.api.get("/v1/ssh-keys?limit=500").json();
-  if (ctx.json) return print_json(ctx, page), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, page);
+    return kExitOk;
+  }
   Table t({"ID", "NAME", "TYPE", "FINGERPRINT", "CREATED"});
   for (const auto& k : page.value("items", json::array())) {
     t.add({cell(k.value("id", json())), cell(k.value("name", json())),
@@ -297,7 +310,10 @@ int cmd_delete(CommandContext& ctx, const std::string& collection, const std::st
 
 int cmd_tokens_list(CommandContext& ctx) {
   json page = ctx.api.get("/v1/api-tokens?limit=500").json();
-  if (ctx.json) return print_json(ctx, page), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, page);
+    return kExitOk;
+  }
   Table t({"ID", "NAME", "PREFIX", "SCOPES", "EXPIRES", "LAST USED"});
   for (const auto& k : page.value("items", json::array())) {
     std::string scopes;
@@ -345,7 +361,10 @@ int cmd_tokens_create(CommandContext& ctx) {
     throw UsageError("--currency goes with --spend-limit", a.command);
   }
   json t = ctx.api.post("/v1/api-tokens", body).json();
-  if (ctx.json) return print_json(ctx, t), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, t);
+    return kExitOk;
+  }
   // The new token is this command's output (shown once); everything else goes to stderr.
   ctx.out << t.value("token", "") << "\n";
   ctx.err << "Created " << t.value("id", "") << "; the token above is shown only now.\n";
@@ -354,7 +373,10 @@ int cmd_tokens_create(CommandContext& ctx) {
 
 int cmd_balance(CommandContext& ctx) {
   json b = ctx.api.get("/v1/billing/balance").json();
-  if (ctx.json) return print_json(ctx, b), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, b);
+    return kExitOk;
+  }
   std::vector<std::pair<std::string, std::string>> fields;
   for (const char* k : {"balance", "held", "available", "credit_limit", "spendable"}) {
     if (b.contains(k)) fields.emplace_back(k, format_money(b[k]));
@@ -365,7 +387,10 @@ int cmd_balance(CommandContext& ctx) {
 
 int cmd_invoices_list(CommandContext& ctx) {
   json page = ctx.api.get("/v1/invoices?limit=500").json();
-  if (ctx.json) return print_json(ctx, page), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, page);
+    return kExitOk;
+  }
   Table t({"ID", "NUMBER", "PERIOD", "STATUS", "TOTAL"});
   for (const auto& i : page.value("items", json::array())) {
     std::string period = i.contains("period") ? cell(i["period"].value("start", json())) + " .. " +
@@ -383,7 +408,10 @@ int cmd_invoices_list(CommandContext& ctx) {
 
 int cmd_invoices_show(CommandContext& ctx) {
   json i = ctx.api.get("/v1/invoices/" + url_encode(ctx.args.positionals[0])).json();
-  if (ctx.json) return print_json(ctx, i), kExitOk;
+  if (ctx.json) {
+    print_json(ctx, i);
+    return kExitOk;
+  }
   print_fields(ctx.out, {{"id", cell(i.value("id", json()))},
                          {"number", cell(i.value("number", json()))},
                          {"status", cell(i.value("status", json()))},

@@ -109,15 +109,15 @@ int run_ssh(CommandContext& ctx) {
     return kExitApiError;
   }
   std::string dir = make_private_dir();
-  bool keep = ctx.args.has("print");
+  // The folder holds a private key: removed on every way out, unless --print succeeded.
   struct Cleanup {
     std::string dir;
-    bool keep;
+    bool keep = false;
     ~Cleanup() {
       std::error_code ec;
       if (!keep) std::filesystem::remove_all(dir, ec);
     }
-  } cleanup{dir, keep};
+  } cleanup{dir};
 
   std::string output;
   int made = run_quiet({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpurent-" + id, "-f",
@@ -142,7 +142,8 @@ int run_ssh(CommandContext& ctx) {
   write_private(dir + "/known_hosts", known_hosts);
 
   auto argv = ssh_argv(ssh, dir, ctx.args.passthrough);
-  if (keep) {
+  if (ctx.args.has("print")) {
+    cleanup.keep = true;
     if (ctx.json) {
       ctx.out << json{{"argv", argv},
                       {"dir", dir},
