@@ -132,6 +132,7 @@ const std::vector<CommandSpec>& commands() {
        {{"output", "PATH", "write the CSV to this file"}},
        1,
        1},
+      {"config", "", "Show the settings in use and where each came from (never the token)."},
       {"help", "[command]", "Show help for the CLI or one command.", {}, 0, 2},
   };
   return table;

@@ -22,8 +22,8 @@ struct Settings {
   std::string ca_file;
   bool insecure = false;
   int retries = 4;  // retries after the first attempt
-  // Where each came from ("--url", "GPURENT_URL", the config file's path, "default"), for
-  // `gpurent config`.
+  // Where each came from ("--url", "GPURENT_URL", the config file's path, "default"), as
+  // `gpurent config` shows it.
   std::string url_source = "default";
   std::string token_source = "none";
 };

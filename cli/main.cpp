@@ -92,6 +92,18 @@ int run(const std::vector<std::string>& argv) {
     std::cerr << "gpurent: " << e.what() << "\n";
     return kExitUsage;
   }
+  if (args.command == "config") {
+    // What a confused CI job needs to see: which URL, and whether and whence a token.
+    std::cout << "url:      " << settings.url << "  (" << settings.url_source << ")\n"
+              << "token:    "
+              << (settings.token.empty() ? "not set" : "set (" + settings.token_source + ")")
+              << "\n"
+              << "ca_file:  " << (settings.ca_file.empty() ? "system CAs" : settings.ca_file)
+              << "\n"
+              << "insecure: " << (settings.insecure ? "yes" : "no") << "\n"
+              << "retries:  " << settings.retries << "\n";
+    return kExitOk;
+  }
   if (settings.token.empty()) {
     std::cerr << "gpurent: no API token: set GPURENT_TOKEN, put token = … in the config file "
                  "(chmod 600), or pass --token\n";

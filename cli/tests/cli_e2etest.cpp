@@ -538,6 +538,12 @@ TEST_F(CliE2E, TheConfigFileIsUsedBelowTheEnvironmentAndRefusedWhenOthersCanRead
   auto from_file =
       CliRun({"--json", "balance"}, {{"XDG_CONFIG_HOME", dir}, {"GPURENT_CONFIG", ""}}).finish();
   EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  auto shown = CliRun({"config"}, {{"XDG_CONFIG_HOME", dir}, {"GPURENT_CONFIG", ""}}).finish();
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("url:      " + url() + "  (" + path + ")"), std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("token:    set (" + path + ")"), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find(token_), std::string::npos) << "never the token itself";
   // The environment wins over the file: a URL where nothing listens.
   auto overridden = CliRun({"--retries", "0", "balance"}, {{"XDG_CONFIG_HOME", dir},
                                                            {"GPURENT_CONFIG", ""},
