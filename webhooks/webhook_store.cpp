@@ -67,6 +67,11 @@ constexpr Statement kWebhookWants = {
     "SELECT EXISTS (SELECT 1 FROM webhooks WHERE org_id = $1 AND disabled_at IS NULL"
     " AND $2 = ANY (events))"};
 
+constexpr Statement kWebhookRentalWanted = {
+    "webhook_rental_wanted",
+    "SELECT EXISTS (SELECT 1 FROM rentals r JOIN webhooks w ON w.org_id = r.org_id"
+    " WHERE r.id = $1 AND w.disabled_at IS NULL AND $2 = ANY (w.events))"};
+
 // The event only when someone subscribes (an org without webhooks stores nothing), and a
 // delivery per subscriber; a repeated dedup key writes neither.
 constexpr Statement kWebhookEmit = {
@@ -275,6 +280,10 @@ Page<DeliveryRecord> WebhookStore::deliveries(Tx& tx, const std::string& webhook
 
 bool WebhookStore::wants(Tx& tx, const std::string& org_id, std::string_view type) {
   return tx.exec(kWebhookWants, org_id, std::string(type))[0][0].as<bool>();
+}
+
+bool WebhookStore::rental_wanted(Tx& tx, const std::string& rental_id, std::string_view type) {
+  return tx.exec(kWebhookRentalWanted, rental_id, std::string(type))[0][0].as<bool>();
 }
 
 std::optional<std::string> WebhookStore::emit(Tx& tx, const std::string& org_id,

@@ -109,6 +109,10 @@ class WebhookStore {
   // True when a live webhook of the org subscribes to `type`: producers ask before they
   // build a payload.
   bool wants(Tx& tx, const std::string& org_id, std::string_view type);
+  // The same for the org that owns `rental_id`, in one statement: a rental's move asks this
+  // before it reads the rental to build a payload, so moves of orgs without webhooks cost
+  // one statement more, not two.
+  bool rental_wanted(Tx& tx, const std::string& rental_id, std::string_view type);
 
   // Writes the event and one pending delivery, due now, per live webhook of the org that
   // subscribes to `type`, in one statement inside the caller's transaction: the event

@@ -90,11 +90,14 @@ void WebhookModule::watch_rentals(scheduler::RentalStore& rentals,
   rentals_ = &rentals;
   rentals.on_created(
       [this](Tx& tx, const scheduler::RentalRecord& r) { rental_event(tx, r, std::nullopt); });
-  rentals.on_transition(
-      [this](Tx& tx, const std::string& id, scheduler::RentalState from, scheduler::RentalState) {
-        // The row as the move left it, in the move's transaction.
-        if (auto r = rentals_->get_any(tx, id)) rental_event(tx, *r, from);
-      });
+  rentals.on_transition([this](Tx& tx, const std::string& id, scheduler::RentalState from,
+                               scheduler::RentalState to) {
+    if (!store_.rental_wanted(tx, id, "rental." + std::string(scheduler::to_string(to)))) {
+      return;
+    }
+    // The row as the move left it, in the move's transaction.
+    if (auto r = rentals_->get_any(tx, id)) rental_event(tx, *r, from);
+  });
   lifecycle.add_job(
       "webhook_expiring",
       [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) { expiring_scan(pool, now); });
