@@ -2,6 +2,8 @@
 // so a heartbeat batch of any size is one statement for its samples and one for its events.
 #include "inventory/node_health_log.h"
 
+#include "core/pg_array.h"
+
 #include "core/sql.h"
 
 namespace gpurent::inventory {
@@ -31,6 +33,14 @@ constexpr Statement kLatestTelemetry = {
     "health_log_latest",
     "SELECT " SQL_MICROS("telemetry_at") ", telemetry::text FROM nodes"
     " WHERE id = $1 AND telemetry IS NOT NULL"};
+// The agent's GPUs array is checked when it arrives; the guards keep one odd row from
+// failing the whole list.
+constexpr Statement kTelemetrySummaries = {
+    "health_log_summaries",
+    "SELECT id, " SQL_MICROS("telemetry_at") ", (SELECT max((g->>'temperature_c')::float8)"
+    " FROM jsonb_array_elements(CASE WHEN jsonb_typeof(telemetry) = 'array' THEN telemetry"
+    " ELSE '[]'::jsonb END) AS g WHERE jsonb_typeof(g->'temperature_c') = 'number')"
+    " FROM nodes WHERE id = ANY($1::text[]) AND telemetry IS NOT NULL"};
 constexpr Statement kTelemetryHistory = {
     "health_log_history",
     "SELECT " SQL_MICROS("at") ", json_build_array(gpu_index, temperature_c, power_w,"
@@ -104,6 +114,18 @@ void NodeHealthLog::record_events(Tx& tx, const std::vector<HealthEvent>& events
                     {"reason", bounded_reason(e.reason)}});
   }
   tx.exec(kRecordHealthEvents, rows.dump());
+}
+
+std::map<std::string, TelemetrySummary> NodeHealthLog::summaries(
+    Tx& tx, const std::vector<std::string>& node_ids) {
+  std::map<std::string, TelemetrySummary> out;
+  if (node_ids.empty()) return out;
+  for (const auto& row : tx.exec(kTelemetrySummaries, pg_array_literal(node_ids))) {
+    TelemetrySummary s{read_timestamp(row[1]), std::nullopt};
+    if (!row[2].is_null()) s.hottest_gpu_temperature_c = row[2].as<double>();
+    out.emplace(row[0].as<std::string>(), s);
+  }
+  return out;
 }
 
 std::optional<LatestTelemetry> NodeHealthLog::latest(Tx& tx, const std::string& node_id) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,12 @@ struct LatestTelemetry {
   nlohmann::json gpus;
 };
 
+// What a fleet overview shows of a node's latest telemetry without reading all of it.
+struct TelemetrySummary {
+  Timestamp at;
+  std::optional<double> hottest_gpu_temperature_c;  // none when no GPU reported one
+};
+
 struct TelemetryPoint {
   Timestamp at;
   std::vector<GpuPoint> gpus;
@@ -65,6 +72,9 @@ class NodeHealthLog {
   void record_events(Tx& tx, const std::vector<HealthEvent>& events);
 
   std::optional<LatestTelemetry> latest(Tx& tx, const std::string& node_id);
+  // The latest telemetry's time and hottest GPU for each of these nodes that has reported.
+  std::map<std::string, TelemetrySummary> summaries(Tx& tx,
+                                                    const std::vector<std::string>& node_ids);
   // The node's samples in [from, to), oldest first, at most `limit`.
   std::vector<TelemetryPoint> history(Tx& tx, const std::string& node_id, Timestamp from,
                                       Timestamp to, int limit);

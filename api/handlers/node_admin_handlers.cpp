@@ -349,29 +349,49 @@ void add_health_routes(Router& router, NodeAdminRoutesState& state) {
 void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
   add_site_routes(router, state);
 
-  router.add(
-      {.method = Method::kGet,
-       .pattern = "/v1/admin/nodes",
-       .handler =
-           [&state](const Request& req, const Principal&) {
-             QueryParams query(req, {"site_id", "state", "gpu_model", "limit", "cursor"});
-             inventory::NodeFilter filter;
-             filter.site_id = query.id("site_id", id_prefix::kSite);
-             filter.state = query.text("state");
-             if (filter.state && !inventory::parse_node_state(*filter.state)) {
-               throw Error::invalid_field("state", "is not a node state");
-             }
-             filter.gpu_model = query.text("gpu_model");
-             auto page = state.pool->read("node_list", [&](Tx& tx) {
-               return state.nodes->list(tx, filter, query.limit(), query.cursor());
-             });
-             nlohmann::json items = nlohmann::json::array();
-             for (const auto& n : page.items) items.push_back(node_json(n));
-             return list_response(200, std::move(items), page.next_cursor);
-           },
-       .platform_admin = true,
-       .summary = "Nodes, oldest first; filters site_id, state, gpu_model (platform admins).",
-       .tag = "admin"});
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/admin/nodes",
+              .handler =
+                  [&state](const Request& req, const Principal&) {
+                    QueryParams query(req, {"site_id", "state", "gpu_model", "limit", "cursor"});
+                    inventory::NodeFilter filter;
+                    filter.site_id = query.id("site_id", id_prefix::kSite);
+                    filter.state = query.text("state");
+                    if (filter.state && !inventory::parse_node_state(*filter.state)) {
+                      throw Error::invalid_field("state", "is not a node state");
+                    }
+                    filter.gpu_model = query.text("gpu_model");
+                    std::map<std::string, inventory::TelemetrySummary> telemetry;
+                    auto page = state.pool->read("node_list", [&](Tx& tx) {
+                      auto page = state.nodes->list(tx, filter, query.limit(), query.cursor());
+                      if (state.health_log) {
+                        std::vector<std::string> ids;
+                        for (const auto& n : page.items) ids.push_back(n.id);
+                        telemetry = state.health_log->summaries(tx, ids);
+                      }
+                      return page;
+                    });
+                    // The fleet overview colours each node by its hottest GPU without asking for
+                    // every node's detail.
+                    nlohmann::json items = nlohmann::json::array();
+                    for (const auto& n : page.items) {
+                      auto item = node_json(n);
+                      auto t = telemetry.find(n.id);
+                      item["telemetry_at"] =
+                          t == telemetry.end() ? nlohmann::json(nullptr) : time_json(t->second.at);
+                      item["hottest_gpu_temperature_c"] =
+                          t == telemetry.end() || !t->second.hottest_gpu_temperature_c
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json(*t->second.hottest_gpu_temperature_c);
+                      items.push_back(std::move(item));
+                    }
+                    return list_response(200, std::move(items), page.next_cursor);
+                  },
+              .platform_admin = true,
+              .summary =
+                  "Nodes, oldest first, each with its latest telemetry's time and hottest GPU; "
+                  "filters site_id, state, gpu_model (platform admins).",
+              .tag = "admin"});
 
   router.add(
       {.method = Method::kPost,

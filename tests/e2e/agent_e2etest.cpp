@@ -526,6 +526,23 @@ TEST_F(AgentE2E, TheNodeViewShowsTelemetryAndTheHealthHistory) {
   }
   Login customer = account("someone@example.com", "Someone");
   EXPECT_NE(get("/v1/admin/nodes/" + node_id + "/telemetry", session(customer)).status, 200);
+
+  // The node list carries the hottest GPU and when, for the fleet overview; a node that never
+  // reported has neither.
+  auto [silent_id, unused] = create_enrolling_node("gpu-agent-silent");
+  auto hotter = beat_at(41);
+  hotter.gpus[6].temperature_c = 77.5;
+  advance(61);
+  expect_ack(agent, send(agent, hotter));
+  auto listed = get("/v1/admin/nodes?limit=500", session(admin_));
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  std::map<std::string, json> by_id;
+  const json list = listed.json();
+  for (const auto& n : list["items"]) by_id[n["id"]] = n;
+  EXPECT_EQ(by_id[node_id]["hottest_gpu_temperature_c"], 77.5);
+  EXPECT_EQ(by_id[node_id]["telemetry_at"], node_view(node_id)["telemetry"]["at"]);
+  EXPECT_TRUE(by_id[silent_id]["hottest_gpu_temperature_c"].is_null()) << by_id[silent_id];
+  EXPECT_TRUE(by_id[silent_id]["telemetry_at"].is_null());
 }
 
 }  // namespace gpurent::testing::agent_e2e

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -139,7 +140,7 @@ std::vector<std::string> ContractCheck::value(const json& schema, const json& v,
 }
 
 void ContractCheck::check(const json& raw, const json& v, const std::string& where,
-                          std::vector<std::string>& out, int depth) const {
+                          std::vector<std::string>& out, int depth, bool open) const {
   if (depth > kMaxDepth) {
     out.push_back(where + ": nested too deep");
     return;
@@ -175,9 +176,10 @@ void ContractCheck::check(const json& raw, const json& v, const std::string& whe
     if (!s.contains(key)) continue;
     int matched = 0;
     std::vector<std::string> first;
+    const bool all = std::string(key) == "allOf";
     for (const auto& sub : s[key]) {
       std::vector<std::string> sub_out;
-      check(sub, v, where, sub_out, depth + 1);
+      check(sub, v, where, sub_out, depth + 1, all);
       if (sub_out.empty()) ++matched;
       if (std::string(key) == "allOf") out.insert(out.end(), sub_out.begin(), sub_out.end());
       if (first.empty()) first = sub_out;
@@ -238,14 +240,31 @@ void ContractCheck::check(const json& raw, const json& v, const std::string& whe
         }
       }
     }
-    const bool listed = s.contains("properties");
+    // The properties this schema and its allOf branches list between them.
+    bool listed = s.contains("properties");
+    bool extra = s.contains("additionalProperties");
+    std::set<std::string> names;
+    if (listed) {
+      for (const auto& [name, unused] : s["properties"].items()) names.insert(name);
+    }
+    if (s.contains("allOf")) {
+      for (const auto& sub : s["allOf"]) {
+        const json& branch = resolve(sub);
+        if (!branch.is_object()) continue;
+        if (branch.contains("properties")) {
+          listed = true;
+          for (const auto& [name, unused] : branch["properties"].items()) names.insert(name);
+        }
+        extra = extra || branch.contains("additionalProperties");
+      }
+    }
     for (const auto& [key, item] : v.items()) {
       const std::string at = where + "." + key;
-      if (listed && s["properties"].contains(key)) {
+      if (s.contains("properties") && s["properties"].contains(key)) {
         check(s["properties"][key], item, at, out, depth + 1);
-      } else if (s.contains("additionalProperties")) {
+      } else if (s.contains("additionalProperties") && !open) {
         check(s["additionalProperties"], item, at, out, depth + 1);
-      } else if (listed) {
+      } else if (listed && !extra && !open && !names.count(key)) {
         out.push_back(at + ": a property the document does not list");
       }
     }

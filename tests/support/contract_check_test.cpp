@@ -109,6 +109,28 @@ TEST(ContractCheck, StatusSelectsTheResponseAndErrorsUseTheirSchema) {
   EXPECT_EQ(c.response("GET", "/v1/rentals/rnt_1", 200, "application/json", "not json").size(), 1u);
 }
 
+TEST(ContractCheck, AllOfListsTheUnionOfItsBranchesProperties) {
+  ContractCheck c(document());
+  nlohmann::json extended = {{"allOf",
+                              {{{"$ref", "#/components/schemas/Money"}},
+                               {{"type", "object"},
+                                {"required", {"note"}},
+                                {"properties", {{"note", {{"type", "string"}}}}}}}}};
+  json ok = {{"amount_minor", 1}, {"currency", "RUB"}, {"note", "x"}};
+  EXPECT_EQ(c.value(extended, ok), std::vector<std::string>{});
+  json unlisted = ok;
+  unlisted["secret"] = 1;
+  auto problems = c.value(extended, unlisted);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "$.secret: a property the document does not list");
+  json missing = ok;
+  missing.erase("note");
+  EXPECT_EQ(c.value(extended, missing).size(), 1u);
+  json mistyped = ok;
+  mistyped["amount_minor"] = "1";
+  EXPECT_EQ(c.value(extended, mistyped).size(), 1u);
+}
+
 TEST(ContractCheck, PathsTheDocumentDoesNotListAreNotChecked) {
   ContractCheck c(document());
   EXPECT_TRUE(c.response("GET", "/v1/test/sleep", 200, "application/json", "{}").empty());
