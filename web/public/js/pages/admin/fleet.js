@@ -16,7 +16,6 @@ strings({
     "admin.fleet.site_nodes": { one: "{n} node", other: "{n} nodes" },
     "admin.fleet.site_meta": "{region} · {timezone}",
     "admin.fleet.hottest": "Hottest GPU: {temp}", "admin.fleet.no_telemetry": "No telemetry yet",
-    "admin.fleet.temps_capped": "GPU temperatures are shown for fleets of up to {n} nodes in service.",
     "admin.fleet.state_label": "State: {state}", "admin.fleet.health_label": "Health: {health}",
     "admin.fleet.add_node": "Add a node", "admin.fleet.site": "Site", "admin.fleet.hostname": "Host name",
     "admin.fleet.hostname_hint": "Letters, digits, '-' and '.', as in DNS.",
@@ -50,7 +49,6 @@ strings({
     "admin.fleet.site_nodes": { one: "{n} узел", few: "{n} узла", many: "{n} узлов", other: "{n} узла" },
     "admin.fleet.site_meta": "{region} · {timezone}",
     "admin.fleet.hottest": "Самый горячий GPU: {temp}", "admin.fleet.no_telemetry": "Телеметрии пока нет",
-    "admin.fleet.temps_capped": "Температура GPU показывается, когда в работе не больше {n} узлов.",
     "admin.fleet.state_label": "Состояние: {state}", "admin.fleet.health_label": "Исправность: {health}",
     "admin.fleet.add_node": "Добавить узел", "admin.fleet.site": "Площадка", "admin.fleet.hostname": "Имя хоста",
     "admin.fleet.hostname_hint": "Латинские буквы, цифры, «-» и «.», как в DNS.",
@@ -222,11 +220,6 @@ export function celsius(value) {
 }
 
 // A node's hottest GPU in its latest telemetry, or null.
-export function hottestGpu(telemetry) {
-  const temps = ((telemetry && telemetry.gpus) || []).map((g) => g.temperature_c).filter((v) => typeof v === "number");
-  return temps.length ? Math.max(...temps) : null;
-}
-
 // A one-time secret with a copy button (the button selects it when the clipboard is refused).
 export function secretBox(text) {
   const button = h("button", { type: "button" }, t("copy"));
@@ -238,8 +231,6 @@ export function secretBox(text) {
 
 const NODE_STATES = ["available", "enrolling", "maintenance", "draining", "failed", "retired"];
 const HEALTH_ICON = { ok: "✓", warning: "!", critical: "✕", unknown: "?" };
-// Temperatures come from each node's detail: one request a node, so only for modest fleets.
-const MAX_TEMPERATURE_NODES = 48;
 const REFRESH_MS = 10000;
 
 export async function render(ctx) {
@@ -258,14 +249,14 @@ export async function render(ctx) {
     allPages("/v1/gpu-models", signal).catch(() => []),
   ]);
   let nodes = firstNodes;
-  const temps = new Map();
-  let tempsCapped = false;
 
   const overview = h("div", { class: "admin-overview" });
   const status = h("p", { class: "admin-status" });
 
   function tile(n) {
-    const temp = temps.get(n.id);
+    // The list carries each node's hottest GPU from its latest telemetry (null: none yet).
+    const live = n.state !== "retired" && n.state !== "enrolling";
+    const temp = n.telemetry_at ? n.hottest_gpu_temperature_c : live ? null : undefined;
     return h("li", {},
       h("a", { class: `admin-tile state-${n.state} health-${n.health}`, href: `#/admin/nodes/${encodeURIComponent(n.id)}`,
                dataset: { node: n.id } },
@@ -276,7 +267,7 @@ export async function render(ctx) {
           h("span", { class: "admin-health-icon", "aria-hidden": "true" }, HEALTH_ICON[n.health] || "?"),
           t("admin.fleet.health_label", { health: healthLabel(n.health) })),
         temp === undefined ? null : h("span", { class: "admin-tile-temp" },
-          temp === null ? t("admin.fleet.no_telemetry") : t("admin.fleet.hottest", { temp: celsius(temp) }))));
+          typeof temp === "number" ? t("admin.fleet.hottest", { temp: celsius(temp) }) : t("admin.fleet.no_telemetry"))));
   }
 
   function draw() {
@@ -306,27 +297,8 @@ export async function render(ctx) {
     });
     replace(overview, stats,
       nodes.length ? null : h("p", { class: "empty" }, t("admin.fleet.no_nodes")),
-      sections,
-      tempsCapped ? h("p", { class: "admin-muted" }, t("admin.fleet.temps_capped", { n: MAX_TEMPERATURE_NODES })) : null);
+      sections);
     if (focused) overview.querySelector(`[data-node="${CSS.escape(focused)}"]`)?.focus();
-  }
-
-  async function loadTemperatures() {
-    const live = nodes.filter((n) => n.state !== "retired" && n.state !== "enrolling");
-    tempsCapped = live.length > MAX_TEMPERATURE_NODES;
-    if (tempsCapped) {
-      temps.clear();
-      return;
-    }
-    await eachLimited(live, 4, async (n) => {
-      try {
-        const detail = await get(`/v1/admin/nodes/${encodeURIComponent(n.id)}`, { signal });
-        temps.set(n.id, hottestGpu(detail.telemetry));
-      } catch (err) {
-        if (err.name === "AbortError") throw err;
-        temps.delete(n.id);
-      }
-    });
   }
 
   function stamp() {
@@ -345,10 +317,7 @@ export async function render(ctx) {
         sites.splice(0, sites.length, ...freshSites);
         if (changed) nodeForm.refreshSites();
         nodes = freshNodes;
-        draw();
       }
-      await loadTemperatures();
-      if (ctx.stale()) return;
       draw();
       stamp();
     } catch (err) {
