@@ -5,6 +5,7 @@
 
 #include "api/database.h"
 #include "api/demo_seed.h"
+#include "api/handlers/billing_handlers.h"
 #include "api/handlers/ops_handlers.h"
 #include "api/handlers/test_handlers.h"
 #include "api/http_server.h"
@@ -78,6 +79,13 @@ int run_server(const Config& config) {
   WebhookModule webhooks(context);
   webhooks.watch_rentals(scheduler.rentals(), scheduler.lifecycle());
   webhooks.watch_balances(billing.ledger());
+  identity.show_org_balances_with([&billing](Tx& tx, const std::vector<std::string>& org_ids) {
+    std::map<std::string, nlohmann::json> out;
+    for (const auto& [id, b] : billing.ledger().balances_of(tx, org_ids)) {
+      out[id] = http::balances_json(b);
+    }
+    return out;
+  });
   inventory.show_node_rentals_with([&scheduler](Tx& tx, const std::string& node_id) {
     return scheduler.node_rentals(tx, node_id);
   });

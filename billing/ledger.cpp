@@ -28,6 +28,11 @@ constexpr Statement kBalances = {
     "SELECT available_minor, held_minor, credit_limit_minor FROM billing_accounts"
     " WHERE org_id = $1"};
 
+constexpr Statement kBalancesOf = {
+    "ledger_balances_of",
+    "SELECT org_id, available_minor, held_minor, credit_limit_minor FROM billing_accounts"
+    " WHERE org_id = ANY($1::text[])"};
+
 // The row is made first when missing, so there is always one to lock.
 constexpr Statement kEnsureAccount = {
     "ledger_ensure_account",
@@ -135,6 +140,19 @@ Balances Ledger::balances(Tx& tx, const std::string& org_id) {
          money(rows[0][2].as<std::int64_t>())};
   }
   return b;
+}
+
+std::map<std::string, Balances> Ledger::balances_of(Tx& tx,
+                                                    const std::vector<std::string>& org_ids) {
+  std::map<std::string, Balances> out;
+  for (const auto& id : org_ids) out[id] = Balances{money(0), money(0), money(0)};
+  if (org_ids.empty()) return out;
+  for (const auto& row : tx.exec(kBalancesOf, pg_array_literal(org_ids))) {
+    out[row[0].as<std::string>()] = {money(row[1].as<std::int64_t>()),
+                                     money(row[2].as<std::int64_t>()),
+                                     money(row[3].as<std::int64_t>())};
+  }
+  return out;
 }
 
 Balances Ledger::lock(Tx& tx, const std::string& org_id) {

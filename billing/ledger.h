@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,6 +75,9 @@ class Ledger {
   // The same, locking the org's balances until the transaction ends: what a spend checks
   // and then posts against, so concurrent spends of one org queue here.
   Balances lock(Tx& tx, const std::string& org_id);
+  // The balances of each of these orgs, in one statement (an org that never had money is
+  // zero, as above).
+  std::map<std::string, Balances> balances_of(Tx& tx, const std::vector<std::string>& org_ids);
 
   void set_credit_limit(Tx& tx, const std::string& org_id, std::int64_t credit_limit_minor);
 

@@ -48,16 +48,29 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"limit", "cursor"});
+                    std::map<std::string, nlohmann::json> balances;
                     auto page = state.pool->read("org_admin_list", [&](Tx& tx) {
-                      return state.orgs->list(tx, query.limit(), query.cursor());
+                      auto page = state.orgs->list(tx, query.limit(), query.cursor());
+                      if (state.balances) {
+                        std::vector<std::string> ids;
+                        for (const auto& o : page.items) ids.push_back(o.id);
+                        balances = state.balances(tx, ids);
+                      }
+                      return page;
                     });
+                    // With each org's balance, so the list needs no request per org.
                     nlohmann::json items = nlohmann::json::array();
-                    for (const auto& o : page.items) items.push_back(org_json(o));
+                    for (const auto& o : page.items) {
+                      auto item = org_json(o);
+                      auto b = balances.find(o.id);
+                      if (b != balances.end()) item["balance"] = b->second;
+                      items.push_back(std::move(item));
+                    }
                     return list_response(200, std::move(items), page.next_cursor);
                   },
               .platform_admin = true,
-              .summary = "Every organisation with its member count and guardrails, oldest first "
-                         "(platform admins).",
+              .summary = "Every organisation with its member count, guardrails and balance, "
+                         "oldest first (platform admins).",
               .tag = "admin"});
 
   router.add({.method = Method::kGet,

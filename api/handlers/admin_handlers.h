@@ -8,12 +8,23 @@
 #include "identity/audit_store.h"
 #include "identity/org_admin_store.h"
 
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
 namespace gpurent::http {
 
 struct AdminRoutesState {
   PgPool* pool = nullptr;
   identity::OrgAdminStore* orgs = nullptr;
   identity::AuditStore* audit = nullptr;
+  // Each org's balance as billing shows it (org id → JSON), read in the list's transaction;
+  // unset: the list carries none.
+  std::function<std::map<std::string, nlohmann::json>(Tx&, const std::vector<std::string>&)>
+      balances;
 };
 
 void add_admin_routes(Router& router, AdminRoutesState& state);

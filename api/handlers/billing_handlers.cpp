@@ -19,17 +19,6 @@
 namespace gpurent::http {
 namespace {
 
-nlohmann::json balances_json(const billing::Balances& b) {
-  // What a booking may still spend: the available money and the credit the org is trusted
-  // with.
-  auto spendable = b.available + b.credit_limit;
-  return {{"balance", b.balance().to_json()},
-          {"held", b.held.to_json()},
-          {"available", b.available.to_json()},
-          {"credit_limit", b.credit_limit.to_json()},
-          {"spendable", spendable.to_json()}};
-}
-
 nlohmann::json ledger_row_json(const billing::LedgerRow& r) {
   return {{"id", r.id},
           {"at", time_json(r.at)},
@@ -58,6 +47,17 @@ Money read_money(JsonObjectReader& in, const std::string& field) {
 }
 
 }  // namespace
+
+nlohmann::json balances_json(const billing::Balances& b) {
+  // What a booking may still spend: the available money and the credit the org is trusted
+  // with.
+  auto spendable = b.available + b.credit_limit;
+  return {{"balance", b.balance().to_json()},
+          {"held", b.held.to_json()},
+          {"available", b.available.to_json()},
+          {"credit_limit", b.credit_limit.to_json()},
+          {"spendable", spendable.to_json()}};
+}
 
 void add_billing_routes(Router& router, BillingRoutesState& state) {
   router.add({.method = Method::kGet,

@@ -9,6 +9,8 @@
 #include "core/db_pool.h"
 #include "identity/org_admin_store.h"
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <string>
 
@@ -27,5 +29,8 @@ struct BillingRoutesState {
 };
 
 void add_billing_routes(Router& router, BillingRoutesState& state);
+
+// An org's balances as every billing route shows them (API.md "Billing").
+nlohmann::json balances_json(const billing::Balances& b);
 
 }  // namespace gpurent::http

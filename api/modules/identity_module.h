@@ -31,6 +31,12 @@ class IdentityModule {
   IdentityModule& operator=(const IdentityModule&) = delete;
 
   void add_routes(http::Router& router);
+  // The admin's organisation list shows each org's balance through this (billing's).
+  void show_org_balances_with(
+      std::function<std::map<std::string, nlohmann::json>(Tx&, const std::vector<std::string>&)>
+          balances) {
+    admin_routes_.balances = std::move(balances);
+  }
   void add_metrics(http::Metrics& metrics) const;
   // After the listener has started: the cache's write-behind of last-used times.
   void start() { credentials_.start(); }

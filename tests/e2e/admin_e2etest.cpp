@@ -237,10 +237,19 @@ TEST_F(AdminE2E, AdminSetsAndClearsGuardrailsVisibleInGetAndInTheAuditLog) {
   EXPECT_EQ(set.json()["spend_limit_minor"], 5000000);
   EXPECT_EQ(get("/v1/admin/orgs/" + owner.org_id, h).json(), set.json());
   bool listed = false;
-  for (const auto& o : walk("/v1/admin/orgs", h, 1)) {
+  fund(owner.org_id, 123400);
+  for (auto o : walk("/v1/admin/orgs", h, 1)) {
     if (o["id"] == owner.org_id) {
+      // The list also carries each org's balances, as GET …/balance shows them.
+      auto balance = get("/v1/admin/orgs/" + owner.org_id + "/balance", h);
+      ASSERT_EQ(balance.status, 200) << balance.body;
+      EXPECT_EQ(o["balance"], balance.json());
+      EXPECT_EQ(o["balance"]["available"]["amount_minor"], 123400);
+      o.erase("balance");
       EXPECT_EQ(o, set.json());
       listed = true;
+    } else {
+      EXPECT_EQ(o["balance"]["balance"]["amount_minor"], 0) << "an org that never had money";
     }
   }
   EXPECT_TRUE(listed);

@@ -90,18 +90,6 @@ export async function allPages(path, signal) {
   return items;
 }
 
-// Runs `work(item)` over `items`, at most `limit` at a time (the API limits each session's rate).
-export async function eachLimited(items, limit, work) {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++];
-      await work(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
 // An error found before the request, shown beside `name` by busy()/showError() like the API's.
 export function clientError(name, message) {
   return { field: name, code: "admin.client", message, details: {} };

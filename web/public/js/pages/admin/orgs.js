@@ -4,7 +4,7 @@
 import { get, newIdempotencyKey, post } from "../../api.js";
 import { dateTime, money, number, strings, t } from "../../i18n.js";
 import { busy, field, h, page, replace, toast } from "../../ui.js";
-import { amountError, clientError, dataTable, eachLimited, idCode, parseAmount, pointAt, section } from "./fleet.js";
+import { amountError, clientError, dataTable, idCode, parseAmount, pointAt, section } from "./fleet.js";
 
 strings({
   en: {
@@ -56,7 +56,7 @@ export async function render(ctx) {
   const first = await get(`/v1/admin/orgs?limit=${PAGE}`, { signal });
   const orgs = [...first.items];
   let cursor = first.next_cursor || null;
-  const balances = new Map();  // org id → balances, or null when the request failed
+  const balances = new Map();  // org id → balances, or null when not known
   const cells = new Map();     // org id → {key: element} of the balance cells on screen
   let currency = null;
 
@@ -123,22 +123,15 @@ export async function render(ctx) {
     if (focusedRow) listHolder.querySelector(`tr[data-key="${CSS.escape(focusedRow)}"] button`)?.focus();
   }
 
-  async function loadBalances(list) {
-    await eachLimited(list, 4, async (o) => {
-      try {
-        const b = await get(`/v1/admin/orgs/${encodeURIComponent(o.id)}/balance`, { signal });
-        balances.set(o.id, b);
-        if (!currency) {
-          currency = b.balance.currency;
-          hint.textContent = t("admin.orgs.amount_hint", { currency });
-          draw();  // the spend limits can now be shown as money
-        }
-      } catch (err) {
-        if (err.name === "AbortError") throw err;
-        balances.set(o.id, null);
+  // The list carries each org's balances (null: the server did not say).
+  function takeBalances(list) {
+    for (const o of list) {
+      balances.set(o.id, o.balance || null);
+      if (!currency && o.balance) {
+        currency = o.balance.balance.currency;
+        hint.textContent = t("admin.orgs.amount_hint", { currency });
       }
-      paint(o.id);
-    }).catch(() => {});
+    }
   }
 
   more.addEventListener("click", () => busy(more, async () => {
@@ -146,10 +139,10 @@ export async function render(ctx) {
     const before = orgs.length;
     orgs.push(...next.items);
     cursor = next.next_cursor || null;
+    takeBalances(next.items);
     refreshOptions();
     draw();
     listHolder.querySelectorAll("tbody tr")[before]?.querySelector("button")?.focus();
-    loadBalances(next.items);
   }));
 
   // The credit form: one Idempotency-Key per intended credit, so a retry after a lost answer
@@ -216,7 +209,7 @@ export async function render(ctx) {
     }, form);
   });
 
+  takeBalances(orgs);
   draw();
-  loadBalances(orgs);
   return page(t("admin.orgs.title"), section("admin-orgs-list", t("admin.orgs.list"), listHolder), form);
 }
