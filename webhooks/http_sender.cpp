@@ -9,7 +9,16 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 namespace gpurent::webhooks {
 namespace {
@@ -34,6 +43,59 @@ IpAddress address_of(const asio::ip::address& a) {
     std::copy(b.begin(), b.end(), out.bytes.begin());
   }
   return out;
+}
+
+struct Lookup {
+  std::vector<tcp::endpoint> endpoints;
+  std::string error;  // empty when resolved
+};
+
+// getaddrinfo on a thread of its own, waited for until the deadline. Asio's resolver runs it
+// on a thread that the io_context joins when destroyed, so a resolver that hangs (an
+// unreachable DNS server) would hold the delivery, and the shutdown, past every timeout; a
+// detached thread finishes on its own time instead, writing into state it shares.
+Lookup resolve(const std::string& host, std::uint16_t port, Clock::time_point deadline) {
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    Lookup result;
+  };
+  auto shared = std::make_shared<Shared>();
+  std::thread([shared, host, port] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_ADDRCONFIG;
+    addrinfo* found = nullptr;
+    Lookup result;
+    int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+    if (rc != 0) {
+      result.error = std::string("could not resolve the host: ") + ::gai_strerror(rc);
+    } else {
+      for (addrinfo* a = found; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+          const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+          result.endpoints.emplace_back(asio::ip::address_v4(ntohl(in->sin_addr.s_addr)), port);
+        } else if (a->ai_family == AF_INET6) {
+          const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+          asio::ip::address_v6::bytes_type bytes;
+          std::memcpy(bytes.data(), in6->sin6_addr.s6_addr, bytes.size());
+          result.endpoints.emplace_back(asio::ip::address_v6(bytes, in6->sin6_scope_id), port);
+        }
+      }
+      ::freeaddrinfo(found);
+    }
+    std::lock_guard lock(shared->mutex);
+    shared->result = std::move(result);
+    shared->done = true;
+    shared->done_cv.notify_all();
+  }).detach();
+  std::unique_lock lock(shared->mutex);
+  if (!shared->done_cv.wait_until(lock, deadline, [&] { return shared->done; })) {
+    return {{}, "timed out resolving the host"};
+  }
+  return shared->result;
 }
 
 class HttpSender final : public Sender {
@@ -76,29 +138,17 @@ class HttpSender final : public Sender {
     asio::io_context ioc;
     // Resolve, then keep only addresses that may be reached; the connection goes to one of
     // exactly those, so a name cannot pass the check and then resolve elsewhere.
-    tcp::resolver resolver(ioc);
-    bool resolved = false;
+    auto lookup = resolve(url.host, url.port, deadline);
+    if (!lookup.error.empty()) return {std::nullopt, lookup.error};
     beast::error_code ec;
-    tcp::resolver::results_type results;
-    resolver.async_resolve(url.host, std::to_string(url.port),
-                           [&](beast::error_code e, tcp::resolver::results_type r) {
-                             ec = e;
-                             results = std::move(r);
-                             resolved = true;
-                           });
-    if (!run_until(ioc, resolved, deadline)) {
-      resolver.cancel();
-      return {std::nullopt, "timed out resolving the host"};
-    }
-    if (ec) return {std::nullopt, "could not resolve the host: " + ec.message()};
     std::vector<tcp::endpoint> allowed;
     bool refused = false;
-    for (const auto& entry : results) {
-      if (!options_.allow_internal && is_internal_address(address_of(entry.endpoint().address()))) {
+    for (const auto& endpoint : lookup.endpoints) {
+      if (!options_.allow_internal && is_internal_address(address_of(endpoint.address()))) {
         refused = true;
         continue;
       }
-      allowed.push_back(entry.endpoint());
+      allowed.push_back(endpoint);
     }
     if (allowed.empty()) {
       return {std::nullopt, refused ? "the host resolves to an internal address, which is refused"
