@@ -421,6 +421,14 @@ const std::vector<Field>& fields() {
         "private deployments only)",
         "false"},
        [](Config& c, const std::string& v) { c.webhook_allow_internal = parse_bool(v); }},
+      {{"webhook_secret_key", "GPURENT_WEBHOOK_SECRET_KEY",
+        "seals webhooks' signing secrets in the database (AES-256-GCM), at least 32 characters, "
+        "the same on every replica (empty: stored as they are); never logged",
+        ""},
+       [](Config& c, const std::string& v) {
+         if (!v.empty() && v.size() < 32) bad("a key of at least 32 characters, or empty", "…");
+         c.webhook_secret_key = v;
+       }},
       {{"webhook_max_attempts", "GPURENT_WEBHOOK_MAX_ATTEMPTS",
         "attempts a webhook delivery gets before it is marked failed", "8"},
        [](Config& c, const std::string& v) {

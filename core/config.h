@@ -95,6 +95,9 @@ struct Config {
   // a rental's end rental.expiring is sent, and the available balance (minor units) below
   // which billing.low_balance is sent.
   bool webhook_allow_internal = false;
+  // Seals webhooks' signing secrets in the database (every replica needs the same one);
+  // empty: they are stored as they are. Never logged.
+  std::string webhook_secret_key;
   int webhook_max_attempts = 8;
   std::chrono::milliseconds webhook_backoff{30'000};
   std::chrono::milliseconds webhook_backoff_max{3'600'000};

@@ -63,7 +63,12 @@ AttemptOutcome DeliveryWorker::attempt(const ClaimedDelivery& c) {
   auto started = std::chrono::steady_clock::now();
   SendResult sent;
   auto parsed = parse_webhook_url(c.url);
-  if (auto* url = std::get_if<WebhookUrl>(&parsed)) {
+  if (c.secret.empty()) {
+    // Nothing is sent unsigned: the key it was sealed under is not this replica's.
+    sent.error =
+        "the webhook's secret cannot be opened (is webhook_secret_key the same on every "
+        "replica?)";
+  } else if (auto* url = std::get_if<WebhookUrl>(&parsed)) {
     std::string body = delivery_body(c);
     auto now = clock_.now();
     auto unix_seconds =

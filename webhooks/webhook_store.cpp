@@ -1,6 +1,7 @@
 // WebhookStore: named, parameterised statements over the webhook tables.
 #include "webhooks/webhook_store.h"
 
+#include "core/crypto.h"
 #include "core/id.h"
 #include "core/pg_array.h"
 #include "core/sql.h"
@@ -166,11 +167,56 @@ DeliveryRecord delivery_from(const pqxx::row& row) {
 bool is_webhook_id(std::string_view id) {
   return is_valid_id(kWebhookPrefix, id);
 }
+
+// A secret sealed under webhook_secret_key: this prefix, then the hex of nonce, ciphertext
+// and tag. A plain secret starts with "whsec_", so the two never mix up.
+constexpr std::string_view kSealedPrefix = "sealed:v1:";
+
+std::optional<std::string> from_hex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    int hi = digit(hex[i]);
+    int lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return out;
+}
 bool is_delivery_id(std::string_view id) {
   return parse_delivery_id(id).has_value();
 }
 
 }  // namespace
+
+WebhookStore::WebhookStore(const Clock& clock, const std::string& secret_key) : clock_(clock) {
+  // The configured text may be any length; the cipher wants 32 bytes.
+  if (!secret_key.empty()) key_ = crypto::sha256_raw(secret_key);
+}
+
+std::string WebhookStore::seal_secret(const std::string& webhook_id,
+                                      const std::string& secret) const {
+  if (key_.empty()) return secret;
+  std::string sealed = crypto::seal(key_, secret, webhook_id);
+  return std::string(kSealedPrefix) +
+         crypto::to_hex(reinterpret_cast<const std::uint8_t*>(sealed.data()), sealed.size());
+}
+
+std::string WebhookStore::open_secret(const std::string& webhook_id,
+                                      const std::string& stored) const {
+  if (stored.rfind(kSealedPrefix, 0) != 0) return stored;  // stored before a key was set
+  if (key_.empty()) return "";
+  auto bytes = from_hex(std::string_view(stored).substr(kSealedPrefix.size()));
+  if (!bytes) return "";
+  // The id is the additional data: a sealed secret copied to another webhook does not open.
+  return crypto::open(key_, *bytes, webhook_id).value_or("");
+}
 
 std::string delivery_id_text(long long id) {
   return std::string(kDeliveryPrefix) + "_" + std::to_string(id);
@@ -204,9 +250,10 @@ std::pair<WebhookRecord, std::string> WebhookStore::create(Tx& tx, const std::st
                                                            const std::vector<std::string>& events,
                                                            const Actor& actor) {
   auto now = clock_.now();
+  std::string id = new_id(kWebhookPrefix);
   std::string secret = new_secret();
-  auto rows = tx.exec(kWebhookInsert, new_id(kWebhookPrefix), org_id, url, pg_array_literal(events),
-                      secret, actor.user_id, sql_timestamp(now));
+  auto rows = tx.exec(kWebhookInsert, id, org_id, url, pg_array_literal(events),
+                      seal_secret(id, secret), actor.user_id, sql_timestamp(now));
   WebhookRecord record = webhook_from(rows[0]);
   write_audit(tx, now, actor,
               {.org_id = org_id,
@@ -316,7 +363,7 @@ std::vector<ClaimedDelivery> WebhookStore::claim_due(Tx& tx, Timestamp now,
     c.attempt = row[1].as<int>();
     c.webhook_id = row[2].as<std::string>();
     c.url = row[3].as<std::string>();
-    c.secret = row[4].as<std::string>();
+    c.secret = open_secret(c.webhook_id, row[4].as<std::string>());
     c.event_id = row[5].as<std::string>();
     c.event_type = row[6].as<std::string>();
     c.payload = row[7].as<std::string>();

@@ -66,6 +66,8 @@ struct ClaimedDelivery {
   int attempt = 0;  // this attempt's number, 1 for the first
   std::string webhook_id;
   std::string url;
+  // Empty when the stored secret cannot be opened (sealed under another key, or sealed while
+  // this replica has none): the delivery then fails without being sent.
   std::string secret;
   std::string event_id;
   std::string event_type;
@@ -85,7 +87,10 @@ struct AttemptOutcome {
 
 class WebhookStore {
  public:
-  explicit WebhookStore(const Clock& clock) : clock_(clock) {}
+  // `secret_key` (config webhook_secret_key; every replica needs the same one) seals each
+  // signing secret with AES-256-GCM before it is stored, bound to its webhook's id, so the
+  // database alone does not give them away. Empty: secrets are stored as they are.
+  explicit WebhookStore(const Clock& clock, const std::string& secret_key = "");
 
   // The new webhook and its secret (returned to the caller once, never again), with an
   // audit row that names the URL and events but not the secret.
@@ -148,7 +153,11 @@ class WebhookStore {
   bool balance_seen(Tx& tx, const std::string& org_id, bool below);
 
  private:
+  std::string seal_secret(const std::string& webhook_id, const std::string& secret) const;
+  std::string open_secret(const std::string& webhook_id, const std::string& stored) const;
+
   const Clock& clock_;
+  std::string key_;  // 32 bytes, or empty
 };
 
 }  // namespace gpurent::webhooks

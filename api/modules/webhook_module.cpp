@@ -43,7 +43,7 @@ WebhookModule::WebhookModule(const ModuleContext& ctx)
       poll_(ctx.config.webhook_poll_interval),
       expiring_before_(ctx.config.webhook_expiring_before),
       low_balance_minor_(ctx.config.webhook_low_balance_minor),
-      store_(ctx.clock),
+      store_(ctx.clock, ctx.config.webhook_secret_key),
       sender_(webhooks::make_http_sender(
           {.allow_internal = ctx.config.webhook_allow_internal,
            .user_agent = std::string("gpurent-webhooks/") + GPURENT_VERSION})),

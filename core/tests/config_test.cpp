@@ -110,6 +110,7 @@ const std::map<std::string, std::string>& other_values() {
       {"agent_telemetry_retention", "168h"},
       {"ssh_ca_dir", "/etc/gpurent/ssh-ca"},
       {"webhook_allow_internal", "true"},
+      {"webhook_secret_key", "a webhook secret key of 32 characters"},
       {"webhook_max_attempts", "3"},
       {"webhook_backoff", "200ms"},
       {"webhook_backoff_max", "2s"},

@@ -201,7 +201,8 @@ class WebhookE2E : public RentalFleetTest {
                                "--webhook_backoff=200ms",
                                "--webhook_backoff_max=2s",
                                "--webhook_timeout=1s",
-                               "--webhook_lease=6s"};
+                               "--webhook_lease=6s",
+                               "--webhook_secret_key=an e2e webhook secret key, 32 chars"};
     f.insert(f.end(), extra.begin(), extra.end());
     return f;
   }

@@ -200,5 +200,45 @@ TEST_F(DeliveryWorkerTest, APingGoesToItsWebhookOnlyAndTheLogPagesNewestFirst) {
               }).items.empty());
 }
 
+TEST_F(DeliveryWorkerTest, WithAKeySecretsAreSealedAndOnlyThatKeyOpensThem) {
+  std::string acme = org();
+  WebhookStore sealed(clock_, "the platform's webhook key, 32+ chars");
+  auto [record, secret] = transact([&](Tx& tx) {
+    return sealed.create(tx, acme, "https://hooks.example/in", {"rental.active"}, Actor{});
+  });
+  std::string stored = text("SELECT secret FROM webhooks WHERE id = '" + record.id + "'");
+  EXPECT_EQ(stored.rfind("sealed:v1:", 0), 0u) << stored;
+  EXPECT_EQ(stored.find(secret), std::string::npos);
+  EXPECT_EQ(stored.find(secret.substr(6)), std::string::npos);
+
+  // Another key, or none, cannot open it: the delivery fails and nothing goes out unsigned.
+  WebhookStore other(clock_, "another key of thirty-two characters");
+  for (WebhookStore* store : {&other, &store_}) {
+    transact([&](Tx& tx) { return store->emit(tx, acme, "rental.active", {{"id", "rnt_a"}}); });
+    DeliveryWorker w(pool_, clock_, *store, sender_, options(1));
+    EXPECT_EQ(w.run_once(), 1);
+    EXPECT_TRUE(sender_.sent().empty());
+    EXPECT_NE(text("SELECT last_error FROM webhook_deliveries ORDER BY id DESC LIMIT 1")
+                  .find("cannot be opened"),
+              std::string::npos);
+  }
+  // The key it was sealed under signs with the secret the creator was given.
+  transact([&](Tx& tx) { return sealed.emit(tx, acme, "rental.active", {{"id", "rnt_b"}}); });
+  DeliveryWorker w(pool_, clock_, sealed, sender_, options());
+  EXPECT_EQ(w.run_once(), 1);
+  auto sent = sender_.sent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(billing::check_payment_signature(sent[0].header("X-Signature"), sent[0].body, secret,
+                                             clock_.now(), std::chrono::minutes(5))
+                .verdict,
+            billing::SignatureVerdict::kValid);
+  // Sealed to its webhook: the same text copied onto another webhook does not open.
+  auto [copy, copy_secret] = webhook(acme, {"rental.ended"});
+  exec("UPDATE webhooks SET secret = '" + stored + "' WHERE id = '" + copy + "'");
+  transact([&](Tx& tx) { return sealed.emit(tx, acme, "rental.ended", {{"id", "rnt_c"}}); });
+  EXPECT_EQ(w.run_once(), 1);
+  EXPECT_EQ(sender_.sent().size(), 1u);
+}
+
 }  // namespace delivery_worker_pgtest
 }  // namespace gpurent::webhooks
