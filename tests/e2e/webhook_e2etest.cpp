@@ -309,8 +309,24 @@ TEST_F(WebhookE2E, ARentalReachingActiveIsDeliveredSignedAndExpiringBeforeItsEnd
   expect_signed(expiring[0], secret, 62 + 23 * 3600);
   EXPECT_EQ(expiring[0].json_body()["data"]["rental"]["id"], rental);
 
+  // An extension moves the end: the warning is due again before the new one, once.
+  auto extended = post("/v1/rentals/" + rental + "/extend", {{"days", 1}}, session(owner));
+  ASSERT_EQ(extended.status, 200) << extended.body;
+  run_lifecycle();
+  advance(24 * 3600);
+  owner = login("owner@example.com");
+  run_lifecycle();
+  run_lifecycle();
+  ASSERT_TRUE(receiver_.wait_for_count(4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  expiring = receiver_.of_type("rental.expiring");
+  ASSERT_EQ(expiring.size(), 2u);
+  expect_signed(expiring[1], secret, 62 + 47 * 3600);
+  EXPECT_NE(expiring[1].json_body()["data"]["ends_at"], expiring[0].json_body()["data"]["ends_at"]);
+  EXPECT_NE(expiring[1].json_body()["id"], expiring[0].json_body()["id"]);
+
   auto log = deliveries(owner, hook);
-  ASSERT_EQ(log.size(), 3u) << log;
+  ASSERT_EQ(log.size(), 4u) << log;
   for (const auto& d : log) {
     EXPECT_EQ(d["state"], "delivered") << d;
     EXPECT_EQ(d["attempts"], 1);
