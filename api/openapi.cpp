@@ -224,7 +224,8 @@ json build_openapi(const Router& router, const std::string& version,
 }
 
 std::vector<std::string> openapi_disagreements(const Router& router,
-                                               const std::vector<OpenApiFragment>& fragments) {
+                                               const std::vector<OpenApiFragment>& fragments,
+                                               const nlohmann::json* document) {
   std::vector<std::string> out;
   std::set<std::pair<std::string, std::string>> routes;
   for (const auto& r : router.routes()) {
@@ -288,9 +289,12 @@ std::vector<std::string> openapi_disagreements(const Router& router,
       out.push_back(method + " " + pattern + " is described by no file of api/openapi/");
     }
   }
-  json doc = build_openapi(router, "check", fragments);
-  collect_refs(doc["paths"], "paths", out, doc["components"]["schemas"]);
-  collect_refs(doc["components"]["schemas"], "components", out, doc["components"]["schemas"]);
+  json built;
+  if (!document) built = build_openapi(router, "check", fragments);
+  const json& doc = document ? *document : built;
+  const json& schemas = doc["components"]["schemas"];
+  collect_refs(doc["paths"], "paths", out, schemas);
+  collect_refs(schemas, "components", out, schemas);
   return out;
 }
 

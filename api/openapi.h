@@ -32,8 +32,10 @@ nlohmann::json build_openapi(const Router& router, const std::string& version,
 // Where the router and the fragments disagree, one sentence each (empty: they agree): a
 // documented route no fragment describes or without a success response, a fragment's
 // operation no route serves, a schema defined twice, a $ref to no schema, a fragment key the
-// merge does not know.
+// merge does not know. `document`: what build_openapi made of the same router and fragments,
+// if the caller has it (built here otherwise).
 std::vector<std::string> openapi_disagreements(const Router& router,
-                                               const std::vector<OpenApiFragment>& fragments);
+                                               const std::vector<OpenApiFragment>& fragments,
+                                               const nlohmann::json* document = nullptr);
 
 }  // namespace gpurent::http

@@ -186,8 +186,9 @@ TEST(Lifecycle, PoolExhaustionWaitsThenAnswers503) {
   EXPECT_EQ(holder.get().status, 200);
   // With the connection free again, the same request succeeds.
   EXPECT_EQ(http_request(server.port(), "GET", "/v1/test/sleep?ms=0").status, 200);
-  auto metrics = http_request(server.port(), "GET", "/metrics").body;
-  EXPECT_NE(metrics.find("gpurent_db_pool_wait_timeouts_total 1"), std::string::npos) << metrics;
+  // At least this request's wait; the replica's background workers (the rental lifecycle,
+  // webhook deliveries) share the one connection and may have given up waiting too.
+  EXPECT_GE(read_metric(server.port(), "gpurent_db_pool_wait_timeouts_total"), 1);
 }
 
 TEST(Lifecycle, EmbeddedPostgresWhenNoDatabaseUrl) {

@@ -61,11 +61,17 @@ class ApiTest : public ::testing::Test {
     }
     return r;
   }
-  // Reads the served document once per server; a server that is not up yet is read later.
+  // Reads the served document once per test process (every server of the process is the
+  // same binary); a server that is not up yet is read later.
   void load_contract() {
-    if (!server_ || !server_->running()) return;
-    auto r = http_request(port(), "GET", "/v1/openapi.json");
-    if (r.status == 200) contract_ = std::make_unique<ContractCheck>(r.json());
+    static std::shared_ptr<const ContractCheck> shared;
+    if (!shared) {
+      if (!server_ || !server_->running()) return;
+      auto r = http_request(port(), "GET", "/v1/openapi.json");
+      if (r.status != 200) return;
+      shared = std::make_shared<const ContractCheck>(r.json());
+    }
+    contract_ = shared;
   }
   HttpResult get(const std::string& path, const Headers& headers) {
     return send("GET", path, "", headers);
@@ -170,7 +176,7 @@ class ApiTest : public ::testing::Test {
 
   TestDatabase db_;
   std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ContractCheck> contract_;
+  std::shared_ptr<const ContractCheck> contract_;
   // Orgs that account() makes get this much money first (0: none), so tests about something
   // else book without paying in first; billing's own tests start from nothing.
   long long fund_new_orgs_minor_ = 0;

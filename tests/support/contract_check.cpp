@@ -70,6 +70,14 @@ const json& ContractCheck::resolve(const json& schema) const {
   return *s;
 }
 
+const std::regex& ContractCheck::pattern(const std::string& text) const {
+  // std::map never moves its elements: the reference outlives the lock.
+  std::lock_guard lock(patterns_mutex_);
+  auto it = patterns_.find(text);
+  if (it == patterns_.end()) it = patterns_.emplace(text, std::regex(text)).first;
+  return it->second;
+}
+
 const json* ContractCheck::operation(const std::string& method, const std::string& path) const {
   const auto parts = split_path(path);
   for (const auto& [pattern, ops] : doc_["paths"].items()) {
@@ -201,8 +209,7 @@ void ContractCheck::check(const json& raw, const json& v, const std::string& whe
     if (s.contains("maxLength") && text.size() > s["maxLength"].get<std::size_t>()) {
       out.push_back(where + ": longer than " + s["maxLength"].dump());
     }
-    if (s.contains("pattern") &&
-        !std::regex_search(text, std::regex(s["pattern"].get<std::string>()))) {
+    if (s.contains("pattern") && !std::regex_search(text, pattern(s["pattern"]))) {
       out.push_back(where + ": " + shown(v) + " does not match " + s["pattern"].dump());
     }
     const std::string format = s.value("format", "");

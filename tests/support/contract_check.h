@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <mutex>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -35,7 +38,14 @@ class ContractCheck {
              std::vector<std::string>& out, int depth, bool open = false) const;
   const nlohmann::json& resolve(const nlohmann::json& schema) const;
 
+  const std::regex& pattern(const std::string& text) const;
+
   nlohmann::json doc_;
+  // Compiled once: a sanitizer-built std::regex takes milliseconds to compile, and every
+  // response of the suite passes through here.
+  // Responses may be checked from several threads at once (tests that send concurrently).
+  mutable std::mutex patterns_mutex_;
+  mutable std::map<std::string, std::regex> patterns_;
 };
 
 }  // namespace gpurent::testing
