@@ -23,11 +23,12 @@ class CredentialCacheE2E : public ApiTest {
   void SetUp() override {
     ApiTest::SetUp();  // replica A: server_
     // Replica B's database round trips are counted: its rental lifecycle worker, which
-    // looks for due rentals every few seconds, is told to wait a day.
+    // looks for due rentals every few seconds, and its webhook deliveries, looked for every
+    // second, are told to wait a day.
     b_ = std::make_unique<ServerProcess>(
         ServerOptions{.database_url = db_.url(),
                       .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
-                                "--lifecycle_interval=24h"}});
+                                "--lifecycle_interval=24h", "--webhook_poll_interval=24h"}});
   }
 
   HttpResult on(ServerProcess& s, const std::string& method, const std::string& path,
