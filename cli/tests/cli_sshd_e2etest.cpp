@@ -9,6 +9,7 @@
 #include "tests/support/child_process.h"
 #include "tests/support/paths.h"
 #include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/sshd_node_fixture.h"
 #include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
@@ -33,25 +34,6 @@ namespace gpurent::testing::cli_sshd_e2e {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct Run {
   int exit_code = -1;
@@ -94,31 +76,14 @@ Run run_cli(const std::vector<std::string>& args, const std::map<std::string, st
   } else {
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  r.out = read_file_text(out_path);
+  r.err = read_file_text(err_path);
   return r;
 }
 
-class CliSshdE2E : public RentalFleetTest {
+class CliSshdE2E : public SshdNodeTest {
  protected:
-  void SetUp() override {
-    pki_dir_ = make_temp_dir("gpurent-cli-sshd-pki");
-    work_ = make_temp_dir("gpurent-cli-sshd");
-    server_ = agent_server(pki_dir_);
-    seed_fleet({2});
-  }
-
-  void TearDown() override {
-    sshd_.reset();
-    agent_.reset();
-    std::istringstream created(slurp(work_ + "/created-users"));
-    for (std::string user; std::getline(created, user);) {
-      if (!user.empty()) run_subprocess({"userdel", user});
-    }
-    ApiTest::TearDown();
-    fs::remove_all(pki_dir_);
-    fs::remove_all(work_);
-  }
+  void SetUp() override { start_fleet("gpurent-cli-sshd"); }
 
   std::map<std::string, std::string> env(const std::string& url, const std::string& token) {
     fs::create_directories(work_ + "/tmp");
@@ -133,65 +98,10 @@ class CliSshdE2E : public RentalFleetTest {
   // sshd on a free port, a node on 127.0.0.1 served by a real agent that reports sshd's host
   // key and installs the rental's access through the hook (as SshdLoginE2E does).
   void start_node() {
-    port_ = free_port();
-    fs::create_directories(work_ + "/hostkeys");
-    auto made = run_subprocess({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@node",
-                                "-f", work_ + "/hostkeys/ssh_host_ed25519_key"});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-    std::ofstream(work_ + "/access-hook")
-        << "#!/bin/sh\n"
-        << "[ \"$GPURENT_ACCESS_ACTION\" = install ] || exit 0\n"
-        << "id \"$GPURENT_ACCESS_USER\" >/dev/null 2>&1 && exit 0\n"
-        << "useradd -M -p '*' -d /tmp -s /bin/sh \"$GPURENT_ACCESS_USER\" || exit 1\n"
-        << "echo \"$GPURENT_ACCESS_USER\" >> " << work_ << "/created-users\n"
-        << "kill -HUP \"$(cat " << work_ << "/sshd.pid)\"\n";
-    fs::permissions(work_ + "/access-hook", fs::perms::owner_all);
-    std::string access = work_ + "/access";
-    std::ofstream(work_ + "/sshd_config")
-        << "Port " << port_ << "\nListenAddress 127.0.0.1\n"
-        << "HostKey " << work_ << "/hostkeys/ssh_host_ed25519_key\n"
-        << "HostCertificate " << access << "/host_certificates/ssh_host_ed25519_key-cert.pub\n"
-        << "PidFile " << work_ << "/sshd.pid\n"
-        << "TrustedUserCAKeys " << access << "/trusted_user_ca_keys\n"
-        << "AuthorizedPrincipalsFile " << access << "/users/%u/principals\n"
-        << "AuthorizedKeysFile " << access << "/users/%u/authorized_keys\n"
-        << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-        << "StrictModes no\nLogLevel VERBOSE\n";
-    fs::create_directories("/run/sshd");
-    sshd_ = std::make_unique<ChildProcess>(
-        "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},
-        work_ + "/sshd.log");
-    ASSERT_TRUE(wait_for([&] {
-      return slurp(work_ + "/sshd.log").find("listening") != std::string::npos;
-    })) << slurp(work_ + "/sshd.log");
-
-    auto [node_id, token] = create_enrolling_node("127.0.0.1");
-    auto labelled = patch("/v1/admin/nodes/" + node_id,
-                          {{"labels", {{"ssh_port", std::to_string(port_)}}}}, session(admin_));
-    ASSERT_EQ(labelled.status, 200) << labelled.body;
-    std::string url = "https://127.0.0.1:" + std::to_string(server_->agent_port());
-    auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url, "--token", token,
-                                    "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
-                                    work_ + "/state", "--log-format", "text"});
-    ASSERT_EQ(enrolled.exit_code, 0) << enrolled.output;
-    agent_ = std::make_unique<ChildProcess>(
-        agent_path(),
-        simulated_agent_run(
-            url, work_, "100ms",
-            {"--access-hook", work_ + "/access-hook", "--ssh-host-keys", work_ + "/hostkeys",
-             "--sshd-address", "127.0.0.1:" + std::to_string(port_)}),
-        work_ + "/agent.log");
-    ASSERT_TRUE(wait_for([&] {
-      json n = node_view(node_id);
-      return n["state"] == "available" && n["health"] == "ok";
-    })) << agent_->log();
+    prepare_sshd();
+    start_sshd();
+    agent_node();
   }
-
-  std::string pki_dir_;
-  std::string work_;
-  int port_ = 0;
-  std::unique_ptr<ChildProcess> sshd_;
-  std::unique_ptr<ChildProcess> agent_;
 };
 
 TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
@@ -210,12 +120,12 @@ TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
 
   auto in = run_cli({"ssh", id, "--", "echo", "logged-in-as", "$(id -un)"}, e, work_);
-  EXPECT_EQ(in.exit_code, 0) << in.err << slurp(work_ + "/sshd.log");
+  EXPECT_EQ(in.exit_code, 0) << in.err << read_file_text(work_ + "/sshd.log");
   json ssh = get("/v1/rentals/" + id, session(owner)).json()["ssh"];
   EXPECT_EQ(in.out, "logged-in-as " + ssh["user"].get<std::string>() + "\n") << in.err;
-  EXPECT_NE(
-      slurp(work_ + "/sshd.log").find("Accepted publickey for " + ssh["user"].get<std::string>()),
-      std::string::npos);
+  EXPECT_NE(read_file_text(work_ + "/sshd.log")
+                .find("Accepted publickey for " + ssh["user"].get<std::string>()),
+            std::string::npos);
   // The remote command's status is the CLI's.
   auto failed = run_cli({"ssh", id, "--", "exit", "3"}, e, work_);
   EXPECT_EQ(failed.exit_code, 3) << failed.err;
@@ -231,7 +141,7 @@ TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
                               work_ + "/hostkeys/ssh_host_ed25519_key"});
   ASSERT_EQ(made.exit_code, 0) << made.output;
   // Without its host certificate, so only the plain key is shown.
-  std::string config = slurp(work_ + "/sshd_config");
+  std::string config = read_file_text(work_ + "/sshd_config");
   config.erase(config.find("HostCertificate"), config.find('\n', config.find("HostCertificate")) -
                                                    config.find("HostCertificate") + 1);
   std::ofstream(work_ + "/sshd_config", std::ios::trunc) << config;
@@ -240,8 +150,8 @@ TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
       "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},
       work_ + "/sshd.log");
   ASSERT_TRUE(wait_for([&] {
-    return slurp(work_ + "/sshd.log").find("listening") != std::string::npos;
-  })) << slurp(work_ + "/sshd.log");
+    return read_file_text(work_ + "/sshd.log").find("listening") != std::string::npos;
+  })) << read_file_text(work_ + "/sshd.log");
   auto spoofed = run_cli({"ssh", id, "--", "echo", "should-not-run"}, e, work_);
   EXPECT_EQ(spoofed.exit_code, 255) << spoofed.out << spoofed.err;
   EXPECT_EQ(spoofed.out.find("should-not-run"), std::string::npos);

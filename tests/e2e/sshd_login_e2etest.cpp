@@ -14,6 +14,7 @@
 #include "tests/support/child_process.h"
 #include "tests/support/paths.h"
 #include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/sshd_node_fixture.h"
 #include "tests/support/test_keys.h"
 #include "tests/support/wait_for.h"
 
@@ -33,119 +34,18 @@ namespace gpurent::testing::sshd_login_e2e {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string first_line(std::string text) {
   return text.substr(0, text.find('\n'));
 }
 
-// A TCP port nobody listens on now (the kernel's choice for port 0, released).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-class SshdLoginE2E : public RentalFleetTest {
+class SshdLoginE2E : public SshdNodeTest {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "the access hook's useradd needs root";
-    pki_dir_ = make_temp_dir("gpurent-sshd-pki");
-    work_ = make_temp_dir("gpurent-sshd");
-    server_ = agent_server(pki_dir_);
-    seed_fleet({2});
-    port_ = free_port();
-    fs::create_directories(work_ + "/hostkeys");
-    auto made = run_subprocess({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@node",
-                                "-f", work_ + "/hostkeys/ssh_host_ed25519_key"});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-    // The operator's hook: the rental's login made on install, as a real node's hook would.
-    // '*' is no password, not a locked account (sshd refuses locked ones without PAM).
-    std::ofstream(work_ + "/access-hook")
-        << "#!/bin/sh\n"
-        << "[ \"$GPURENT_ACCESS_ACTION\" = install ] || exit 0\n"
-        << "id \"$GPURENT_ACCESS_USER\" >/dev/null 2>&1 && exit 0\n"
-        << "useradd -M -p '*' -d /tmp -s /bin/sh "
-           "\"$GPURENT_ACCESS_USER\" || exit 1\n"
-        << "echo \"$GPURENT_ACCESS_USER\" >> " << work_
-        << "/created-users\n"
-        // sshd takes the host certificate install_access wrote when it reloads.
-        << "kill -HUP \"$(cat " << work_ << "/sshd.pid)\"\n";
-    fs::permissions(work_ + "/access-hook", fs::perms::owner_all);
-    std::string access = work_ + "/access";
-    std::ofstream(work_ + "/sshd_config")
-        << "Port " << port_ << "\nListenAddress 127.0.0.1\n"
-        << "HostKey " << work_ << "/hostkeys/ssh_host_ed25519_key\n"
-        << "HostCertificate " << access << "/host_certificates/ssh_host_ed25519_key-cert.pub\n"
-        << "PidFile " << work_ << "/sshd.pid\n"
-        << "TrustedUserCAKeys " << access << "/trusted_user_ca_keys\n"
-        << "AuthorizedPrincipalsFile " << access << "/users/%u/principals\n"
-        << "AuthorizedKeysFile " << access << "/users/%u/authorized_keys\n"
-        << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-        // The files live under /tmp, which everyone may write to.
-        << "StrictModes no\nLogLevel VERBOSE\n";
+    start_fleet("gpurent-sshd");
+    prepare_sshd();
     // Running before the rental: install_access checks that it answers.
     start_sshd();
-  }
-
-  void TearDown() override {
-    sshd_.reset();
-    agent_.reset();
-    // Every login the hook made, whichever rental it was for.
-    std::istringstream created(slurp(work_ + "/created-users"));
-    for (std::string user; std::getline(created, user);) {
-      if (!user.empty()) run_subprocess({"userdel", user});
-    }
-    ApiTest::TearDown();
-    if (!pki_dir_.empty()) fs::remove_all(pki_dir_);
-    if (!work_.empty()) fs::remove_all(work_);
-  }
-
-  // sshd as a node runs it; the access hook reloads it once install_access wrote its files.
-  void start_sshd() {
-    fs::create_directories("/run/sshd");  // sshd's privilege separation folder
-    sshd_ = std::make_unique<ChildProcess>(
-        "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},
-        work_ + "/sshd.log");
-    ASSERT_TRUE(wait_for([&] {
-      return slurp(work_ + "/sshd.log").find("listening") != std::string::npos;
-    })) << slurp(work_ + "/sshd.log");
-  }
-
-  // The node on 127.0.0.1 at sshd's port, served by a real agent reporting sshd's host key.
-  std::string agent_node() {
-    auto [node_id, token] = create_enrolling_node("127.0.0.1");
-    auto labelled = patch("/v1/admin/nodes/" + node_id,
-                          {{"labels", {{"ssh_port", std::to_string(port_)}}}}, session(admin_));
-    EXPECT_EQ(labelled.status, 200) << labelled.body;
-    std::string url = "https://127.0.0.1:" + std::to_string(server_->agent_port());
-    auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url, "--token", token,
-                                    "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
-                                    work_ + "/state", "--log-format", "text"});
-    EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
-    agent_ = std::make_unique<ChildProcess>(
-        agent_path(),
-        simulated_agent_run(
-            url, work_, "100ms",
-            {"--access-hook", work_ + "/access-hook", "--ssh-host-keys", work_ + "/hostkeys",
-             "--sshd-address", "127.0.0.1:" + std::to_string(port_)}),
-        work_ + "/agent.log");
-    EXPECT_TRUE(wait_for([&] {
-      json n = node_view(node_id);
-      return n["state"] == "available" && n["health"] == "ok";
-    })) << agent_->log();
-    return node_id;
   }
 
   // A copy of key pair `name` the test may use (ssh wants its private key 0600 and its own).
@@ -196,19 +96,14 @@ class SshdLoginE2E : public RentalFleetTest {
     return path;
   }
 
-  std::string pki_dir_;
-  std::string work_;
-  int port_ = 0;
   std::string login_;
-  std::unique_ptr<ChildProcess> sshd_;
-  std::unique_ptr<ChildProcess> agent_;
 };
 
 TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   agent_node();
   Login owner = account("owner@example.com", "Acme");
   std::string registered = key_pair("sshd-registered");
-  std::string rental = book_with_key(owner, first_line(slurp(registered + ".pub")));
+  std::string rental = book_with_key(owner, first_line(read_file_text(registered + ".pub")));
   ASSERT_FALSE(rental.empty());
   ASSERT_TRUE(drive_until(owner, rental, "active")) << agent_->log();
   // Active only once the agent saw sshd answer: its install_access result says so.
@@ -239,8 +134,9 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
 
   // A certificate for a key the org never registered: it logs in, and the host is checked.
   std::string engineer = key_pair("sshd-engineer");
-  auto issued = post("/v1/rentals/" + rental + "/ssh-certificate",
-                     {{"public_key", first_line(slurp(engineer + ".pub"))}}, session(owner));
+  auto issued =
+      post("/v1/rentals/" + rental + "/ssh-certificate",
+           {{"public_key", first_line(read_file_text(engineer + ".pub"))}}, session(owner));
   ASSERT_EQ(issued.status, 200) << issued.body;
   std::string cert =
       write("engineer-cert.pub", issued.json()["certificate"].get<std::string>() + "\n");
@@ -248,7 +144,7 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   // be ahead of the clock this soon after booking "now".
   std::this_thread::sleep_for(std::chrono::seconds(1));
   auto in = ssh(login_, engineer, cert, known_hosts_file);
-  EXPECT_EQ(in.exit_code, 0) << in.output << slurp(work_ + "/sshd.log") << issued.body
+  EXPECT_EQ(in.exit_code, 0) << in.output << read_file_text(work_ + "/sshd.log") << issued.body
                              << get("/v1/rentals/" + rental, session(owner)).body;
   EXPECT_NE(in.output.find("logged-in"), std::string::npos) << in.output;
   // The host CA's line alone is enough to trust the node: sshd shows its host certificate.
@@ -265,16 +161,17 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   auto wrong_host =
       ssh(login_, engineer, cert,
           write("other_known_hosts", "[127.0.0.1]:" + std::to_string(port_) + " " +
-                                         first_line(slurp(registered + ".pub")) + "\n"));
+                                         first_line(read_file_text(registered + ".pub")) + "\n"));
   EXPECT_NE(wrong_host.exit_code, 0) << wrong_host.output;
 
   // Refused: the key alone, never registered; a certificate of another rental; an expired one.
   auto bare = ssh(login_, engineer, "", known_hosts_file);
   EXPECT_NE(bare.exit_code, 0) << bare.output;
   std::string other =
-      book_with_key(owner, first_line(slurp(key_pair("sshd-other").append(".pub"))));
-  auto other_cert = post("/v1/rentals/" + other + "/ssh-certificate",
-                         {{"public_key", first_line(slurp(engineer + ".pub"))}}, session(owner));
+      book_with_key(owner, first_line(read_file_text(key_pair("sshd-other").append(".pub"))));
+  auto other_cert =
+      post("/v1/rentals/" + other + "/ssh-certificate",
+           {{"public_key", first_line(read_file_text(engineer + ".pub"))}}, session(owner));
   ASSERT_EQ(other_cert.status, 200) << other_cert.body;
   auto crossed =
       ssh(login_, engineer,
@@ -286,7 +183,7 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   auto now =
       std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
   std::string expired =
-      ca.sign(identity::parse_ssh_public_key(first_line(slurp(engineer + ".pub"))),
+      ca.sign(identity::parse_ssh_public_key(first_line(read_file_text(engineer + ".pub"))),
               {.serial = 999999,
                .key_id = "expired",
                .principals = {rental},
