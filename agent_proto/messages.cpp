@@ -352,6 +352,13 @@ std::string read_ssh_host_key(const json& value, const std::string& path) {
   return key;
 }
 
+// The agent's probe key: a host key's shape, Ed25519 only (the agent makes it so).
+std::string read_ssh_probe_key(const json& value, const std::string& path) {
+  auto key = read_ssh_host_key(value, path);
+  if (key.rfind("ssh-ed25519 ", 0) != 0) fail(path, "must be an ssh-ed25519 public key line");
+  return key;
+}
+
 // The parser refuses numbers beyond a double, but a sender's own json may hold an infinity
 // or a NaN, which dump() would write as null: refused before it changes meaning.
 void check_finite(const json& value, const std::string& path) {
@@ -495,7 +502,8 @@ topology::Matrix read_topology(const json& value, const std::string& path, int g
 
 Body read_hello(const json& root, const std::string& path, int version) {
   Members m(root, path,
-            {"agent_version", "hostname", "gpus", "topology", "ssh_host_keys", "recent_task_ids"},
+            {"agent_version", "hostname", "gpus", "topology", "ssh_host_keys", "ssh_probe_key",
+             "recent_task_ids"},
             true);
   Hello h;
   h.agent_version = read_agent_version(m.need("agent_version"), m.at("agent_version"));
@@ -507,6 +515,12 @@ Body read_hello(const json& root, const std::string& path, int version) {
                                read_ssh_host_key);
   } else if (m.find("ssh_host_keys")) {
     fail(m.at("ssh_host_keys"), "is not part of protocol version " + std::to_string(version));
+  }
+  if (m.find("ssh_probe_key")) {
+    if (version < kSshProbeKeySince) {
+      fail(m.at("ssh_probe_key"), "is not part of protocol version " + std::to_string(version));
+    }
+    h.ssh_probe_key = read_ssh_probe_key(*m.find("ssh_probe_key"), m.at("ssh_probe_key"));
   }
   h.recent_task_ids =
       read_set(m.need("recent_task_ids"), m.at("recent_task_ids"), kMaxTaskIds, read_task_id);
@@ -629,6 +643,13 @@ json write_body(const Hello& h, int version, const std::string& path) {
     // Leaving them out would silently drop them.
     fail(member_path(path, "ssh_host_keys"),
          "is not part of protocol version " + std::to_string(version));
+  }
+  if (h.ssh_probe_key) {
+    if (version < kSshProbeKeySince) {
+      fail(member_path(path, "ssh_probe_key"),
+           "is not part of protocol version " + std::to_string(version));
+    }
+    out["ssh_probe_key"] = *h.ssh_probe_key;
   }
   out["recent_task_ids"] = h.recent_task_ids;
   return out;

@@ -23,10 +23,11 @@ namespace gpurent::agent_proto {
 
 // What this build writes. The control plane is upgraded before its agents, so it also reads
 // the previous version: an agent one release behind keeps working through a rollout.
-inline constexpr int kProtocolVersion = 2;
-inline constexpr int kOldestAcceptedVersion = 1;
+inline constexpr int kProtocolVersion = 3;
+inline constexpr int kOldestAcceptedVersion = 2;
 // Members that a version introduced; an older message must not carry them.
 inline constexpr int kSshHostKeysSince = 2;
+inline constexpr int kSshProbeKeySince = 3;
 
 // The version both sides speak after an agent offers `offered` in its hello: the offer
 // itself when this side reads it, otherwise none (the server answers an error and closes).
@@ -90,6 +91,11 @@ struct Hello {
   // OpenSSH public key lines of the node's sshd ("ssh-ed25519 AAAA… [comment]"), so the
   // rental can show the host key fingerprint. Since version 2; empty in a version 1 hello.
   std::vector<std::string> ssh_host_keys;
+  // The agent's own SSH key ("ssh-ed25519 AAAA… [comment]"), whose private half never leaves
+  // the node: install_access carries a short-lived probe certificate for it, with which the
+  // agent proves a rental's login works before reporting access ready. Since version 3;
+  // absent when the agent has no sshd to probe (the simulated backend).
+  std::optional<std::string> ssh_probe_key;
   // Tasks this agent has run recently (it runs each id once): the server marks them
   // delivered instead of sending them again.
   std::vector<std::string> recent_task_ids;
