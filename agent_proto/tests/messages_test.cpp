@@ -38,6 +38,9 @@ const std::string kRental = "rnt_0123456789abcdefghijkl";
 const std::string kHostKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBPat5FwK6Ik5M6U7QJJmH2Z+lTK7r8CsLIcDY6anbov "
     "root@gpu-node-17";
+const std::string kProbeKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl "
+    "gpurent-probe";
 
 Timestamp at(int hour, int minute, int second, int micros = 0) {
   using namespace std::chrono;
@@ -64,6 +67,7 @@ Hello sample_hello() {
   h.gpus = {8, "NVIDIA H100 80GB HBM3", "550.54.15", "12.4"};
   h.topology = topology::declared_matrix(topology::Interconnect::kNvswitch, 8, "NV18");
   h.ssh_host_keys = {kHostKey};
+  h.ssh_probe_key = kProbeKey;
   h.recent_task_ids = {kTaskA, kTaskB};
   return h;
 }
@@ -222,6 +226,7 @@ TEST(MessagesTest, AbsentOptionalsAndEmptyListsRoundTrip) {
   h.gpus.count = 1;
   h.topology = topology::declared_matrix(topology::Interconnect::kPcie, 1, "");
   h.ssh_host_keys.clear();
+  h.ssh_probe_key.reset();
   h.recent_task_ids.clear();
   Heartbeat hb{at(0, 0, 0), {}, {}, {}};
   Task t = sample_task();
@@ -236,13 +241,14 @@ TEST(MessagesTest, AbsentOptionalsAndEmptyListsRoundTrip) {
   EXPECT_FALSE(json::parse(encode(message(t))).contains("rental_id"));
   EXPECT_FALSE(json::parse(encode(message(r))).contains("result"));
   EXPECT_FALSE(json::parse(encode(message(e))).contains("offending_id"));
+  EXPECT_FALSE(json::parse(encode(message(h))).contains("ssh_probe_key"));
 }
 
 TEST(MessagesTest, WireFormIsCompactJsonWithTheEnvelope) {
   EXPECT_EQ(encode(message(Ack{"m-1"}, "m-2")),
-            R"({"acked_id":"m-1","id":"m-2","protocol_version":2,"type":"ack"})");
+            R"({"acked_id":"m-1","id":"m-2","protocol_version":3,"type":"ack"})");
   EXPECT_EQ(encode(message(TaskProgress{kTaskA, 0, ""}, "7")),
-            R"({"id":"7","message":"","percent":0,"protocol_version":2,"task_id":")" + kTaskA +
+            R"({"id":"7","message":"","percent":0,"protocol_version":3,"task_id":")" + kTaskA +
                 R"(","type":"task_progress"})");
 }
 
@@ -308,9 +314,9 @@ TEST(MessagesTest, NegotiationAcceptsTheCurrentAndThePreviousVersion) {
     int offered;
     std::optional<int> accepted;
   };
-  for (auto [offered, accepted] :
-       {Row{INT_MIN, std::nullopt}, Row{-1, std::nullopt}, Row{0, std::nullopt}, Row{1, 1},
-        Row{2, 2}, Row{3, std::nullopt}, Row{INT_MAX, std::nullopt}}) {
+  for (auto [offered, accepted] : {Row{INT_MIN, std::nullopt}, Row{-1, std::nullopt},
+                                   Row{0, std::nullopt}, Row{1, std::nullopt}, Row{2, 2}, Row{3, 3},
+                                   Row{4, std::nullopt}, Row{INT_MAX, std::nullopt}}) {
     EXPECT_EQ(negotiate(offered), accepted) << offered;
   }
   static_assert(negotiate(kProtocolVersion) == kProtocolVersion);
@@ -326,6 +332,9 @@ TEST(MessagesTest, EveryTypeIsReadAtEveryAcceptedVersion) {
       if (auto* h = std::get_if<Hello>(&m.body); h && version < kSshHostKeysSince) {
         h->ssh_host_keys.clear();
       }
+      if (auto* h = std::get_if<Hello>(&m.body); h && version < kSshProbeKeySince) {
+        h->ssh_probe_key.reset();
+      }
       EXPECT_EQ(decode(encode(m)), m);
     }
   }
@@ -336,8 +345,9 @@ TEST(MessagesTest, AVersionOutsideTheRangeIsRefusedWithTheReason) {
     int version;
     const char* reason;
   };
-  for (auto [version, reason] : {Row{0, "no longer accepted"}, Row{-7, "no longer accepted"},
-                                 Row{3, "newer than"}, Row{INT_MAX, "newer than"}}) {
+  for (auto [version, reason] :
+       {Row{1, "no longer accepted"}, Row{0, "no longer accepted"}, Row{-7, "no longer accepted"},
+        Row{4, "newer than"}, Row{INT_MAX, "newer than"}}) {
     SCOPED_TRACE(version);
     try {
       decode(with("heartbeat", "/protocol_version", version));
@@ -346,38 +356,61 @@ TEST(MessagesTest, AVersionOutsideTheRangeIsRefusedWithTheReason) {
       EXPECT_EQ(e.offered(), version);
       EXPECT_EQ(e.path(), "heartbeat.protocol_version");
       EXPECT_THAT(e.what(), HasSubstr(reason));
-      EXPECT_THAT(e.what(), HasSubstr("versions 1 to 2"));
+      EXPECT_THAT(e.what(), HasSubstr("versions 2 to 3"));
     }
   }
-  EXPECT_THROW(encode(message(Ack{"m-0"}, "m-1", 3)), UnsupportedVersion);
+  EXPECT_THROW(encode(message(Ack{"m-0"}, "m-1", 4)), UnsupportedVersion);
+  EXPECT_THROW(encode(message(Ack{"m-0"}, "m-1", 1)), UnsupportedVersion);
 }
 
 TEST(MessagesTest, AnUnknownTypeOfAnUnacceptedVersionIsAVersionProblem) {
   // A newer agent's new message type says what is really wrong: the version.
-  EXPECT_THROW(decode(R"({"type":"telemetry_v3","protocol_version":3,"id":"1"})"),
+  EXPECT_THROW(decode(R"({"type":"telemetry_v4","protocol_version":4,"id":"1"})"),
                UnsupportedVersion);
 }
 
-TEST(MessagesTest, SshHostKeysAreAVersionTwoMember) {
-  auto v1 = message(sample_hello(), "m-1", 1);
+TEST(MessagesTest, TheSshProbeKeyIsAVersionThreeMember) {
+  // A version 2 hello cannot carry it, either way.
+  auto v2 = message(sample_hello(), "m-1", 2);
   auto e = [&] {
     try {
-      encode(v1);
+      encode(v2);
     } catch (const ProtocolError& e) {
       return e;
     }
     return ProtocolError("?", "encoded");
   }();
-  EXPECT_EQ(e.path(), "hello.ssh_host_keys");
-  EXPECT_THAT(e.what(), HasSubstr("not part of protocol version 1"));
+  EXPECT_EQ(e.path(), "hello.ssh_probe_key");
+  EXPECT_THAT(e.what(), HasSubstr("not part of protocol version 2"));
 
-  std::get<Hello>(v1.body).ssh_host_keys.clear();
-  auto text = encode(v1);
-  EXPECT_FALSE(json::parse(text).contains("ssh_host_keys"));
-  EXPECT_EQ(decode(text), v1);
-  auto with_keys = json::parse(text);
-  with_keys["ssh_host_keys"] = json::array();
-  EXPECT_EQ(refusal(with_keys.dump()).path(), "hello.ssh_host_keys");
+  std::get<Hello>(v2.body).ssh_probe_key.reset();
+  auto text = encode(v2);
+  EXPECT_FALSE(json::parse(text).contains("ssh_probe_key"));
+  EXPECT_EQ(decode(text), v2);
+  auto with_key = json::parse(text);
+  with_key["ssh_probe_key"] = kProbeKey;
+  auto refused = refusal(with_key.dump());
+  EXPECT_EQ(refused.path(), "hello.ssh_probe_key");
+  EXPECT_THAT(refused.what(), HasSubstr("not part of protocol version 2"));
+
+  // Optional in version 3: a hello without it (an agent with no sshd to probe) is read.
+  auto v3 = message(sample_hello());
+  std::get<Hello>(v3.body).ssh_probe_key.reset();
+  EXPECT_EQ(decode(encode(v3)), v3);
+  std::get<Hello>(v3.body).ssh_probe_key = kProbeKey;
+  auto wire = json::parse(encode(v3));
+  EXPECT_EQ(wire["ssh_probe_key"], kProbeKey);
+  EXPECT_EQ(decode(wire.dump()), v3);
+
+  // Ed25519 only, at the sender too: the agent makes the key so.
+  std::get<Hello>(v3.body).ssh_probe_key = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY=";
+  try {
+    encode(v3);
+    ADD_FAILURE() << "encoded";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.path(), "hello.ssh_probe_key");
+    EXPECT_THAT(e.what(), HasSubstr("ssh-ed25519"));
+  }
 }
 
 // ---- What the sender is refused ----
@@ -498,9 +531,9 @@ std::vector<Refused> refusals() {
        "must be an integer"},
       {"version 2.0", with("ack", "/protocol_version", 2.0), "ack.protocol_version",
        "must be an integer"},
-      {"version 1e300", replaced("ack", R"("protocol_version":2)", R"("protocol_version":1e300)"),
+      {"version 1e300", replaced("ack", R"("protocol_version":3)", R"("protocol_version":1e300)"),
        "ack.protocol_version", "must be an integer"},
-      {"version -0", replaced("ack", R"("protocol_version":2)", R"("protocol_version":-0)"),
+      {"version -0", replaced("ack", R"("protocol_version":3)", R"("protocol_version":-0)"),
        "ack.protocol_version", "version 0 is no longer accepted"},
       {"version 2^63", with("ack", "/protocol_version", 9223372036854775808ull),
        "ack.protocol_version", "is not a protocol version"},
@@ -509,7 +542,7 @@ std::vector<Refused> refusals() {
       {"version -2^31-1", with("ack", "/protocol_version", -2147483649ll), "ack.protocol_version",
        "is not a protocol version"},
       {"version 2^64",
-       replaced("ack", R"("protocol_version":2)", R"("protocol_version":18446744073709551616)"),
+       replaced("ack", R"("protocol_version":3)", R"("protocol_version":18446744073709551616)"),
        "ack.protocol_version", "must be an integer"},
       {"id missing", without("ack", "/id"), "ack.id", "is required"},
       {"id empty", with("ack", "/id", ""), "ack.id", "must not be empty"},
@@ -578,6 +611,15 @@ std::vector<Refused> refusals() {
        "hello.ssh_host_keys[0]", "at most 4096"},
       {"host keys missing at version 2", without("hello", "/ssh_host_keys"), "hello.ssh_host_keys",
        "is required"},
+      {"probe key not ed25519",
+       with("hello", "/ssh_probe_key", "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY="),
+       "hello.ssh_probe_key", "must be an ssh-ed25519 public key line"},
+      {"probe key not base64", with("hello", "/ssh_probe_key", "ssh-ed25519 AA*A"),
+       "hello.ssh_probe_key", "base64"},
+      {"probe key a list", with("hello", "/ssh_probe_key", json::array({kProbeKey})),
+       "hello.ssh_probe_key", "must be a string"},
+      {"probe key in a version 2 hello", with("hello", "/protocol_version", 2),
+       "hello.ssh_probe_key", "not part of protocol version 2"},
       {"recent task id malformed", with("hello", "/recent_task_ids/0", "task-1"),
        "hello.recent_task_ids[0]", "an id like \"tsk_...\""},
       {"recent task id twice", with("hello", "/recent_task_ids/1", kTaskA),
