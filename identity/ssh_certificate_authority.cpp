@@ -138,6 +138,38 @@ void check_text(std::string_view what, std::string_view text, bool spaces) {
   }
 }
 
+// The critical options in name order, each name's value wrapped in a string of its own
+// (PROTOCOL.certkeys: "data" is itself a string for force-command and source-address).
+std::string critical_options_of(const SshCertificateRequest& request) {
+  auto options = request.critical_options;
+  if (!options.empty() && request.type != SshCertificateType::kUser) {
+    throw std::invalid_argument("only user certificates carry critical options");
+  }
+  std::sort(options.begin(), options.end());
+  Wire out;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const auto& [name, value] = options[i];
+    if (name != kForceCommand && name != kSourceAddress) {
+      throw std::invalid_argument("unknown critical option " + name);
+    }
+    if (i > 0 && options[i - 1].first == name) {
+      throw std::invalid_argument("the critical option " + name + " is given twice");
+    }
+    bool printable =
+        !value.empty() && value.size() <= 1024 &&
+        std::all_of(value.begin(), value.end(), [](char c) { return c >= ' ' && c < 0x7f; });
+    if (!printable) {
+      throw std::invalid_argument("the critical option " + name +
+                                  " needs a value of 1 to 1024 printable ASCII bytes");
+    }
+    Wire data;
+    data.string(value);
+    out.string(name);
+    out.string(data.bytes());
+  }
+  return out.bytes();
+}
+
 std::uint64_t seconds_of(Timestamp t) {
   auto s = std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
   return s < 0 ? 0 : static_cast<std::uint64_t>(s);
@@ -202,8 +234,9 @@ std::string SshCertificateAuthority::sign(const SshPublicKey& key,
 
   Wire principals;
   for (const auto& p : request.principals) principals.string(p);
+  std::string critical_options = critical_options_of(request);
   Wire extensions;  // name and empty data, in lexical order
-  if (user) {
+  if (user && request.extensions == SshCertificateExtensions::kInteractive) {
     std::vector<std::string_view> names(kUserCertificateExtensions.begin(),
                                         kUserCertificateExtensions.end());
     std::sort(names.begin(), names.end());
@@ -223,7 +256,7 @@ std::string SshCertificateAuthority::sign(const SshPublicKey& key,
   cert.string(principals.bytes());
   cert.u64(seconds_of(request.valid_after));
   cert.u64(seconds_of(request.valid_before));
-  cert.string("");  // critical options: none
+  cert.string(critical_options);
   cert.string(extensions.bytes());
   cert.string("");  // reserved
   cert.string(ed25519_blob(ca));

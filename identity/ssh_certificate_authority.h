@@ -18,11 +18,23 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpurent::identity {
 
 enum class SshCertificateType : std::uint32_t { kUser = 1, kHost = 2 };
+
+// Which extensions a user certificate grants: the interactive set below, or none at all (a
+// certificate that may only run its forced command: no terminal, no forwarding, no rc).
+// Host certificates carry none either way.
+enum class SshCertificateExtensions { kInteractive, kNone };
+
+// The critical options OpenSSH defines for user certificates (PROTOCOL.certkeys) that the
+// CA signs: sshd runs `force-command` instead of whatever the client asks, and accepts the
+// certificate only from a client in `source-address` (comma-separated CIDR list).
+inline constexpr std::string_view kForceCommand = "force-command";
+inline constexpr std::string_view kSourceAddress = "source-address";
 
 struct SshCertificateRequest {
   SshCertificateType type = SshCertificateType::kUser;
@@ -31,6 +43,11 @@ struct SshCertificateRequest {
   std::vector<std::string> principals;  // user names / host names; at least one
   Timestamp valid_after;                // whole seconds: OpenSSH's resolution
   Timestamp valid_before;
+  // (name, value) pairs, user certificates only, each name once: kForceCommand or
+  // kSourceAddress with a value of 1 to 1024 printable ASCII bytes. Encoded in name order,
+  // as sshd requires.
+  std::vector<std::pair<std::string, std::string>> critical_options;
+  SshCertificateExtensions extensions = SshCertificateExtensions::kInteractive;
 };
 
 // The user certificate's extensions: what an interactive session needs (a terminal, agent
@@ -58,8 +75,9 @@ class SshCertificateAuthority {
   // `key` signed into a certificate by the user CA (kUser) or the host CA (kHost): one line,
   // "<type>-cert-v01@openssh.com <base64> <key_id>", as `ssh-keygen -s` writes it.
   // Throws std::invalid_argument for a request without principals, with valid_after not
-  // before valid_before, or with a key id or principal that is empty, over 255 bytes or not
-  // printable ASCII.
+  // before valid_before, with a key id or principal that is empty, over 255 bytes or not
+  // printable ASCII, or with a critical option that is unknown, repeated, on a host
+  // certificate, or has a value outside the rule above.
   std::string sign(const SshPublicKey& key, const SshCertificateRequest& request) const;
 
  private:

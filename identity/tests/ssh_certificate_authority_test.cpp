@@ -1,7 +1,7 @@
 // The SSH CA against the real ssh-keygen: every key type the registry accepts is signed
 // into a certificate `ssh-keygen -L` reads (it checks the CA's signature) with the key id,
-// principals, validity and extensions asked for; a tampered certificate is refused; the CA
-// keys persist with owner-only permissions.
+// principals, validity, critical options and extensions asked for; a tampered certificate
+// is refused; the CA keys persist with owner-only permissions.
 #include "identity/ssh_certificate_authority.h"
 
 #include "core/crypto.h"
@@ -137,6 +137,48 @@ TEST_F(SshCertificateAuthorityTest, HostCertificatesNameTheHostAndComeFromTheHos
   EXPECT_NE(ca_->host_ca_public_key(), ca_->user_ca_public_key()) << "two keys, two roles";
 }
 
+TEST_F(SshCertificateAuthorityTest, AProbeCertificateForcesItsCommandAndGrantsNoExtensions) {
+  auto key = key_of("cert-ed25519", {"-t", "ed25519"});
+  std::string cert =
+      ca_->sign(key, {.type = SshCertificateType::kUser,
+                      .serial = 9,
+                      .key_id = "gpurent-probe rental=rnt_abc node=nod_def",
+                      .principals = {"gpurent-probe-rnt_abc"},
+                      .valid_after = kStart,
+                      .valid_before = kStart + std::chrono::seconds(120),
+                      .critical_options = {{std::string(kForceCommand), "/bin/true"}},
+                      .extensions = SshCertificateExtensions::kNone});
+  int status = -1;
+  std::string shown = listing(cert, &status);
+  ASSERT_EQ(status, 0) << shown;
+  EXPECT_THAT(shown, HasSubstr("Type: ssh-ed25519-cert-v01@openssh.com user certificate"));
+  EXPECT_THAT(shown, HasSubstr("Valid: from 2026-12-02T00:00:00 to 2026-12-02T00:02:00"));
+  EXPECT_THAT(shown, HasSubstr("Principals: \n                gpurent-probe-rnt_abc\n"));
+  EXPECT_THAT(shown, HasSubstr("Critical Options: \n                force-command /bin/true\n"));
+  EXPECT_THAT(shown, HasSubstr("Extensions: (none)"));
+}
+
+TEST_F(SshCertificateAuthorityTest, CriticalOptionsAreEncodedInNameOrder) {
+  auto key = key_of("cert-ed25519", {"-t", "ed25519"});
+  // Given out of order: the certificate lists them sorted, each value whole (spaces, commas).
+  std::string cert = ca_->sign(
+      key, {.serial = 10,
+            .key_id = "rental=rnt_abc",
+            .principals = {"rnt_abc"},
+            .valid_after = kStart,
+            .valid_before = kEnd,
+            .critical_options = {{std::string(kSourceAddress), "10.0.0.0/8,192.0.2.7/32"},
+                                 {std::string(kForceCommand), "/usr/bin/env printf ok"}}});
+  int status = -1;
+  std::string shown = listing(cert, &status);
+  ASSERT_EQ(status, 0) << shown;
+  EXPECT_THAT(shown, HasSubstr("Critical Options: \n"
+                               "                force-command /usr/bin/env printf ok\n"
+                               "                source-address 10.0.0.0/8,192.0.2.7/32\n"));
+  EXPECT_THAT(shown, HasSubstr("Extensions: \n                permit-X11-forwarding\n"))
+      << "the interactive set by default";
+}
+
 TEST_F(SshCertificateAuthorityTest, ATamperedCertificateIsRefused) {
   auto key = key_of("cert-ed25519", {"-t", "ed25519"});
   std::string cert = ca_->sign(key, {.serial = 1,
@@ -212,6 +254,22 @@ TEST_F(SshCertificateAuthorityTest, RequestsOutsideTheFormatAreRefused) {
   bad = good;
   bad.key_id = "line\nbreak";
   EXPECT_THROW(ca_->sign(key, bad), std::invalid_argument);
+  using Options = std::vector<std::pair<std::string, std::string>>;
+  for (const Options& options :
+       std::vector<Options>{{{"permit-pty", ""}},
+                            {{"no-such-option", "x"}},
+                            {{"force-command", "/bin/true"}, {"force-command", "/bin/false"}},
+                            {{"force-command", ""}},
+                            {{"force-command", "/bin/true\n"}},
+                            {{"source-address", std::string(1025, '1')}}}) {
+    bad = good;
+    bad.critical_options = options;
+    EXPECT_THROW(ca_->sign(key, bad), std::invalid_argument) << options.front().first;
+  }
+  bad = good;
+  bad.type = SshCertificateType::kHost;
+  bad.critical_options = {{"force-command", "/bin/true"}};
+  EXPECT_THROW(ca_->sign(key, bad), std::invalid_argument) << "host certificates have none";
 }
 
 }  // namespace gpurent::identity::ssh_certificate_authority_test
