@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/pg_array.h"
 #include "core/sql.h"
 #include "inventory/node_state.h"
 #include "scheduler/lifecycle_rules.h"
@@ -26,14 +27,36 @@ constexpr Statement kLiveOnNode = {
 constexpr Statement kNodeStateShared = {"lifecycle_node_state",
                                         "SELECT state FROM nodes WHERE id = $1 FOR SHARE"};
 
+// $3 the rental state of those not started (scheduled), $4 the node states they leave
+// (kNodesOutOfService).
 constexpr Statement kAnyWork = {
     "lifecycle_any_work",
     "SELECT EXISTS (SELECT 1 FROM rentals WHERE due_at <= $1::timestamptz)"
     " OR EXISTS (SELECT 1 FROM rentals WHERE state = 'pending')"
     " OR EXISTS (SELECT 1 FROM rentals r JOIN nodes n ON n.id = r.node_id"
-    " WHERE r.state = 'scheduled' AND n.state IN ('retired', 'failed'))"
+    " WHERE r.state = $3::text AND n.state = ANY ($4::text[]))"
     " OR EXISTS (SELECT 1 FROM nodes WHERE state IN ('available', 'draining')"
     " AND last_heartbeat_at < $2::timestamptz)"};
+
+// The wipe gate (migrations/0019). A GPU is unwiped from its rental's start on: a tenant may
+// reach it from then.
+constexpr Statement kMarkUnwiped = {
+    "lifecycle_mark_unwiped",
+    "UPDATE gpus SET unwiped_since = $3::timestamptz WHERE node_id = $1"
+    " AND idx = ANY ($2::int[]) AND unwiped_since IS NULL"};
+// A wipe clears the marks set before it was made ($3): a mark set later is a tenant that came
+// after it.
+constexpr Statement kClearUnwiped = {
+    "lifecycle_clear_unwiped",
+    "UPDATE gpus SET unwiped_since = NULL WHERE node_id = $1 AND idx = ANY ($2::int[])"
+    " AND unwiped_since <= $3::timestamptz"};
+constexpr Statement kAnyUnwiped = {
+    "lifecycle_any_unwiped",
+    "SELECT EXISTS (SELECT 1 FROM gpus WHERE node_id = $1 AND idx = ANY ($2::int[])"
+    " AND unwiped_since IS NOT NULL)"};
+constexpr Statement kNodeUnwiped = {
+    "lifecycle_node_unwiped",
+    "SELECT idx FROM gpus WHERE node_id = $1 AND unwiped_since IS NOT NULL ORDER BY idx"};
 // Nodes in service whose agent fell silent, locked; another replica's claims are skipped.
 constexpr Statement kSilentNodes = {
     "lifecycle_silent_nodes",
@@ -62,12 +85,34 @@ int attempt_of(const AgentTask& t) {
   return t.payload.value("attempt", 0);
 }
 
+std::vector<int> gpu_indices_of(const AgentTask& t) {
+  std::vector<int> out;
+  auto it = t.payload.find("gpu_indices");
+  if (it == t.payload.end() || !it->is_array()) return out;
+  for (const auto& i : *it) {
+    if (i.is_number_integer()) out.push_back(i.get<int>());
+  }
+  return out;
+}
+
+std::string node_state_names(const std::vector<inventory::NodeState>& states) {
+  std::vector<std::string> names;
+  for (auto s : states) names.emplace_back(inventory::to_string(s));
+  return pg_array_literal(names);
+}
+
+bool is_state(const std::string& text, inventory::NodeState state) {
+  return text == inventory::to_string(state);
+}
+
 }  // namespace
 
 int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
   bool work = pool.read("lifecycle_any_work", [&](Tx& tx) {
     return tx
-        .exec(kAnyWork, sql_timestamp(now), sql_timestamp(now - options_.agent_silence_limit))[0][0]
+        .exec(kAnyWork, sql_timestamp(now), sql_timestamp(now - options_.agent_silence_limit),
+              std::string(to_string(RentalState::kScheduled)),
+              node_state_names(kNodesOutOfService))[0][0]
         .as<bool>();
   });
   int moved = work ? steps(pool, now, stopping) : 0;
@@ -90,7 +135,7 @@ int Lifecycle::steps(PgPool& pool, Timestamp now, const std::atomic<bool>* stopp
   if (stop()) return moved;
   moved += fail_silent_nodes(pool, now);
   if (stop()) return moved;
-  moved += replace_stranded(pool);
+  moved += replace_stranded(pool, now);
   if (stop()) return moved;
   moved += place_waitlist(pool);
   for (int i = 0; i < options_.max_steps && !stop(); ++i) {
@@ -132,33 +177,48 @@ int Lifecycle::expire_waitlist(PgPool& pool, Timestamp now) {
   });
 }
 
-int Lifecycle::replace_stranded(PgPool& pool) {
+int Lifecycle::replace_stranded(PgPool& pool, Timestamp now) {
   return pool.transact("lifecycle_stranded", [&](Tx& tx) {
     int moved = 0;
+    // Soonest start first: with room for only some, the nearest are the ones kept.
     for (const auto& r : rentals_.stranded(tx, options_.waitlist_batch)) {
-      relocate(tx, r);
+      auto node = nodes_.get(tx, *r.node_id);
+      relocate(tx, r, "node " + *r.node_id + " is " + (node ? node->node.state : "gone"), now);
       ++moved;
     }
     return moved;
   });
 }
 
-void Lifecycle::relocate(Tx& tx, const RentalRecord& r) {
-  // A rental booked on a node that was retired or failed before its start moves to another
-  // node that fits the same period, keeping its price; with none free it is cancelled, and
-  // since it never started nothing is charged. In one transaction: the old allocations are
-  // dropped and the new ones taken together, so the rental never holds both or neither.
+void Lifecycle::relocate(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now) {
+  // A rental that may not start where it was booked (its node out of service, or its GPUs not
+  // wiped since their last tenant) moves to another place that fits the same period, keeping
+  // its price; with none free it is cancelled, and since it never started nothing is
+  // charged. In one transaction: the old allocations are dropped and the new ones taken
+  // together, so the rental never holds both or neither. Unwiped GPUs, wherever they are,
+  // are held by the rental itself while it is placed, so the placement cannot choose them,
+  // and let go again after.
   std::string from = r.node_id.value_or("");
   rentals_.drop_allocations(tx, r.id);
-  if (booking_.place_pending(tx, r)) {
+  std::vector<long long> unwiped;
+  for (const auto& g : rentals_.unwiped_gpus(tx, r.gpu_model)) unwiped.push_back(g.gpu_id);
+  // Wide enough for wherever the placement may put it: from its start (or now) over its
+  // length, the cleaning window and a day to spare for a period that moves to local days.
+  Timestamp begin = std::min(r.period.start, now);
+  Timestamp end = std::max(r.period.end, now + (r.period.end - r.period.start)) +
+                  booking_.options().cleaning_window + std::chrono::hours(24);
+  auto held = rentals_.hold_gpus(tx, r.id, unwiped, {begin, end});
+  bool placed = booking_.place_pending(tx, r);
+  rentals_.let_go(tx, r.id, held);
+  if (placed) {
     rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kScheduled,
-                        "moved from node " + from + ", which was retired or failed");
+                        "moved from node " + from + ": " + why);
   } else {
     rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kCancelled,
-                        "node " + from +
-                            " was retired or failed and no other node is free for the "
-                            "period; nothing is charged");
+                        why + ", and no other GPUs are free for the period; nothing is charged");
   }
+  // A draining node that held nothing else has drained.
+  if (!from.empty()) settle_node(tx, from, false);
 }
 
 int Lifecycle::place_waitlist(PgPool& pool) {
@@ -203,23 +263,44 @@ std::optional<bool> Lifecycle::step(PgPool& pool, Timestamp now) {
 void Lifecycle::provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt) {
   tasks_.create(tx, *r.node_id, r.id, TaskKind::kProvision,
                 {{"image_id", r.image_id}, {"gpu_indices", r.gpu_indices}, {"attempt", attempt}});
+}
+
+void Lifecycle::access_task(Tx& tx, const RentalRecord& r, int attempt, Timestamp now) {
   // What the agent writes for sshd (agent/access_files.h): the rental's own login, the
   // principal its certificates carry, and its registered keys for clients without them.
   nlohmann::json keys = keys_of_ ? keys_of_(tx, r) : std::vector<std::string>{};
-  tasks_.create(tx, *r.node_id, r.id, TaskKind::kInstallAccess,
-                {{"ssh_key_ids", r.ssh_key_ids},
-                 {"attempt", attempt},
-                 {"user", rental_login(r.id)},
-                 {"principals", {rental_principal(r.id)}},
-                 {"authorized_keys", keys},
-                 {"user_ca_keys", options_.user_ca_keys},
-                 {"host_certificates", host_certificates_of_ ? host_certificates_of_(tx, *r.node_id)
-                                                             : std::vector<std::string>{}}});
+  nlohmann::json payload = {
+      {"ssh_key_ids", r.ssh_key_ids},
+      {"attempt", attempt},
+      {"user", rental_login(r.id)},
+      {"principals", {rental_principal(r.id)}},
+      {"authorized_keys", keys},
+      {"user_ca_keys", options_.user_ca_keys},
+      {"host_certificates",
+       host_certificates_of_ ? host_certificates_of_(tx, *r.node_id) : std::vector<std::string>{}}};
+  // The login probe's certificate is made now, after the provision, so it is fresh; the
+  // agent must start the task before it expires.
+  std::optional<Timestamp> deadline;
+  if (probe_of_) {
+    if (auto probe = probe_of_(tx, r, now)) {
+      payload["probe"] = std::move(*probe);
+      deadline = now + options_.probe_deadline;
+    }
+  }
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kInstallAccess, payload, deadline);
 }
 
 void Lifecycle::wipe_task(Tx& tx, const RentalRecord& r, int attempt) {
-  tasks_.create(tx, *r.node_id, r.id, TaskKind::kWipe,
-                {{"gpu_indices", r.gpu_indices}, {"attempt", attempt}});
+  tasks_.create(
+      tx, *r.node_id, r.id, TaskKind::kWipe,
+      {{"gpu_indices", r.gpu_indices}, {"attempt", attempt}, {"user", rental_login(r.id)}});
+}
+
+void Lifecycle::revoke_and_wipe(Tx& tx, const RentalRecord& r) {
+  // Access first, then the wipe: the agent runs a node's tasks in the order they were made.
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kRevokeAccess,
+                {{"ssh_key_ids", r.ssh_key_ids}, {"user", rental_login(r.id)}});
+  wipe_task(tx, r, 0);
 }
 
 bool Lifecycle::start(Tx& tx, const RentalRecord& r, Timestamp now) {
@@ -227,17 +308,23 @@ bool Lifecycle::start(Tx& tx, const RentalRecord& r, Timestamp now) {
   // rather than starting on a node out of service) or waits for this start and then sees
   // the rental running, and is refused.
   auto node = tx.exec(kNodeStateShared, *r.node_id);
-  if (!node.empty()) {
-    std::string state = node[0][0].as<std::string>();
-    if (state == "retired" || state == "failed") {
-      relocate(tx, r);
-      return true;
-    }
+  std::string state = node.empty() ? "gone" : node[0][0].as<std::string>();
+  if (!is_state(state, inventory::NodeState::kAvailable)) {
+    relocate(tx, r, "node " + *r.node_id + " is " + state, now);
+    return true;
+  }
+  // The wipe gate: GPUs whose last tenant's wipe has not succeeded serve nobody else.
+  if (tx.exec(kAnyUnwiped, *r.node_id, pg_array_literal(r.gpu_indices))[0][0].as<bool>()) {
+    relocate(tx, r, "its GPUs on node " + *r.node_id + " are not wiped since their last rental",
+             now);
+    return true;
   }
   if (!rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kProvisioning,
                            "start time reached")) {
     return false;
   }
+  // From now on the tenant may reach them.
+  tx.exec(kMarkUnwiped, *r.node_id, pg_array_literal(r.gpu_indices), sql_timestamp(now));
   provisioning_tasks(tx, r, r.attempts);
   // Soon rather than at the timeout: the tasks usually finish well before it.
   rentals_.set_next_check(tx, r.id,
@@ -246,21 +333,30 @@ bool Lifecycle::start(Tx& tx, const RentalRecord& r, Timestamp now) {
 }
 
 bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now) {
-  std::vector<TaskState> current;
+  std::optional<AgentTask> provision, access;
   std::vector<AgentTask> current_tasks;
   Timestamp created = now;
-  bool any = false;
-  for (const auto& t : tasks_.for_rental(tx, r.id)) {
+  for (const auto& t : tasks_.for_rental(tx, r.id)) {  // oldest first
     if (!is_provisioning_kind(t.kind) || attempt_of(t) != r.attempts) continue;
-    current.push_back(t.state);
+    (t.kind == TaskKind::kProvision ? provision : access) = t;
     current_tasks.push_back(t);
-    created = any ? std::max(created, t.created_at) : t.created_at;
-    any = true;
+    created = current_tasks.size() == 1 ? t.created_at : std::max(created, t.created_at);
   }
+  auto state_of = [](const std::optional<AgentTask>& t) -> std::optional<TaskState> {
+    if (!t) return std::nullopt;
+    return t->state;
+  };
   Timestamp deadline = created + options_.provisioning_timeout;
-  switch (provisioning_step(current, r.attempts, options_.max_attempts, now, deadline)) {
+  switch (provisioning_step(state_of(provision), state_of(access), r.attempts,
+                            options_.max_attempts, now, deadline)) {
     case ProvisioningStep::kWait:
       rentals_.set_next_check(tx, r.id, std::min(now + options_.poll, deadline));
+      return false;
+    case ProvisioningStep::kMakeAccess:
+      // The agent's report did not make it (this worker held the rental then, or the report
+      // came another way): made here, under the rental's lock, once.
+      access_task(tx, r, r.attempts, now);
+      rentals_.set_next_check(tx, r.id, now + options_.poll);
       return false;
     case ProvisioningStep::kActive:
       return rentals_.transition(tx, r.id, RentalState::kProvisioning, RentalState::kActive,
@@ -279,12 +375,74 @@ bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now)
               "provisioning failed after " + std::to_string(options_.max_attempts) + " attempts")) {
         return false;
       }
-      // Not billed and never started: the GPUs go back to the calendar at once.
+      // Not billed and never started: the GPUs go back to the calendar at once, but stay
+      // unwiped (no rental starts on them) until the wipe succeeds: the tenant may have
+      // reached them during an attempt.
       rentals_.drop_allocations(tx, r.id);
+      revoke_and_wipe(tx, r);
       settle_node(tx, *r.node_id, false);
       return true;
   }
   return false;
+}
+
+void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now) {
+  switch (t.kind) {
+    case TaskKind::kWipe: {
+      if (ok) {
+        tx.exec(kClearUnwiped, t.node_id, pg_array_literal(gpu_indices_of(t)),
+                sql_timestamp(t.created_at));
+        return;
+      }
+      // A releasing rental's wipe is retried by its checks; the node's own, or one of a
+      // rental that is over (failed, interrupted), has nobody to retry it: the node leaves the
+      // pool until an operator has looked.
+      std::optional<RentalRecord> r;
+      if (t.rental_id) r = rentals_.get_any(tx, *t.rental_id);
+      if (r && r->state == RentalState::kReleasing) return;
+      settle_node(tx, t.node_id, true);
+      return;
+    }
+    case TaskKind::kProvision:
+    case TaskKind::kInstallAccess: {
+      if (!t.rental_id) return;
+      // Not waiting: the worker may hold the rental while it closes this very task (an
+      // attempt timed out), and the report holds the task's row.
+      auto r = rentals_.try_lock_any(tx, *t.rental_id);
+      if (!r || r->state != RentalState::kProvisioning || attempt_of(t) != r->attempts) return;
+      if (t.kind == TaskKind::kProvision && ok) {
+        bool made = false;
+        for (const auto& other : tasks_.for_rental(tx, r->id)) {
+          made =
+              made || (other.kind == TaskKind::kInstallAccess && attempt_of(other) == r->attempts);
+        }
+        if (!made) access_task(tx, *r, r->attempts, now);
+      }
+      // Looked at on the next run rather than at its check time.
+      rentals_.set_next_check(tx, r->id, now);
+      return;
+    }
+    case TaskKind::kRevokeAccess:
+      return;
+  }
+}
+
+std::optional<AgentTask> Lifecycle::node_activated(Tx& tx, const std::string& node_id) {
+  std::vector<int> unwiped;
+  for (const auto& row : tx.exec(kNodeUnwiped, node_id)) unwiped.push_back(row[0].as<int>());
+  if (unwiped.empty()) return std::nullopt;
+  constexpr int kOpenTasksRead = 1000;
+  for (const auto& t : tasks_.queued_for_node(tx, node_id, kOpenTasksRead)) {
+    if (t.kind != TaskKind::kWipe || t.rental_id) continue;
+    auto covered = gpu_indices_of(t);
+    if (std::all_of(unwiped.begin(), unwiped.end(), [&](int i) {
+          return std::find(covered.begin(), covered.end(), i) != covered.end();
+        })) {
+      return std::nullopt;  // one is on its way already
+    }
+  }
+  return tasks_.create(tx, node_id, std::nullopt, TaskKind::kWipe,
+                       {{"gpu_indices", unwiped}, {"attempt", 0}});
 }
 
 bool Lifecycle::release(Tx& tx, const RentalRecord& r, Timestamp now) {
@@ -297,10 +455,7 @@ bool Lifecycle::release(Tx& tx, const RentalRecord& r, Timestamp now) {
 }
 
 void Lifecycle::releasing_tasks(Tx& tx, const RentalRecord& r, Timestamp now) {
-  // Access first, then the wipe: the agent runs a node's tasks in the order they were made.
-  tasks_.create(tx, *r.node_id, r.id, TaskKind::kRevokeAccess,
-                {{"ssh_key_ids", r.ssh_key_ids}, {"user", rental_login(r.id)}});
-  wipe_task(tx, r, 0);
+  revoke_and_wipe(tx, r);
   rentals_.set_next_check(tx, r.id, now + options_.poll);
 }
 
@@ -319,12 +474,12 @@ std::vector<std::string> Lifecycle::interrupt_node(Tx& tx, const std::string& no
       }
       close_superseded(tx, tasks_, open);
     }
-    // No cleaning window: the node is out of service, nothing is placed on it until an
-    // admin returns it, and then it is wiped as part of the repair.
+    // No cleaning window: the node is out of service and nothing is placed on it until an
+    // admin returns it; its GPUs stay unwiped until the wipe asked here (or the one
+    // activation asks for) succeeds.
     rentals_.end_allocations(tx, r->id, now, std::chrono::seconds(0));
     rentals_.transition(tx, r->id, r->state, RentalState::kInterrupted, reason);
-    tasks_.create(tx, node_id, r->id, TaskKind::kRevokeAccess,
-                  {{"ssh_key_ids", r->ssh_key_ids}, {"user", rental_login(r->id)}});
+    revoke_and_wipe(tx, *r);
     out.push_back(r->id);
   }
   return out;
@@ -395,6 +550,9 @@ bool Lifecycle::check_releasing(Tx& tx, const RentalRecord& r, Timestamp now) {
                                "node wiped")) {
         return false;
       }
+      // Its report cleared them already, unless the outcome came another way.
+      tx.exec(kClearUnwiped, *r.node_id, pg_array_literal(gpu_indices_of(*latest_task)),
+              sql_timestamp(latest_task->created_at));
       settle_node(tx, *r.node_id, false);
       return true;
     case ReleasingStep::kEndedUnwiped:

@@ -14,6 +14,8 @@
 #include "scheduler/rental_store.h"
 #include "scheduler/task_store.h"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -43,6 +45,10 @@ struct LifecycleOptions {
   // The SSH user CA's public key lines each node's sshd trusts (install_access writes them
   // to TrustedUserCAKeys).
   std::vector<std::string> user_ca_keys;
+  // The deadline of an install_access task that carries a probe certificate, from its
+  // making: the certificate's own end (DESIGN.md "Node trust"), so an agent busy past it
+  // fails the task rather than start a login probe that cannot succeed.
+  std::chrono::seconds probe_deadline{110};
 };
 
 class Lifecycle {
@@ -51,8 +57,9 @@ class Lifecycle {
             LifecycleOptions options)
       : rentals_(rentals), tasks_(tasks), nodes_(nodes), booking_(booking), options_(options) {}
 
-  // One pass at `now`: expires the waitlist's overdue rentals, moves rentals whose node was
-  // retired or failed before their start to another node (or cancels them), places the waiting ones
+  // One pass at `now`: expires the waitlist's overdue rentals, moves rentals whose node is
+  // out of service (kNodesOutOfService) before their start to another node (or cancels them
+  // free), places the waiting ones
   // that now fit (round-robin by org, see lifecycle.cpp), then steps every due rental, one
   // transaction each. The number of rentals moved. A set `stopping` ends the run after the
   // step in progress (shutdown), leaving the rest to the next run or another replica.
@@ -82,12 +89,35 @@ class Lifecycle {
   // The node's host certificates, for install_access to install (sshd's HostCertificate).
   using HostCertificatesOf = std::function<std::vector<std::string>(Tx&, const std::string&)>;
   void read_host_certificates_with(HostCertificatesOf of) { host_certificates_of_ = std::move(of); }
+  // The login probe for a rental's install_access task, made with it (its payload's "probe":
+  // certificate, principal, host, host_ca_key), or nullopt when the node reported no probe
+  // key. The process wiring hands it the SSH capability's; unset, no probe is asked for.
+  using ProbeOf =
+      std::function<std::optional<nlohmann::json>(Tx&, const RentalRecord&, Timestamp now)>;
+  void make_probes_with(ProbeOf probe_of) { probe_of_ = std::move(probe_of); }
+
+  // An agent's report of a task, in the transaction that recorded it (the agent module's),
+  // `task` as it was before the report. A provision of a provisioning rental's current
+  // attempt that succeeded gets its install_access at once (never a second one for the
+  // attempt); the end of either has the rental looked at on the next run. A wipe that
+  // succeeded clears the unwiped marks it covers (those set before it was made); a wipe that
+  // failed with nobody to retry it (the node's own, or a rental that is over) sends the node
+  // to maintenance. Never waits for a rental's lock: a rental the worker holds is the
+  // worker's to look at (it makes the install_access itself when it finds the provision
+  // done).
+  void task_finished(Tx& tx, const AgentTask& task, bool ok, Timestamp now);
+
+  // An admin activated the node (maintenance → available): its unwiped GPUs get a wipe of the
+  // node's own first, unless one is queued already; until it succeeds no rental starts on
+  // them. The task, when one was made.
+  std::optional<AgentTask> node_activated(Tx& tx, const std::string& node_id);
 
   // The node failed under its rentals (a critical health verdict): every rental running on
   // it (provisioning or active) becomes `interrupted` with `reason` — the event billing
-  // credits — its allocations cut to now, and a revoke_access task queued should the agent
-  // still answer. Rentals that have not started move to another node on the next run
-  // (stranded). A rental releasing already just goes on. The ids interrupted.
+  // credits — its allocations cut to now, and revoke_access and wipe tasks queued should the
+  // agent still answer (its GPUs stay unwiped until the wipe succeeds). Rentals that have not
+  // started move to another node on the next run (stranded). A rental releasing already just
+  // goes on. The ids interrupted.
   std::vector<std::string> interrupt_node(Tx& tx, const std::string& node_id,
                                           const std::string& reason, Timestamp now);
 
@@ -104,17 +134,22 @@ class Lifecycle {
   int expire_waitlist(PgPool& pool, Timestamp now);
   int fail_silent_nodes(PgPool& pool, Timestamp now);
   int place_waitlist(PgPool& pool);
-  int replace_stranded(PgPool& pool);
+  int replace_stranded(PgPool& pool, Timestamp now);
   // Claims one due rental and steps it: whether it moved, nullopt when none is due.
   std::optional<bool> step(PgPool& pool, Timestamp now);
   bool start(Tx& tx, const RentalRecord& r, Timestamp now);
-  // Moves a scheduled rental off a node out of service, or cancels it.
-  void relocate(Tx& tx, const RentalRecord& r);
+  // Moves a scheduled rental off a node out of service or off unwiped GPUs (`why`), for the
+  // same period at the same price, to GPUs that are not unwiped; or cancels it free.
+  void relocate(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now);
   bool check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now);
   bool release(Tx& tx, const RentalRecord& r, Timestamp now);
   bool check_releasing(Tx& tx, const RentalRecord& r, Timestamp now);
+  // The attempt's provision; its install_access follows once the provision succeeded.
   void provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt);
+  void access_task(Tx& tx, const RentalRecord& r, int attempt, Timestamp now);
   void wipe_task(Tx& tx, const RentalRecord& r, int attempt);
+  // Revoke access and wipe, as every rental that reached its node ends with.
+  void revoke_and_wipe(Tx& tx, const RentalRecord& r);
   // Revoke access and wipe, and the first check of them.
   void releasing_tasks(Tx& tx, const RentalRecord& r, Timestamp now);
   void settle_node(Tx& tx, const std::string& node_id, bool unwiped);
@@ -126,6 +161,7 @@ class Lifecycle {
   LifecycleOptions options_;
   AuthorizedKeysOf keys_of_;
   HostCertificatesOf host_certificates_of_;
+  ProbeOf probe_of_;
   inventory::NodeHealthLog health_log_;
   struct Job {
     std::string name;

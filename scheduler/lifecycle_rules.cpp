@@ -8,16 +8,21 @@
 
 namespace gpurent::scheduler {
 
-ProvisioningStep provisioning_step(const std::vector<TaskState>& current, int attempt,
-                                   int max_attempts, Timestamp now, Timestamp deadline) {
-  bool all_ok = !current.empty() && std::all_of(current.begin(), current.end(), [](TaskState s) {
-    return s == TaskState::kSucceeded;
-  });
-  if (all_ok) return ProvisioningStep::kActive;
-  bool failed = current.empty() || std::any_of(current.begin(), current.end(),
-                                               [](TaskState s) { return s == TaskState::kFailed; });
-  if (!failed && now < deadline) return ProvisioningStep::kWait;
-  return attempt + 1 < max_attempts ? ProvisioningStep::kRetry : ProvisioningStep::kFail;
+ProvisioningStep provisioning_step(std::optional<TaskState> provision,
+                                   std::optional<TaskState> access, int attempt, int max_attempts,
+                                   Timestamp now, Timestamp deadline) {
+  auto ended = [&] {
+    return attempt + 1 < max_attempts ? ProvisioningStep::kRetry : ProvisioningStep::kFail;
+  };
+  if (!provision || provision == TaskState::kFailed || access == TaskState::kFailed) {
+    return ended();
+  }
+  if (provision == TaskState::kSucceeded) {
+    // Success counts even past the deadline: the work is done.
+    if (!access) return ProvisioningStep::kMakeAccess;
+    if (access == TaskState::kSucceeded) return ProvisioningStep::kActive;
+  }
+  return now < deadline ? ProvisioningStep::kWait : ended();
 }
 
 ReleasingStep releasing_step(std::optional<TaskState> latest_wipe, int wipes, int max_attempts,

@@ -6,16 +6,18 @@
 #include "core/clock.h"
 #include "scheduler/records.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace gpurent::scheduler {
 
 enum class ProvisioningStep {
-  kWait,    // tasks still running and time left: look again later
-  kActive,  // every task of the current attempt succeeded
-  kRetry,   // the attempt failed or timed out and attempts remain
-  kFail,    // the attempt failed or timed out and it was the last
+  kWait,        // a task still running and time left: look again later
+  kMakeAccess,  // the attempt's provision succeeded and no install_access was made yet
+  kActive,      // the attempt's provision and then its install_access succeeded
+  kRetry,       // the attempt failed or timed out and attempts remain
+  kFail,        // the attempt failed or timed out and it was the last
 };
 
 enum class ReleasingStep {
@@ -25,11 +27,15 @@ enum class ReleasingStep {
   kEndedUnwiped,  // the last wipe failed or timed out: ended, the node goes to maintenance
 };
 
-// `current`: the states of the current attempt's provision and install_access tasks (empty
-// counts as failed: nothing was asked of the agent); `attempt`: 0-based index of the current
-// attempt out of `max_attempts`; `deadline`: when the current attempt times out.
-ProvisioningStep provisioning_step(const std::vector<TaskState>& current, int attempt,
-                                   int max_attempts, Timestamp now, Timestamp deadline);
+// An attempt is its provision task and, once that succeeded, its install_access task (made
+// only then, so the access it installs and the probe certificate it carries are fresh).
+// `provision`, `access`: the states of the current attempt's tasks of each kind, absent when
+// none was made (no provision counts as failed: nothing was asked of the agent); `attempt`:
+// 0-based index of the current attempt out of `max_attempts`; `deadline`: when the current
+// attempt's newest task times out. A failure of either task, or a timeout, ends the attempt.
+ProvisioningStep provisioning_step(std::optional<TaskState> provision,
+                                   std::optional<TaskState> access, int attempt, int max_attempts,
+                                   Timestamp now, Timestamp deadline);
 
 // `latest_wipe`: the state of the newest wipe task (absent counts as failed); `wipes`: how many
 // wipe tasks were created so far, out of `max_attempts`.

@@ -149,6 +149,8 @@ struct AgentTask {
   Timestamp created_at;
   Timestamp updated_at;
   std::optional<std::string> result_message;
+  // When the agent must have started it at the latest; absent: the delivery's default.
+  std::optional<Timestamp> deadline;
 };
 
 }  // namespace gpurent::scheduler

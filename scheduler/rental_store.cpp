@@ -71,6 +71,9 @@ constexpr Statement kLock = {"rental_lock", "SELECT " RENTAL_COLUMNS
                                             " FOR UPDATE"};
 constexpr Statement kLockAny = {"rental_lock_any",
                                 "SELECT " RENTAL_COLUMNS " FROM rentals WHERE id = $1 FOR UPDATE"};
+constexpr Statement kTryLockAny = {"rental_try_lock_any",
+                                   "SELECT " RENTAL_COLUMNS
+                                   " FROM rentals WHERE id = $1 FOR UPDATE SKIP LOCKED"};
 
 // Newest first. The first page and the ones after a cursor are separate statements, so the
 // cursor's (created_at, id) bound is an index condition on rentals_org_created_idx.
@@ -162,12 +165,32 @@ constexpr Statement kRunningOn = {
 constexpr Statement kWaiting = {"rental_waiting", "SELECT " RENTAL_COLUMNS
                                                   " FROM rentals WHERE state = 'pending'"
                                                   " ORDER BY created_at, id LIMIT $1"};
-// Scheduled rentals whose node was retired or failed before they started, soonest first.
+// Rentals in state $2 (scheduled) on nodes in one of the states $3 (out of service), soonest
+// start first.
 constexpr Statement kStranded = {"rental_stranded",
                                  "SELECT " RENTAL_COLUMNS
-                                 " FROM rentals WHERE state = 'scheduled' AND node_id IN"
-                                 " (SELECT id FROM nodes WHERE state IN ('retired', 'failed'))"
+                                 " FROM rentals WHERE state = $2::text AND node_id IN"
+                                 " (SELECT id FROM nodes WHERE state = ANY ($3::text[]))"
                                  " ORDER BY lower(period), id LIMIT $1 FOR UPDATE SKIP LOCKED"};
+// Every unwiped GPU of the model's nodes, by id (the order the allocation locks are taken in).
+constexpr Statement kUnwipedOfModel = {
+    "rental_unwiped_of_model",
+    "SELECT g.id, g.node_id, g.idx FROM gpus g JOIN nodes n ON n.id = g.node_id"
+    " WHERE g.unwiped_since IS NOT NULL AND n.gpu_model = $1 ORDER BY g.id"};
+constexpr Statement kLockGpuIds = {
+    "rental_lock_gpu_ids",
+    "SELECT pg_advisory_xact_lock($2::bigint + g.id)"
+    " FROM (SELECT unnest($1::bigint[]) AS id ORDER BY 1 OFFSET 0) g"};
+// Allocations of the rental that hold GPUs over $3..$4 wherever they are free then; a GPU
+// someone else holds in that time is busy already (an exclusion conflict skips it).
+constexpr Statement kHoldGpus = {
+    "rental_hold_gpus",
+    "INSERT INTO allocations (rental_id, gpu_id, period)"
+    " SELECT $1, g, tstzrange($3::timestamptz, $4::timestamptz, '[)')"
+    " FROM unnest($2::bigint[]) AS g ON CONFLICT DO NOTHING RETURNING gpu_id"};
+constexpr Statement kLetGo = {
+    "rental_let_go",
+    "DELETE FROM allocations WHERE rental_id = $1 AND gpu_id = ANY ($2::bigint[])"};
 constexpr Statement kExpirePending = {
     "rental_expire_pending",
     "WITH expired AS (SELECT id FROM rentals WHERE state = 'pending'"
@@ -242,6 +265,12 @@ std::optional<std::string> optional_state(const std::optional<RentalState>& stat
 std::optional<std::string> optional_timestamp(const std::optional<Timestamp>& t) {
   if (!t) return std::nullopt;
   return sql_timestamp(*t);
+}
+
+std::string node_states_literal(const std::vector<inventory::NodeState>& states) {
+  std::vector<std::string> names;
+  for (auto s : states) names.emplace_back(inventory::to_string(s));
+  return pg_array_literal(names);
 }
 
 std::optional<Keyset> after(const std::optional<std::string>& cursor) {
@@ -323,6 +352,10 @@ std::optional<RentalRecord> RentalStore::lock_any(Tx& tx, const std::string& id)
   return one(tx.exec(kLockAny, id));
 }
 
+std::optional<RentalRecord> RentalStore::try_lock_any(Tx& tx, const std::string& id) {
+  return one(tx.exec(kTryLockAny, id));
+}
+
 Page<RentalRecord> RentalStore::list(Tx& tx, const std::string& org_id,
                                      const std::optional<RentalState>& state, int limit,
                                      const std::optional<std::string>& cursor) {
@@ -351,7 +384,9 @@ bool RentalStore::transition(Tx& tx, const std::string& id, RentalState from, Re
   bool moved = !tx.exec(kTransition, id, std::string(to_string(from)), std::string(to_string(to)),
                         sql_timestamp(clock_.now()), reason, actor_user_id)
                     .empty();
-  if (moved && from != to) {
+  // A move to the same state (a scheduled rental re-placed) is told too: webhooks announce it
+  // again (rental.scheduled), billing has nothing to do for it.
+  if (moved) {
     for (const auto& hook : on_transition_) hook(tx, id, from, to);
   }
   return moved;
@@ -425,7 +460,36 @@ std::vector<RentalRecord> RentalStore::waiting(Tx& tx, int limit) {
 }
 
 std::vector<RentalRecord> RentalStore::stranded(Tx& tx, int limit) {
-  return rentals_from(tx.exec(kStranded, limit));
+  return rentals_from(tx.exec(kStranded, limit, std::string(to_string(RentalState::kScheduled)),
+                              node_states_literal(kNodesOutOfService)));
+}
+
+std::vector<UnwipedGpu> RentalStore::unwiped_gpus(Tx& tx, const std::string& gpu_model) {
+  std::vector<UnwipedGpu> out;
+  for (const auto& row : tx.exec(kUnwipedOfModel, gpu_model)) {
+    out.push_back({row[0].as<long long>(), row[1].as<std::string>(), row[2].as<int>()});
+  }
+  return out;
+}
+
+std::vector<long long> RentalStore::hold_gpus(Tx& tx, const std::string& rental_id,
+                                              const std::vector<long long>& gpu_ids,
+                                              const Period& occupies) {
+  std::vector<long long> out;
+  if (gpu_ids.empty()) return out;
+  auto ids = pg_array_literal(gpu_ids);
+  tx.exec(kLockGpuIds, ids, kAllocationLockSpace);
+  for (const auto& row : tx.exec(kHoldGpus, rental_id, ids, sql_timestamp(occupies.start),
+                                 sql_timestamp(occupies.end))) {
+    out.push_back(row[0].as<long long>());
+  }
+  return out;
+}
+
+void RentalStore::let_go(Tx& tx, const std::string& rental_id,
+                         const std::vector<long long>& gpu_ids) {
+  if (gpu_ids.empty()) return;
+  tx.exec(kLetGo, rental_id, pg_array_literal(gpu_ids));
 }
 
 std::vector<RentalRecord> RentalStore::expire_pending(Tx& tx, Timestamp now) {

@@ -7,6 +7,7 @@
 #include "core/db_pool.h"
 #include "core/money.h"
 #include "core/paging.h"
+#include "inventory/node_state.h"
 #include "scheduler/placement.h"
 #include "scheduler/records.h"
 
@@ -41,6 +42,19 @@ struct NewRental {
   bool wait_for_capacity = false;
   std::optional<Timestamp> pending_expires_at;
   std::string reason = "booked";  // the first event row's reason
+};
+
+// Node states whose scheduled rentals never start there: they move to another node before
+// their start, or are cancelled free (stranded()).
+inline const std::vector<inventory::NodeState> kNodesOutOfService = {
+    inventory::NodeState::kMaintenance, inventory::NodeState::kDraining,
+    inventory::NodeState::kFailed, inventory::NodeState::kRetired};
+
+// A GPU a tenant could reach whose wipe has not succeeded since (migrations/0019).
+struct UnwipedGpu {
+  long long gpu_id = 0;
+  std::string node_id;
+  int index = 0;
 };
 
 // Admin listing filters; an absent one matches everything.
@@ -86,6 +100,8 @@ class RentalStore {
   // ends: terminate, extend and every transition of one rental queue here.
   std::optional<RentalRecord> lock(Tx& tx, const std::string& org_id, const std::string& id);
   std::optional<RentalRecord> lock_any(Tx& tx, const std::string& id);
+  // lock_any() without waiting: nullopt also when another transaction holds the row.
+  std::optional<RentalRecord> try_lock_any(Tx& tx, const std::string& id);
 
   // The org's rentals, newest first by (created_at, id) — a CI pipeline books many, and its
   // current ones belong on the first page — optionally of one state, after `cursor`
@@ -106,7 +122,7 @@ class RentalStore {
                   const std::optional<std::string>& actor_user_id = std::nullopt);
 
   // Told of every move transition() (and expire_pending()) makes, in its transaction, right
-  // after it is written:
+  // after it is written (a move to the same state too: a scheduled rental re-placed):
   // billing's holds and captures follow the rental's state this way, whichever path moved it
   // (scheduler/rental_billing.h), and webhooks write their events into the same transaction.
   // Each call adds a hook; they run in the order added. Set by the process wiring before
@@ -161,9 +177,20 @@ class RentalStore {
   std::vector<std::string> running_on(Tx& tx, const std::string& node_id);
   // The same, unlocked, for reading a waiting rental's place.
   std::vector<RentalRecord> waiting(Tx& tx, int limit = 1000);
-  // Scheduled rentals (not started yet) whose node was retired or failed, soonest start
-  // first, locked; rows another transaction holds are skipped.
+  // Scheduled rentals (not started yet) whose node is out of service (kNodesOutOfService:
+  // maintenance, draining, failed, retired), soonest start first, locked; rows another
+  // transaction holds are skipped.
   std::vector<RentalRecord> stranded(Tx& tx, int limit);
+
+  // The unwiped GPUs of the model's nodes, by GPU id.
+  std::vector<UnwipedGpu> unwiped_gpus(Tx& tx, const std::string& gpu_model);
+  // Allocations of the rental on the GPUs `gpu_ids` over `occupies`, on each one that is free
+  // then (the others are busy then anyway): a placement made next in the transaction sees
+  // them taken. The ids held, for let_go() once the placement is made. Takes the GPUs'
+  // allocation locks, as allocate() does.
+  std::vector<long long> hold_gpus(Tx& tx, const std::string& rental_id,
+                                   const std::vector<long long>& gpu_ids, const Period& occupies);
+  void let_go(Tx& tx, const std::string& rental_id, const std::vector<long long>& gpu_ids);
   // Cancels every pending rental whose pending_expires_at has come, with an event row each,
   // in one statement; rows another transaction holds are left for the next run. The
   // cancelled rentals (their holds are the caller's to release).

@@ -12,8 +12,9 @@ namespace gpurent::scheduler {
 namespace {
 
 #define TASK_TIMES SQL_MICROS("created_at") ", " SQL_MICROS("updated_at")
-#define TASK_COLUMNS \
-  "id, node_id, rental_id, kind, payload::text, state, attempts, " TASK_TIMES ", result_message"
+#define TASK_COLUMNS                                                          \
+  "id, node_id, rental_id, kind, payload::text, state, attempts, " TASK_TIMES \
+  ", result_message, " SQL_MICROS("deadline")
 
 constexpr Statement kNodesWithQueued = {
     "task_nodes_with_queued",
@@ -21,8 +22,8 @@ constexpr Statement kNodesWithQueued = {
 constexpr Statement kCreateTask = {
     "task_create",
     "INSERT INTO agent_tasks (id, node_id, rental_id, kind, payload, state, created_at,"
-    " updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, 'queued', $6::timestamptz,"
-    " $6::timestamptz) RETURNING " TASK_COLUMNS};
+    " updated_at, deadline) VALUES ($1, $2, $3, $4, $5::jsonb, 'queued', $6::timestamptz,"
+    " $6::timestamptz, $7::timestamptz) RETURNING " TASK_COLUMNS};
 constexpr Statement kGetTask = {"task_get",
                                 "SELECT " TASK_COLUMNS " FROM agent_tasks WHERE id = $1"};
 constexpr Statement kForRental = {"task_for_rental", "SELECT " TASK_COLUMNS
@@ -66,6 +67,7 @@ AgentTask task_from(const pqxx::row& row) {
   t.created_at = read_timestamp(row[7]);
   t.updated_at = read_timestamp(row[8]);
   t.result_message = optional_field<std::string>(row[9]);
+  t.deadline = read_optional_timestamp(row[10]);
   return t;
 }
 
@@ -80,10 +82,13 @@ std::vector<AgentTask> tasks_from(const pqxx::result& rows) {
 
 AgentTask TaskStore::create(Tx& tx, const std::string& node_id,
                             const std::optional<std::string>& rental_id, TaskKind kind,
-                            const nlohmann::json& payload) {
+                            const nlohmann::json& payload, std::optional<Timestamp> deadline) {
   if (!payload.is_object()) throw std::invalid_argument("a task's payload is a JSON object");
-  auto rows = tx.exec(kCreateTask, new_id(id_prefix::kTask), node_id, rental_id,
-                      std::string(to_string(kind)), payload.dump(), sql_timestamp(clock_.now()));
+  std::optional<std::string> due;
+  if (deadline) due = sql_timestamp(*deadline);
+  auto rows =
+      tx.exec(kCreateTask, new_id(id_prefix::kTask), node_id, rental_id,
+              std::string(to_string(kind)), payload.dump(), sql_timestamp(clock_.now()), due);
   return task_from(rows[0]);
 }
 

@@ -19,9 +19,11 @@ class TaskStore {
   explicit TaskStore(const Clock& clock) : clock_(clock) {}
 
   // A new task in `queued`. `payload` must be a JSON object (std::invalid_argument
-  // otherwise).
+  // otherwise). `deadline`: when the agent must have started it at the latest (the task
+  // message's deadline); absent, the delivery gives it its default.
   AgentTask create(Tx& tx, const std::string& node_id, const std::optional<std::string>& rental_id,
-                   TaskKind kind, const nlohmann::json& payload);
+                   TaskKind kind, const nlohmann::json& payload,
+                   std::optional<Timestamp> deadline = std::nullopt);
 
   std::optional<AgentTask> get(Tx& tx, const std::string& id);
 

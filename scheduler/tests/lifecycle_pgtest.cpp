@@ -11,7 +11,7 @@
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/rental_billing.h"
-#include "scheduler/tests/scheduler_fixture.h"
+#include "scheduler/tests/lifecycle_fixture.h"
 
 #include <gtest/gtest.h>
 
@@ -20,83 +20,6 @@
 
 namespace gpurent::scheduler {
 namespace lifecycle_pgtest {
-
-using H = std::chrono::hours;
-using std::chrono::minutes;
-using std::chrono::seconds;
-
-class LifecycleTest : public SchedulerTest {
- protected:
-  static constexpr seconds kPoll{5};
-  static constexpr minutes kTimeout{10};
-  // A second past a check or a timeout the last run set: the test clock moves on between
-  // runs, so an exact instant could fall a few microseconds short of it.
-  static constexpr seconds kAfter = kPoll + seconds(1);
-  static constexpr seconds kAfterTimeout = kTimeout + seconds(1);
-
-  LifecycleTest() : t0_(clock_.now()) {}
-
-  Period from_now(H from, H to) const { return {t0_ + from, t0_ + to}; }
-
-  // A run at `at` (or just after: the test clock keeps moving), the clock moved there first,
-  // as in production, where the stores' own times (task creation, state changes) and the
-  // worker's `now` come from one clock. Never backwards: a time already passed runs now.
-  int run(Timestamp at) {
-    auto ahead = std::chrono::duration_cast<std::chrono::microseconds>(at - clock_.now());
-    if (ahead.count() > 0) clock_.advance(ahead);
-    return lifecycle_.run_once(pool_, clock_.now());
-  }
-
-  RentalRecord rental(const std::string& id) {
-    return *read([&](Tx& tx) { return rentals_.get_any(tx, id); });
-  }
-
-  std::vector<RentalState> states(const Tenant& t, const std::string& id) {
-    std::vector<RentalState> out;
-    for (const auto& e : read([&](Tx& tx) { return rentals_.events(tx, t.org_id, id); })) {
-      out.push_back(e.to_state);
-    }
-    return out;
-  }
-
-  std::vector<AgentTask> tasks(const std::string& id) {
-    return read([&](Tx& tx) { return tasks_.for_rental(tx, id); });
-  }
-
-  // Reports every unfinished task of the rental as the agent would; how many.
-  int complete_all(const std::string& id, bool ok) {
-    int n = 0;
-    for (const auto& t : tasks(id)) {
-      if (t.state == TaskState::kSucceeded || t.state == TaskState::kFailed) continue;
-      n += transact([&](Tx& tx) { return tasks_.complete(tx, t.id, ok, ok ? "done" : "broke"); });
-    }
-    return n;
-  }
-
-  std::string node_state(const std::string& id) {
-    return read([&](Tx& tx) { return nodes_.get(tx, id)->node.state; });
-  }
-
-  std::string pending(const Tenant& t, Timestamp expires) {
-    auto r = booking(t, std::nullopt, {}, from_now(H(0), H(24)), RentalState::kPending);
-    r.wait_for_capacity = true;
-    r.pending_expires_at = expires;
-    return transact([&](Tx& tx) { return rentals_.create(tx, r).id; });
-  }
-
-  Timestamp t0_;
-  inventory::CatalogStore catalog_{clock_};
-  inventory::PriceStore prices_{clock_, "RUB"};
-  Booking booking_{clock_, catalog_, prices_, rentals_, candidates_, {.cleaning_window = kWindow}};
-  Lifecycle lifecycle_{rentals_,
-                       tasks_,
-                       nodes_,
-                       booking_,
-                       {.provisioning_timeout = kTimeout,
-                        .releasing_timeout = kTimeout,
-                        .poll = kPoll,
-                        .max_attempts = 3}};
-};
 
 TEST_F(LifecycleTest, ABookingForTomorrowStartsTomorrowAndWalksEveryStateToEnded) {
   std::string n = node("n1");
@@ -112,20 +35,25 @@ TEST_F(LifecycleTest, ABookingForTomorrowStartsTomorrowAndWalksEveryStateToEnded
   EXPECT_EQ(run(start), 1);
   EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
   auto provisioning = tasks(id);
-  ASSERT_EQ(provisioning.size(), 2u);
+  ASSERT_EQ(provisioning.size(), 1u) << "access is installed once the provision is done";
   EXPECT_EQ(provisioning[0].kind, TaskKind::kProvision);
   EXPECT_EQ(provisioning[0].node_id, n);
   EXPECT_EQ(provisioning[0].payload["image_id"], image_);
   EXPECT_EQ(provisioning[0].payload["gpu_indices"], nlohmann::json({0, 1}));
-  EXPECT_EQ(provisioning[1].kind, TaskKind::kInstallAccess);
-  EXPECT_TRUE(provisioning[1].payload.contains("ssh_key_ids"));
 
   // Still running: the check finds nothing to do and looks again later.
   EXPECT_EQ(run(start + kAfter), 0);
+  EXPECT_EQ(run(start + kAfter + seconds(1)), 0);  // not due again before its next check
   EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
   EXPECT_EQ(complete_all(id, true), 2);
-  EXPECT_EQ(run(start + kAfter), 0);  // not due again before its next check
-  EXPECT_EQ(run(start + 2 * kAfter), 1);
+  provisioning = tasks(id);
+  ASSERT_EQ(provisioning.size(), 2u);
+  EXPECT_EQ(provisioning[1].kind, TaskKind::kInstallAccess);
+  EXPECT_TRUE(provisioning[1].payload.contains("ssh_key_ids"));
+  EXPECT_FALSE(provisioning[1].payload.contains("probe")) << "no probe without its maker";
+  EXPECT_FALSE(provisioning[1].deadline.has_value());
+  // The reports have the rental looked at on the next run, not at its check time.
+  EXPECT_EQ(run(clock_.now()), 1);
   EXPECT_EQ(rental(id).state, RentalState::kActive);
 
   EXPECT_EQ(run(end - seconds(1)), 0);
@@ -152,12 +80,12 @@ TEST_F(LifecycleTest, ProvisioningIsRetriedThenFailsWithItsAllocationsDropped) {
   const Timestamp start = t0_ + H(1);
   EXPECT_EQ(run(start), 1);
 
-  // Attempt 1 fails outright.
-  EXPECT_EQ(complete_all(id, false), 2);
+  // Attempt 1's provision fails outright: no install_access is made for it.
+  EXPECT_EQ(complete_all(id, false), 1);
   EXPECT_EQ(run(start + kAfter), 0);
   EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
   EXPECT_EQ(rental(id).attempts, 1);
-  EXPECT_EQ(tasks(id).size(), 4u);
+  EXPECT_EQ(tasks(id).size(), 2u);
 
   // Attempt 2 never answers and times out.
   Timestamp second = start + kAfter;
@@ -165,15 +93,21 @@ TEST_F(LifecycleTest, ProvisioningIsRetriedThenFailsWithItsAllocationsDropped) {
   EXPECT_EQ(rental(id).attempts, 1);
   EXPECT_EQ(run(second + kAfterTimeout), 0);
   EXPECT_EQ(rental(id).attempts, 2);
-  EXPECT_EQ(tasks(id).size(), 6u);
+  EXPECT_EQ(tasks(id).size(), 3u);
 
   // Attempt 3 fails: that was the last.
-  EXPECT_EQ(complete_all(id, false), 2);
+  EXPECT_EQ(complete_all(id, false), 1);
   EXPECT_EQ(run(second + kAfterTimeout + kAfter), 1);
   EXPECT_EQ(rental(id).state, RentalState::kFailed);
   EXPECT_TRUE(read([&](Tx& tx) { return rentals_.allocations(tx, id); }).empty());
   EXPECT_EQ(states(a_, id).back(), RentalState::kFailed);
-  EXPECT_EQ(tasks(id).size(), 6u);
+  // The tenant may have reached the node during an attempt: access revoked, GPUs wiped.
+  auto all = tasks(id);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[3].kind, TaskKind::kRevokeAccess);
+  EXPECT_EQ(all[4].kind, TaskKind::kWipe);
+  EXPECT_EQ(all[4].payload["user"], rental_login(id));
+  EXPECT_EQ(all[4].payload["gpu_indices"], nlohmann::json({0}));
 }
 
 TEST_F(LifecycleTest, ALateSuccessOfAnOldAttemptDoesNotActivate) {
@@ -189,6 +123,14 @@ TEST_F(LifecycleTest, ALateSuccessOfAnOldAttemptDoesNotActivate) {
   }
   EXPECT_EQ(run(start + kAfterTimeout + kAfter), 0);
   EXPECT_EQ(rental(id).state, RentalState::kProvisioning);
+  // Told of the old provision's success, the lifecycle makes no install_access for it.
+  for (const auto& t : first) {
+    transact([&](Tx& tx) {
+      lifecycle_.task_finished(tx, t, true, clock_.now());
+      return 0;
+    });
+  }
+  for (const auto& t : tasks(id)) EXPECT_EQ(t.kind, TaskKind::kProvision);
 }
 
 TEST_F(LifecycleTest, TwoWorkersAtOnceNeverMoveOneRentalTwice) {
@@ -213,7 +155,7 @@ TEST_F(LifecycleTest, TwoWorkersAtOnceNeverMoveOneRentalTwice) {
   EXPECT_EQ(moved[0] + moved[1], static_cast<int>(ids.size()));
   for (const auto& id : ids) {
     EXPECT_EQ(rental(id).state, RentalState::kProvisioning) << id;
-    EXPECT_EQ(tasks(id).size(), 2u) << id;
+    EXPECT_EQ(tasks(id).size(), 1u) << id;
     EXPECT_EQ(states(a_, id).size(), 2u) << id;
   }
 }
@@ -308,14 +250,15 @@ TEST_F(LifecycleTest, ADrainingNodeGoesToMaintenanceWhenItsLastRentalEnds) {
   std::string n = node("n1");
   std::string first = book(a_, n, {0}, from_now(H(1), H(25)));
   std::string second = book(b_, n, {1}, from_now(H(1), H(49)));
-  transact([&](Tx& tx) {
-    nodes_.transition(tx, n, inventory::NodeAction::kDrain, "warning health", admin_);
-  });
   const Timestamp start = t0_ + H(1);
   EXPECT_EQ(run(start), 2);
   complete_all(first, true);
   complete_all(second, true);
   EXPECT_EQ(run(start + kAfter), 2);
+  // Drained while both run: they keep their GPUs.
+  transact([&](Tx& tx) {
+    nodes_.transition(tx, n, inventory::NodeAction::kDrain, "warning health", admin_);
+  });
 
   const Timestamp end1 = t0_ + H(25);
   EXPECT_EQ(run(end1), 1);
@@ -403,8 +346,7 @@ TEST_F(LifecycleTest, TerminateInEachState) {
     EXPECT_GE(held[0].second.end, now + kWindow);
     EXPECT_EQ(states(a_, id).back(), RentalState::kReleasing);
   }
-  EXPECT_EQ(kinds(starting, TaskState::kFailed),
-            (std::vector<TaskKind>{TaskKind::kProvision, TaskKind::kInstallAccess}))
+  EXPECT_EQ(kinds(starting, TaskState::kFailed), (std::vector<TaskKind>{TaskKind::kProvision}))
       << "the provisioning in progress is abandoned";
   // The worker looks at the wipe soon, not at some far check time, and ends the rental.
   complete_all(running, true);
@@ -515,7 +457,9 @@ TEST_F(LifecycleTest, ANodeFailingInterruptsWhatRunsOnIt) {
       EXPECT_LE(period.end, clock_.now()) << "GPU " << gpu << " let go at once";
     }
     auto queued = tasks(id);
-    EXPECT_EQ(queued.back().kind, TaskKind::kRevokeAccess);
+    ASSERT_GE(queued.size(), 2u);
+    EXPECT_EQ(queued[queued.size() - 2].kind, TaskKind::kRevokeAccess);
+    EXPECT_EQ(queued.back().kind, TaskKind::kWipe);
   }
   EXPECT_EQ(tasks(starting).front().state, TaskState::kFailed) << "its provisioning abandoned";
   auto events = read([&](Tx& tx) { return rentals_.events(tx, a_.org_id, active); });

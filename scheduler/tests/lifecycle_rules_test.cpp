@@ -20,29 +20,53 @@ const Timestamp kLater = kNow + std::chrono::minutes(10);
 const Timestamp kEarlier = kNow - std::chrono::minutes(10);
 
 TEST(ProvisioningStepTest, Table) {
+  using O = std::optional<TaskState>;
+  const O none = std::nullopt;
   struct Row {
-    std::vector<TaskState> current;
+    O provision;
+    O access;
     int attempt;
     Timestamp deadline;
     ProvisioningStep want;
   };
   const std::vector<Row> rows = {
-      {{S::kSucceeded, S::kSucceeded}, 0, kLater, P::kActive},
+      {S::kSucceeded, S::kSucceeded, 0, kLater, P::kActive},
       // Success counts even past the deadline: the work is done.
-      {{S::kSucceeded, S::kSucceeded}, 2, kEarlier, P::kActive},
-      {{S::kQueued, S::kSucceeded}, 0, kLater, P::kWait},
-      {{S::kDelivered, S::kDelivered}, 1, kLater, P::kWait},
-      {{S::kFailed, S::kSucceeded}, 0, kLater, P::kRetry},
-      {{S::kDelivered, S::kQueued}, 0, kEarlier, P::kRetry},
-      {{S::kFailed, S::kQueued}, 2, kLater, P::kFail},
-      {{S::kDelivered, S::kDelivered}, 2, kEarlier, P::kFail},
-      // No tasks at all for the attempt: nothing was asked, so it cannot succeed by waiting.
-      {{}, 0, kLater, P::kRetry},
-      {{}, 2, kLater, P::kFail},
+      {S::kSucceeded, S::kSucceeded, 2, kEarlier, P::kActive},
+      // The provision runs: install_access waits for it.
+      {S::kQueued, none, 0, kLater, P::kWait},
+      {S::kDelivered, none, 1, kLater, P::kWait},
+      {S::kDelivered, none, 0, kEarlier, P::kRetry},
+      {S::kDelivered, none, 2, kEarlier, P::kFail},
+      {S::kFailed, none, 0, kLater, P::kRetry},
+      {S::kFailed, none, 2, kLater, P::kFail},
+      // The provision succeeded: install_access is made now, even past the deadline (made, it
+      // has a deadline of its own).
+      {S::kSucceeded, none, 0, kLater, P::kMakeAccess},
+      {S::kSucceeded, none, 2, kEarlier, P::kMakeAccess},
+      // install_access runs, times out, fails.
+      {S::kSucceeded, S::kQueued, 0, kLater, P::kWait},
+      {S::kSucceeded, S::kDelivered, 1, kLater, P::kWait},
+      {S::kSucceeded, S::kDelivered, 1, kEarlier, P::kRetry},
+      {S::kSucceeded, S::kDelivered, 2, kEarlier, P::kFail},
+      {S::kSucceeded, S::kFailed, 0, kLater, P::kRetry},
+      {S::kSucceeded, S::kFailed, 1, kLater, P::kRetry},
+      {S::kSucceeded, S::kFailed, 2, kLater, P::kFail},
+      // An attempt made before install_access waited for the provision (both at once): a
+      // failure of either ends it, success needs both.
+      {S::kDelivered, S::kSucceeded, 0, kLater, P::kWait},
+      {S::kFailed, S::kSucceeded, 0, kLater, P::kRetry},
+      {S::kDelivered, S::kFailed, 0, kLater, P::kRetry},
+      {S::kQueued, S::kQueued, 2, kEarlier, P::kFail},
+      // No provision for the attempt: nothing was asked, so it cannot succeed by waiting.
+      {none, none, 0, kLater, P::kRetry},
+      {none, none, 2, kLater, P::kFail},
+      {none, S::kSucceeded, 0, kLater, P::kRetry},
   };
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
-    EXPECT_EQ(provisioning_step(row.current, row.attempt, 3, kNow, row.deadline), row.want)
+    EXPECT_EQ(provisioning_step(row.provision, row.access, row.attempt, 3, kNow, row.deadline),
+              row.want)
         << "row " << i;
   }
 }

@@ -1,5 +1,5 @@
-// TaskStore against a real PostgreSQL: creation, a node's open tasks in order, at-least-once
-// delivery counting, and an outcome recorded once.
+// TaskStore against a real PostgreSQL: creation (with a deadline of its own or none), a
+// node's open tasks in order, at-least-once delivery counting, and an outcome recorded once.
 #include "scheduler/task_store.h"
 
 #include "core/id.h"
@@ -67,6 +67,17 @@ TEST_F(TaskStoreTest, CreateStoresTheTaskQueued) {
   auto wipe = create(n, std::nullopt, TaskKind::kWipe);
   EXPECT_FALSE(wipe.rental_id);
   EXPECT_EQ(wipe.payload, nlohmann::json::object());
+  EXPECT_FALSE(wipe.deadline) << "the delivery's default";
+
+  // A deadline of its own (an install_access with a probe certificate) is kept to the
+  // microsecond.
+  Timestamp due = clock_.now() + std::chrono::seconds(110) + std::chrono::microseconds(7);
+  auto access = transact([&](Tx& tx) {
+    return tasks_.create(tx, n, rental, TaskKind::kInstallAccess, nlohmann::json::object(), due);
+  });
+  EXPECT_EQ(access.deadline, due);
+  EXPECT_EQ(get(access.id)->deadline, due);
+  EXPECT_FALSE(get(task.id)->deadline);
 
   EXPECT_THROW(transact([&](Tx& tx) {
                  return tasks_.create(tx, n, std::nullopt, TaskKind::kWipe,
