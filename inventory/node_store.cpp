@@ -15,7 +15,7 @@ namespace {
 
 #define NODE_COLUMNS \
   "id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model, cpu_cores, ram_gb,"  \
-  " disk_gb, labels::text, state, " SQL_MICROS("state_changed_at") ", health, driver_version," \
+  " disk_gb, labels::text, ssh_port, ssh_probe_key, state, " SQL_MICROS("state_changed_at") ", health, driver_version," \
   " agent_version, " SQL_MICROS("last_heartbeat_at") ", topology_source, " SQL_MICROS(         \
       "created_at")
 
@@ -26,8 +26,9 @@ constexpr Statement kSiteExists = {"node_site_exists", "SELECT 1 FROM sites WHER
 constexpr Statement kInsertNode = {
     "node_insert",
     "INSERT INTO nodes (id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model,"
-    " cpu_cores, ram_gb, disk_gb, labels, state, state_changed_at, topology_source, created_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, 'enrolling', $12,"
+    " cpu_cores, ram_gb, disk_gb, labels, ssh_port, state, state_changed_at, topology_source,"
+    " created_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $13, 'enrolling', $12,"
     " 'declared', $12) ON CONFLICT DO NOTHING RETURNING id"};
 constexpr Statement kInsertGpus = {
     "node_insert_gpus", "INSERT INTO gpus (node_id, idx) SELECT $1, generate_series(0, $2 - 1)"};
@@ -83,13 +84,17 @@ constexpr Statement kUpdateNode = {
     " cpu_cores = CASE WHEN $5 THEN $6::int ELSE cpu_cores END,"
     " ram_gb = CASE WHEN $7 THEN $8::int ELSE ram_gb END,"
     " disk_gb = CASE WHEN $9 THEN $10::int ELSE disk_gb END,"
-    " labels = COALESCE($11::jsonb, labels)"
+    " labels = COALESCE($11::jsonb, labels),"
+    " ssh_port = COALESCE($12::int, ssh_port)"
     " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM nodes o WHERE lower(o.hostname) = lower($2)"
     " AND o.id <> $1) RETURNING id"};
 constexpr Statement kRecordAgent = {
     "node_record_agent",
     "UPDATE nodes SET agent_version = $2, driver_version = $3, last_heartbeat_at = $4"
     " WHERE id = $1"};
+constexpr Statement kRecordProbeKey = {
+    "node_record_ssh_probe_key",
+    "UPDATE nodes SET ssh_probe_key = $2 WHERE id = $1 AND ssh_probe_key IS DISTINCT FROM $2"};
 constexpr Statement kRecordHeartbeat = {"node_record_heartbeat",
                                         "UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1"};
 constexpr Statement kRecordHeartbeats = {
@@ -133,14 +138,16 @@ NodeRecord node_from(const pqxx::row& row) {
   n.ram_gb = optional_field<int>(row[8]);
   n.disk_gb = optional_field<int>(row[9]);
   n.labels = nlohmann::json::parse(row[10].as<std::string>());
-  n.state = row[11].as<std::string>();
-  n.state_changed_at = read_timestamp(row[12]);
-  n.health = row[13].as<std::string>();
-  n.driver_version = optional_field<std::string>(row[14]);
-  n.agent_version = optional_field<std::string>(row[15]);
-  n.last_heartbeat_at = read_optional_timestamp(row[16]);
-  n.topology_source = row[17].as<std::string>();
-  n.created_at = read_timestamp(row[18]);
+  n.ssh_port = row[11].as<int>();
+  n.ssh_probe_key = optional_field<std::string>(row[12]);
+  n.state = row[13].as<std::string>();
+  n.state_changed_at = read_timestamp(row[14]);
+  n.health = row[15].as<std::string>();
+  n.driver_version = optional_field<std::string>(row[16]);
+  n.agent_version = optional_field<std::string>(row[17]);
+  n.last_heartbeat_at = read_optional_timestamp(row[18]);
+  n.topology_source = row[19].as<std::string>();
+  n.created_at = read_timestamp(row[20]);
   return n;
 }
 
@@ -229,6 +236,9 @@ CreatedNode NodeStore::create(Tx& tx, const NewNode& node, const Actor& actor) {
   if (node.gpu_count < 1 || node.gpu_count > 64) {
     throw Error::invalid_field("gpu_count", "must be from 1 to 64");
   }
+  if (node.ssh_port < 1 || node.ssh_port > 65535) {
+    throw Error::invalid_field("ssh_port", "must be a port from 1 to 65535");
+  }
   auto model = tx.exec(kModelLinks, node.gpu_model);
   if (model.empty()) throw Error::invalid_field("gpu_model", "is not a GPU model in the catalog");
   if (tx.exec(kSiteExists, node.site_id).empty()) {
@@ -243,7 +253,7 @@ CreatedNode NodeStore::create(Tx& tx, const NewNode& node, const Actor& actor) {
   std::string id = new_id(id_prefix::kNode);
   if (tx.exec(kInsertNode, id, node.site_id, node.hostname, node.gpu_model, node.gpu_count,
               interconnect, node.cpu_model, node.cpu_cores, node.ram_gb, node.disk_gb,
-              node.labels.dump(), sql_timestamp(now))
+              node.labels.dump(), sql_timestamp(now), node.ssh_port)
           .empty()) {
     throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
                 {{"field", "hostname"}});
@@ -290,12 +300,16 @@ Page<NodeRecord> NodeStore::list(Tx& tx, const NodeFilter& filter, int limit,
 
 std::optional<NodeDetail> NodeStore::update(Tx& tx, const std::string& id, const NodeChange& change,
                                             const Actor& actor) {
+  if (change.ssh_port && (*change.ssh_port < 1 || *change.ssh_port > 65535)) {
+    throw Error::invalid_field("ssh_port", "must be a port from 1 to 65535");
+  }
   if (tx.exec(kLockNode, id).empty()) return std::nullopt;
   std::optional<std::string> labels;
   if (change.labels) labels = change.labels->dump();
   if (tx.exec(kUpdateNode, id, change.hostname, change.cpu_model.change, change.cpu_model.value,
               change.cpu_cores.change, change.cpu_cores.value, change.ram_gb.change,
-              change.ram_gb.value, change.disk_gb.change, change.disk_gb.value, labels)
+              change.ram_gb.value, change.disk_gb.change, change.disk_gb.value, labels,
+              change.ssh_port)
           .empty()) {
     throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
                 {{"field", "hostname"}});
@@ -307,6 +321,7 @@ std::optional<NodeDetail> NodeStore::update(Tx& tx, const std::string& id, const
   if (change.ram_gb.change) fields.push_back("ram_gb");
   if (change.disk_gb.change) fields.push_back("disk_gb");
   if (change.labels) fields.push_back("labels");
+  if (change.ssh_port) fields.push_back("ssh_port");
   write_audit(tx, clock_.now(), actor,
               {.org_id = std::nullopt,
                .action = "node.updated",
@@ -409,6 +424,11 @@ std::optional<std::string> NodeStore::consume_enrollment_token(Tx& tx, const std
 void NodeStore::record_agent(Tx& tx, const std::string& id, const std::string& agent_version,
                              const std::string& driver_version) {
   tx.exec(kRecordAgent, id, agent_version, driver_version, sql_timestamp(clock_.now()));
+}
+
+void NodeStore::record_ssh_probe_key(Tx& tx, const std::string& id,
+                                     const std::optional<std::string>& public_key) {
+  tx.exec(kRecordProbeKey, id, public_key);
 }
 
 void NodeStore::record_heartbeat(Tx& tx, const std::string& id) {

@@ -29,6 +29,7 @@ struct NewNode {
   std::optional<int> ram_gb;
   std::optional<int> disk_gb;
   nlohmann::json labels = nlohmann::json::object();
+  int ssh_port = 22;  // 1 to 65535
 };
 
 // One optional hardware fact of a partial update: `change` when the update names it, with
@@ -47,10 +48,11 @@ struct NodeChange {
   FactChange<int> ram_gb;
   FactChange<int> disk_gb;
   std::optional<nlohmann::json> labels;  // replaces all labels
+  std::optional<int> ssh_port;
 
   bool empty() const {
     return !hostname && !cpu_model.change && !cpu_cores.change && !ram_gb.change &&
-           !disk_gb.change && !labels;
+           !disk_gb.change && !labels && !ssh_port;
   }
 };
 
@@ -128,6 +130,10 @@ class NodeStore {
   void record_agent(Tx& tx, const std::string& id, const std::string& agent_version,
                     const std::string& driver_version);
   void record_heartbeat(Tx& tx, const std::string& id);
+  // The agent's probe key from its hello ("ssh-ed25519 BASE64", no comment), or none when
+  // the hello carried none: a later hello without one clears it.
+  void record_ssh_probe_key(Tx& tx, const std::string& id,
+                            const std::optional<std::string>& public_key);
 
   // Healthy heartbeats of many nodes at once, as the agent listener batches them: each
   // node's last_heartbeat_at, and health 'ok' on every node and GPU not already ok, in one

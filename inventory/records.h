@@ -68,6 +68,9 @@ struct NodeRecord {
   std::optional<int> ram_gb;
   std::optional<int> disk_gb;
   nlohmann::json labels = nlohmann::json::object();  // string -> string
+  int ssh_port = 22;  // where the node's sshd listens for engineers (1 to 65535)
+  // The agent's own probe key, "ssh-ed25519 BASE64", as its latest hello reported it.
+  std::optional<std::string> ssh_probe_key;
   std::string state;
   Timestamp state_changed_at;
   std::string health;

@@ -1,9 +1,11 @@
 // NodeStore against a real PostgreSQL: creation with GPUs, declared link matrices, events,
 // audit rows and a single-use enrolment token; every transition from every state; row
-// locks under concurrent transitions; topology replacement; listing and updates.
+// locks under concurrent transitions; topology replacement; listing and updates; the SSH
+// port field and the agent's probe key.
 #include "inventory/node_store.h"
 
 #include "core/crypto.h"
+#include "core/db_errors.h"
 #include "core/error.h"
 #include "core/sql.h"
 #include "inventory/tests/inventory_fixture.h"
@@ -315,6 +317,72 @@ TEST_F(NodeStoreTest, UpdateChangesOnlyWhatItNamesAndCanClear) {
   EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'node.updated'"), 1);
   EXPECT_FALSE(transact(
       [&](Tx& tx) { return nodes_.update(tx, "nod_0000000000000000000000", change, admin_); }));
+}
+
+TEST_F(NodeStoreTest, TheSshPortIsAFieldOfItsOwnFrom1To65535) {
+  std::string plain = create("port-01", "L4-24GB", 1);
+  EXPECT_EQ(get(plain)->node.ssh_port, 22) << "the default";
+  auto n = node("port-02", "L4-24GB", 1);
+  n.ssh_port = 2222;
+  std::string id = transact([&](Tx& tx) { return nodes_.create(tx, n, admin_); }).node.node.id;
+  EXPECT_EQ(get(id)->node.ssh_port, 2222);
+
+  auto field_of = [&](auto&& use_case) {
+    try {
+      transact(use_case);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+      return e.details().value("field", "");
+    }
+    return std::string("accepted");
+  };
+  for (int port : {0, -1, 65536}) {
+    auto bad = node("port-bad", "L4-24GB", 1);
+    bad.ssh_port = port;
+    EXPECT_EQ(field_of([&](Tx& tx) { nodes_.create(tx, bad, admin_); }), "ssh_port") << port;
+    NodeChange change;
+    change.ssh_port = port;
+    EXPECT_EQ(field_of([&](Tx& tx) { nodes_.update(tx, id, change, admin_); }), "ssh_port") << port;
+  }
+  EXPECT_EQ(get(id)->node.ssh_port, 2222) << "a refused change changes nothing";
+
+  NodeChange other;
+  other.labels = nlohmann::json{{"rack", "b7"}};
+  EXPECT_FALSE(other.empty());
+  transact([&](Tx& tx) { nodes_.update(tx, id, other, admin_); });
+  EXPECT_EQ(get(id)->node.ssh_port, 2222) << "an update that does not name it keeps it";
+  NodeChange port;
+  port.ssh_port = 65535;
+  EXPECT_FALSE(port.empty());
+  auto d = transact([&](Tx& tx) { return nodes_.update(tx, id, port, admin_); });
+  EXPECT_EQ(d->node.ssh_port, 65535);
+  EXPECT_EQ(d->node.labels, (nlohmann::json{{"rack", "b7"}}));
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'node.updated' AND target = '" +
+                  id + "' AND details->'fields' = '[\"ssh_port\"]'::jsonb"),
+            1);
+  // The schema holds the range too.
+  EXPECT_THROW(exec("UPDATE nodes SET ssh_port = 0 WHERE id = '" + id + "'"),
+               pqxx::check_violation);
+  EXPECT_EQ(get(plain)->node.ssh_port, 22);
+}
+
+TEST_F(NodeStoreTest, EachHelloSetsOrClearsTheProbeKey) {
+  std::string id = create("probe-01", "L4-24GB", 1);
+  EXPECT_FALSE(get(id)->node.ssh_probe_key) << "none until an agent reports one";
+  const std::string key =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+  transact([&](Tx& tx) { nodes_.record_ssh_probe_key(tx, id, key); });
+  EXPECT_EQ(get(id)->node.ssh_probe_key, key);
+  transact([&](Tx& tx) { nodes_.record_ssh_probe_key(tx, id, key); });
+  EXPECT_EQ(get(id)->node.ssh_probe_key, key) << "the same key again";
+  transact([&](Tx& tx) { nodes_.record_ssh_probe_key(tx, id, std::nullopt); });
+  EXPECT_FALSE(get(id)->node.ssh_probe_key) << "a hello without one clears it";
+  // Only an Ed25519 key line without a comment is stored.
+  for (const std::string& bad : {std::string("ssh-rsa AAAAB3NzaC1yc2E="), key + " comment"}) {
+    EXPECT_THROW(transact([&](Tx& tx) { nodes_.record_ssh_probe_key(tx, id, bad); }),
+                 ConstraintViolation)
+        << bad;
+  }
 }
 
 TEST_F(NodeStoreTest, HealthIsSetForTheNodeAndItsGpus) {
