@@ -170,6 +170,8 @@ struct AgentListener::Impl {
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
   std::atomic<std::size_t> connections{0};
+  std::atomic<std::size_t> outbox_messages{0};  // all channels' outboxes together
+  std::atomic<std::size_t> outbox_bytes{0};
   mutable std::mutex mutex;
   std::set<std::shared_ptr<AgentChannel>> channels;
   AgentListenerStats stats;
@@ -214,6 +216,15 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
   void send(std::string text) override {
     net::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
       if (self->closing_) return;
+      const auto& options = self->impl_.options;
+      if (!self->outbox_.empty() &&
+          (self->outbox_.size() >= options.max_outbox_messages ||
+           self->outbox_bytes_ + text.size() > options.max_outbox_bytes)) {
+        return self->overflow(text.size());
+      }
+      self->outbox_bytes_ += text.size();
+      self->impl_.outbox_messages.fetch_add(1);
+      self->impl_.outbox_bytes.fetch_add(text.size());
       self->outbox_.push_back(std::move(text));
       if (!self->writing_) self->write_next();
     });
@@ -306,12 +317,44 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
     ws_.text(true);
     ws_.async_write(net::buffer(outbox_.front()),
                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                      self->outbox_.pop_front();
-                      if (ec) return self->finish();
+                      self->drop_front();
+                      if (ec) {
+                        self->writing_ = false;
+                        self->drop_outbox();
+                        return self->finish();
+                      }
                       self->impl_.count(&AgentListenerStats::messages_sent_total);
                       if (!self->outbox_.empty() && !self->closing_) return self->write_next();
                       self->writing_ = false;
+                      if (self->closing_) self->drop_outbox();
                     });
+  }
+
+  // The agent is not taking what is sent (or not as fast as it comes): rather than hold
+  // more for it, the connection is cut at once. A close frame would wait behind the write
+  // the agent is not reading. It reconnects, and its hello gets its tasks again.
+  void overflow(std::size_t refused_bytes) {
+    impl_.count(&AgentListenerStats::outbox_overflows_total);
+    log::warn(
+        "agent {} ({}) is not reading what is sent: {} messages ({} bytes) wait, and one more "
+        "({} bytes) would pass agent_outbox_max_messages ({}) or agent_outbox_max_bytes ({}); "
+        "channel cut",
+        node_id_, ip_, outbox_.size(), outbox_bytes_, refused_bytes,
+        impl_.options.max_outbox_messages, impl_.options.max_outbox_bytes);
+    finish();
+  }
+
+  void drop_front() {
+    std::size_t size = outbox_.front().size();
+    outbox_bytes_ -= size;
+    impl_.outbox_messages.fetch_sub(1);
+    impl_.outbox_bytes.fetch_sub(size);
+    outbox_.pop_front();
+  }
+  // What will not be sent now; not while a write holds the front.
+  void drop_outbox() {
+    if (writing_) return;
+    while (!outbox_.empty()) drop_front();
   }
 
   // The endpoint's failure to handle a message is the control plane's bug or outage, not
@@ -332,6 +375,7 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
     closing_ = true;
     beast::error_code ignored;
     ws_.next_layer().socket().close(ignored);
+    drop_outbox();  // or, with a write pending, once it has failed
     impl_.connections.fetch_sub(1);
     if (!handling_) tell_closed();
   }
@@ -352,6 +396,7 @@ class Channel final : public AgentChannel, public std::enable_shared_from_this<C
   std::string ip_;
   beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;
+  std::size_t outbox_bytes_ = 0;
   bool writing_ = false;
   bool closing_ = false;
   bool finished_ = false;
@@ -581,6 +626,8 @@ AgentListenerStats AgentListener::stats() const {
   std::lock_guard lock(impl_->mutex);
   AgentListenerStats out = impl_->stats;
   out.channels_open = impl_->channels.size();
+  out.outbox_messages = impl_->outbox_messages.load();
+  out.outbox_bytes = impl_->outbox_bytes.load();
   return out;
 }
 

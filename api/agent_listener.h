@@ -29,9 +29,16 @@ struct AgentListenerOptions {
   // heartbeats and the WebSocket pings both count) after which it is closed.
   std::chrono::milliseconds handshake_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
+  // What may wait to be sent to one agent (one that stopped reading: nothing else ever
+  // times a write out). A message that would take its channel past either is not queued:
+  // the channel is cut instead, with a logged reason, and the agent reconnects (its hello
+  // gets every unfinished task again). A message always fits an empty queue.
+  std::size_t max_outbox_messages = 1000;
+  std::size_t max_outbox_bytes = 4 * 1024 * 1024;
 };
 
-// One agent's open channel. Thread-safe: messages are sent in the order given.
+// One agent's open channel. Thread-safe: messages are sent in the order given, or the
+// channel is cut when they pile up (AgentListenerOptions::max_outbox_messages).
 class AgentChannel {
  public:
   virtual ~AgentChannel() = default;
@@ -81,6 +88,10 @@ struct AgentListenerStats {
   std::uint64_t refused_total = 0;  // TLS failures, refused certificates, bad requests
   std::uint64_t messages_received_total = 0;
   std::uint64_t messages_sent_total = 0;
+  // Waiting to be sent, all channels together, and channels cut because theirs was full.
+  std::size_t outbox_messages = 0;
+  std::size_t outbox_bytes = 0;
+  std::uint64_t outbox_overflows_total = 0;
 };
 
 class AgentListener {

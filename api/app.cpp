@@ -147,6 +147,7 @@ int run_server(const Config& config) {
   identity.add_metrics(metrics);
   inventory.add_metrics(metrics);
   agents.add_metrics(metrics);
+  webhooks.add_metrics(metrics);
   ops.metrics = &metrics;
   const auto& fragments = http::embedded_openapi_fragments();
   const auto document = http::build_openapi(router, GPURENT_VERSION, fragments);

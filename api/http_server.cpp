@@ -81,7 +81,7 @@ struct OwnedRequest {
 };
 
 void fill_view(Request& view, const BeastRequest& message, const HeaderSource& headers,
-               std::string_view request_id, std::string_view remote_ip) {
+               std::string_view request_id, std::string_view remote_ip, bool secure) {
   auto target = message.target();
   view.method = parse_method(
       std::string_view(message.method_string().data(), message.method_string().size()));
@@ -93,6 +93,7 @@ void fill_view(Request& view, const BeastRequest& message, const HeaderSource& h
   view.headers = &headers;
   view.request_id = request_id;
   view.remote_ip = remote_ip;
+  view.secure = secure;
 }
 
 Response shutting_down_response() {
@@ -354,17 +355,24 @@ class Session : public std::enable_shared_from_this<Session> {
     BeastHeaders headers(message.base());
     // Behind a trusted reverse proxy the client is named in X-Forwarded-For; the address
     // then lives in the request's own string, since the view only points at it.
+    // Its X-Forwarded-Proto says whether the client reached it over TLS; anyone else's is
+    // ignored, and the connection itself is plain HTTP.
     std::string forwarded_client;
+    bool secure = false;
     const TrustedProxies* proxies = server_.options.trusted_proxies;
     if (proxies && !proxies->empty()) {
       auto xff = message["X-Forwarded-For"];
       forwarded_client =
           proxies->client_address(remote_ip_, std::string_view(xff.data(), xff.size()));
+      if (proxies->contains(remote_ip_)) {
+        auto proto = message["X-Forwarded-Proto"];
+        secure = forwarded_proto_is_https(std::string_view(proto.data(), proto.size()));
+      }
     }
     std::string_view client_ip = forwarded_client.empty() ? std::string_view(remote_ip_)
                                                           : std::string_view(forwarded_client);
     Request view;
-    fill_view(view, message, headers, request_id, client_ip);
+    fill_view(view, message, headers, request_id, client_ip, secure);
     RouteMatch match = server_.router.match(view.method, view.path);
     bool found = match.kind == RouteMatch::Kind::kFound;
 
@@ -399,7 +407,8 @@ class Session : public std::enable_shared_from_this<Session> {
       auto owned = std::make_shared<OwnedRequest>(parser_->release());
       owned->request_id = std::move(request_id);
       owned->remote_ip = std::string(client_ip);
-      fill_view(owned->view, owned->message, owned->headers, owned->request_id, owned->remote_ip);
+      fill_view(owned->view, owned->message, owned->headers, owned->request_id, owned->remote_ip,
+                secure);
       owned->view.path_params = std::move(match.params);
       run_on_worker(std::move(owned), match.route, seq);
     } else {

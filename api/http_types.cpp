@@ -14,6 +14,21 @@ Method parse_method(std::string_view name) {
   return Method::kOther;
 }
 
+bool forwarded_proto_is_https(std::string_view value) {
+  auto comma = value.rfind(',');
+  if (comma != std::string_view::npos) value.remove_prefix(comma + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  constexpr std::string_view kHttps = "https";
+  if (value.size() != kHttps.size()) return false;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    char c = value[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != kHttps[i]) return false;
+  }
+  return true;
+}
+
 std::string_view method_name(Method m) {
   switch (m) {
     case Method::kGet:

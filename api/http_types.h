@@ -15,6 +15,11 @@ namespace gpurent::http {
 enum class Method { kGet, kHead, kPost, kPut, kPatch, kDelete, kOptions, kOther };
 
 Method parse_method(std::string_view name);
+
+// Whether an X-Forwarded-Proto value says https. A chain of proxies may append one value
+// each ("https, http"); the last is what the peer itself was reached by, so only it counts.
+// Case and spaces around it are ignored.
+bool forwarded_proto_is_https(std::string_view value);
 std::string_view method_name(Method m);
 
 // Looks up request headers without copying them out of the transport's buffer.
@@ -33,6 +38,10 @@ struct Request {
   std::string_view body;
   std::string_view request_id;
   std::string_view remote_ip;
+  // The client reached the platform over TLS. This server speaks plain HTTP, so only a
+  // trusted proxy (trusted_proxies) can say so, in X-Forwarded-Proto; any other peer's
+  // header is ignored, as its X-Forwarded-For is.
+  bool secure = false;
   const HeaderSource* headers = nullptr;
   std::vector<std::pair<std::string, std::string>> path_params;  // filled by the router
 

@@ -409,6 +409,26 @@ const std::vector<Field>& fields() {
        [](Config& c, const std::string& v) {
          c.agent_telemetry_retention = parse_whole_seconds(v);
        }},
+      {{"agent_outbox_max_messages", "GPURENT_AGENT_OUTBOX_MAX_MESSAGES",
+        "messages waiting to be sent to one agent at most; beyond it the channel is cut (the "
+        "agent reconnects and gets its tasks again)",
+        "1000"},
+       [](Config& c, const std::string& v) {
+         c.agent_outbox_max_messages = parse_int(v, 1, 1'000'000);
+       }},
+      {{"agent_outbox_max_bytes", "GPURENT_AGENT_OUTBOX_MAX_BYTES",
+        "bytes waiting to be sent to one agent at most; beyond it the channel is cut", "4MiB"},
+       [](Config& c, const std::string& v) {
+         c.agent_outbox_max_bytes = parse_size(v);
+         if (c.agent_outbox_max_bytes == 0) bad("a size of at least 1 byte", v);
+       }},
+      {{"agent_heartbeat_max_pending", "GPURENT_AGENT_HEARTBEAT_MAX_PENDING",
+        "healthy heartbeats waiting to be written at most; more are refused with an "
+        "'overloaded' error to the agent",
+        "20000"},
+       [](Config& c, const std::string& v) {
+         c.agent_heartbeat_max_pending = parse_int(v, 1, 10'000'000);
+       }},
       {{"ssh_ca_dir", "GPURENT_SSH_CA_DIR",
         "the platform's SSH certificate authority: its user and host keys, made on first start",
         "var/ssh-ca"},
@@ -467,6 +487,11 @@ const std::vector<Field>& fields() {
        [](Config& c, const std::string& v) {
          c.webhook_low_balance_minor = parse_int(v, 0, 1'000'000'000'000'000LL);
        }},
+      {{"webhook_max_resolving", "GPURENT_WEBHOOK_MAX_RESOLVING",
+        "webhook host names being resolved at once at most; a delivery finding none free fails "
+        "that attempt ('resolver busy') and is retried with the usual backoff",
+        "16"},
+       [](Config& c, const std::string& v) { c.webhook_max_resolving = parse_int(v, 1, 10'000); }},
       {{"log_format", "GPURENT_LOG_FORMAT",
         "auto (text on a terminal, JSON lines otherwise), text or json", "auto"},
        [](Config& c, const std::string& v) {

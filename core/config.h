@@ -85,6 +85,13 @@ struct Config {
   // long.
   std::chrono::seconds agent_telemetry_interval{60};
   std::chrono::seconds agent_telemetry_retention{24 * 3600};
+  // What one agent's channel may have waiting to be sent (an agent that stops reading):
+  // beyond either, the channel is cut and the agent gets its tasks again when it reconnects.
+  std::size_t agent_outbox_max_messages = 1000;
+  std::size_t agent_outbox_max_bytes = 4 * 1024 * 1024;
+  // Healthy heartbeats waiting to be written (the database behind); more are refused with
+  // an `overloaded` error to the agent, which sends its next one as usual.
+  std::size_t agent_heartbeat_max_pending = 20'000;
   // The platform's SSH CA (ssh_user_ca, ssh_host_ca); every replica needs the same one.
   std::string ssh_ca_dir = "var/ssh-ca";
 
@@ -106,6 +113,9 @@ struct Config {
   std::chrono::milliseconds webhook_poll_interval{1'000};
   std::chrono::seconds webhook_expiring_before{3600};
   long long webhook_low_balance_minor = 100'000;
+  // Webhook hosts being resolved at once (each lookup has a thread, which outlives a delivery
+  // when DNS hangs); a delivery finding none free fails that attempt ("resolver busy").
+  std::size_t webhook_max_resolving = 16;
 
   // Logging.
   LogFormat log_format = LogFormat::kAuto;

@@ -14,10 +14,12 @@
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace gpurent::webhooks {
@@ -50,58 +52,92 @@ struct Lookup {
   std::string error;  // empty when resolved
 };
 
-// getaddrinfo on a thread of its own, waited for until the deadline. Asio's resolver runs it
-// on a thread that the io_context joins when destroyed, so a resolver that hangs (an
+// getaddrinfo, each address as text.
+HostAddresses system_resolve(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;
+  addrinfo* found = nullptr;
+  HostAddresses result;
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (rc != 0) {
+    result.error = std::string("could not resolve the host: ") + ::gai_strerror(rc);
+    return result;
+  }
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      result.addresses.push_back(asio::ip::address_v4(ntohl(in->sin_addr.s_addr)).to_string());
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      asio::ip::address_v6::bytes_type bytes;
+      std::memcpy(bytes.data(), in6->sin6_addr.s6_addr, bytes.size());
+      result.addresses.push_back(asio::ip::address_v6(bytes, in6->sin6_scope_id).to_string());
+    }
+  }
+  ::freeaddrinfo(found);
+  return result;
+}
+
+// The resolver on a thread of its own, waited for until the deadline. Asio's resolver runs
+// it on a thread that the io_context joins when destroyed, so a resolver that hangs (an
 // unreachable DNS server) would hold the delivery, and the shutdown, past every timeout; a
-// detached thread finishes on its own time instead, writing into state it shares.
-Lookup resolve(const std::string& host, std::uint16_t port, Clock::time_point deadline) {
+// detached thread finishes on its own time instead, writing into state it shares. It holds
+// one of `slots` until then: with none free the attempt fails at once.
+Lookup resolve(const HostResolver& resolver, const std::shared_ptr<ResolverSlots>& slots,
+               const std::string& host, std::uint16_t port, Clock::time_point deadline) {
+  if (!slots->try_acquire()) {
+    return {{},
+            "resolver busy: " + std::to_string(slots->limit()) +
+                " host lookups are running already, the most webhook_max_resolving allows"};
+  }
   struct Shared {
     std::mutex mutex;
     std::condition_variable done_cv;
     bool done = false;
-    Lookup result;
+    HostAddresses result;
   };
   auto shared = std::make_shared<Shared>();
-  std::thread([shared, host, port] {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_ADDRCONFIG;
-    addrinfo* found = nullptr;
-    Lookup result;
-    int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-    if (rc != 0) {
-      result.error = std::string("could not resolve the host: ") + ::gai_strerror(rc);
-    } else {
-      for (addrinfo* a = found; a; a = a->ai_next) {
-        if (a->ai_family == AF_INET) {
-          const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-          result.endpoints.emplace_back(asio::ip::address_v4(ntohl(in->sin_addr.s_addr)), port);
-        } else if (a->ai_family == AF_INET6) {
-          const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-          asio::ip::address_v6::bytes_type bytes;
-          std::memcpy(bytes.data(), in6->sin6_addr.s6_addr, bytes.size());
-          result.endpoints.emplace_back(asio::ip::address_v6(bytes, in6->sin6_scope_id), port);
-        }
+  try {
+    std::thread([shared, slots, resolver, host, port] {
+      HostAddresses result;
+      try {
+        result = resolver(host, port);
+      } catch (const std::exception& e) {
+        result.error = std::string("could not resolve the host: ") + e.what();
       }
-      ::freeaddrinfo(found);
-    }
-    std::lock_guard lock(shared->mutex);
-    shared->result = std::move(result);
-    shared->done = true;
-    shared->done_cv.notify_all();
-  }).detach();
+      // Free before the answer is given: whoever waited may look up again at once.
+      slots->release();
+      std::lock_guard lock(shared->mutex);
+      shared->result = std::move(result);
+      shared->done = true;
+      shared->done_cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {
+    slots->release();
+    return {{}, std::string("could not start a host lookup: ") + e.what()};
+  }
   std::unique_lock lock(shared->mutex);
   if (!shared->done_cv.wait_until(lock, deadline, [&] { return shared->done; })) {
     return {{}, "timed out resolving the host"};
   }
-  return shared->result;
+  if (!shared->result.error.empty()) return {{}, shared->result.error};
+  Lookup out;
+  for (const auto& text : shared->result.addresses) {
+    beast::error_code ec;
+    auto address = asio::ip::make_address(text, ec);
+    if (!ec) out.endpoints.emplace_back(address, port);
+  }
+  return out;
 }
 
 class HttpSender final : public Sender {
  public:
   explicit HttpSender(HttpSenderOptions options)
       : options_(std::move(options)), tls_(asio::ssl::context::tls_client) {
+    if (!options_.resolver_slots) options_.resolver_slots = std::make_shared<ResolverSlots>(16);
+    if (!options_.resolve) options_.resolve = system_resolve;
     tls_.set_default_verify_paths();
     tls_.set_verify_mode(asio::ssl::verify_peer);
     tls_.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
@@ -138,7 +174,7 @@ class HttpSender final : public Sender {
     asio::io_context ioc;
     // Resolve, then keep only addresses that may be reached; the connection goes to one of
     // exactly those, so a name cannot pass the check and then resolve elsewhere.
-    auto lookup = resolve(url.host, url.port, deadline);
+    auto lookup = resolve(options_.resolve, options_.resolver_slots, url.host, url.port, deadline);
     if (!lookup.error.empty()) return {std::nullopt, lookup.error};
     beast::error_code ec;
     std::vector<tcp::endpoint> allowed;
@@ -240,6 +276,33 @@ class HttpSender final : public Sender {
 };
 
 }  // namespace
+
+ResolverSlots::ResolverSlots(std::size_t limit) : limit_(std::max<std::size_t>(limit, 1)) {}
+
+bool ResolverSlots::try_acquire() {
+  std::lock_guard lock(mutex_);
+  if (in_use_ >= limit_) {
+    ++busy_;
+    return false;
+  }
+  ++in_use_;
+  return true;
+}
+
+void ResolverSlots::release() {
+  std::lock_guard lock(mutex_);
+  --in_use_;
+}
+
+std::size_t ResolverSlots::in_use() const {
+  std::lock_guard lock(mutex_);
+  return in_use_;
+}
+
+std::uint64_t ResolverSlots::busy_total() const {
+  std::lock_guard lock(mutex_);
+  return busy_;
+}
 
 std::unique_ptr<Sender> make_http_sender(HttpSenderOptions options) {
   return std::make_unique<HttpSender>(std::move(options));

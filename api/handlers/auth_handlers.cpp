@@ -48,8 +48,9 @@ std::string session_cookie(const Request& r, const std::string& value, long long
   std::string cookie(kSessionCookie);
   cookie.append("=").append(value).append("; Path=/; HttpOnly; SameSite=Lax; Max-Age=");
   cookie.append(std::to_string(max_age));
-  // Behind a TLS-terminating proxy the browser must only send the cookie over TLS.
-  if (r.header("X-Forwarded-Proto") == "https") cookie += "; Secure";
+  // Behind a TLS-terminating proxy the browser must only send the cookie over TLS. Only a
+  // trusted proxy's X-Forwarded-Proto counts (Request::secure): a client cannot ask for it.
+  if (r.secure) cookie += "; Secure";
   return cookie;
 }
 

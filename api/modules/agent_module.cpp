@@ -53,6 +53,8 @@ constexpr auto kTaskDeadline = std::chrono::hours(1);
 // most this many: 10,000 agents every 10 s make ten transactions a second of about 100 rows.
 constexpr auto kHeartbeatWindow = std::chrono::milliseconds(100);
 constexpr std::size_t kHeartbeatBatch = 1000;
+// The error a heartbeat is answered with while agent_heartbeat_max_pending are waiting.
+constexpr std::string_view kErrorOverloaded = "overloaded";
 
 std::chrono::microseconds since(Timestamp sent_at) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now() -
@@ -109,10 +111,12 @@ unsigned short AgentModule::start() {
                                  .port = config_.agent_listen_port,
                                  .server_certificate_pem = server.certificate.certificate_pem,
                                  .server_key_pem = server.private_key_pem,
-                                 .client_ca_pem = ca_.certificate_pem()},
+                                 .client_ca_pem = ca_.certificate_pem(),
+                                 .max_outbox_messages = config_.agent_outbox_max_messages,
+                                 .max_outbox_bytes = config_.agent_outbox_max_bytes},
       *this, workers_);
   heartbeats_.emplace(
-      kHeartbeatWindow, kHeartbeatBatch,
+      kHeartbeatWindow, kHeartbeatBatch, config_.agent_heartbeat_max_pending,
       [this](const std::vector<HeartbeatBatcher::Beat>& batch) { write_heartbeats(batch); });
   unsigned short port = listener_->start();
   poller_ = std::thread([this] { poll_loop(); });
@@ -145,6 +149,14 @@ void AgentModule::add_metrics(http::Metrics& metrics) {
       line("gpurent_agent_refused_total", "counter", s.refused_total);
       line("gpurent_agent_messages_received_total", "counter", s.messages_received_total);
       line("gpurent_agent_messages_sent_total", "counter", s.messages_sent_total);
+      line("gpurent_agent_outbox_messages", "gauge", s.outbox_messages);
+      line("gpurent_agent_outbox_bytes", "gauge", s.outbox_bytes);
+      line("gpurent_agent_outbox_overflows_total", "counter", s.outbox_overflows_total);
+    }
+    if (heartbeats_) {
+      line("gpurent_agent_heartbeats_pending", "gauge", heartbeats_->pending());
+      line("gpurent_agent_heartbeats_pending_max", "gauge", heartbeats_->max_pending());
+      line("gpurent_agent_heartbeats_refused_total", "counter", heartbeats_->refused_total());
     }
     heartbeat_lag_.render(out, "gpurent_agent_heartbeat_commit_lag_seconds");
   });
@@ -360,18 +372,28 @@ void AgentModule::heartbeat(const std::shared_ptr<http::AgentChannel>& channel,
   }
   // A healthy heartbeat changes no state: it is written with others, and acked once written.
   if (verdict.routine() && heartbeats_) {
-    bool queued = heartbeats_->add({.node_id = node,
-                                    .received_at = now,
-                                    .sent_at = beat.sent_at,
-                                    .sample = sample,
-                                    .done = [this, channel, message_id](bool committed) {
-                                      if (committed)
-                                        return send_to(*channel, proto::Ack{message_id});
-                                      // As when a heartbeat's own transaction fails: the agent
-                                      // reconnects and goes on.
-                                      channel->close("internal error");
-                                    }});
-    if (queued) return;
+    auto added = heartbeats_->add({.node_id = node,
+                                   .received_at = now,
+                                   .sent_at = beat.sent_at,
+                                   .sample = sample,
+                                   .done = [this, channel, message_id](bool committed) {
+                                     if (committed)
+                                       return send_to(*channel, proto::Ack{message_id});
+                                     // As when a heartbeat's own transaction fails: the agent
+                                     // reconnects and goes on.
+                                     channel->close("internal error");
+                                   }});
+    if (added == HeartbeatBatcher::Admission::kQueued) return;
+    if (added == HeartbeatBatcher::Admission::kFull) {
+      // The database is behind: this one is not recorded (nor held), and the agent is told
+      // so; its next heartbeat comes as usual.
+      return send_to(*channel, proto::Error{std::string(kErrorOverloaded),
+                                            "heartbeat not recorded: " +
+                                                std::to_string(heartbeats_->max_pending()) +
+                                                " heartbeats are waiting to be written "
+                                                "(agent_heartbeat_max_pending)",
+                                            message_id});
+    }
   }
   const std::string& why = verdict.node.reason;
   pool_.transact("agent_heartbeat", [&](Tx& tx) {

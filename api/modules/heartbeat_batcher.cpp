@@ -3,11 +3,16 @@
 
 #include "core/log.h"
 
+#include <algorithm>
+
 namespace gpurent {
 
 HeartbeatBatcher::HeartbeatBatcher(std::chrono::milliseconds window, std::size_t max_batch,
-                                   Write write)
-    : window_(window), max_batch_(max_batch), write_(std::move(write)) {
+                                   std::size_t max_pending, Write write)
+    : window_(window),
+      max_batch_(max_batch),
+      max_pending_(std::max<std::size_t>(max_pending, 1)),
+      write_(std::move(write)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -15,13 +20,27 @@ HeartbeatBatcher::~HeartbeatBatcher() {
   stop();
 }
 
-bool HeartbeatBatcher::add(Beat beat) {
+HeartbeatBatcher::Admission HeartbeatBatcher::add(Beat beat) {
   std::lock_guard lock(mutex_);
-  if (stopping_) return false;
+  if (stopping_) return Admission::kStopped;
+  if (pending_.size() + writing_ >= max_pending_) {
+    ++refused_;
+    return Admission::kFull;
+  }
   if (pending_.empty()) first_at_ = std::chrono::steady_clock::now();
   pending_.push_back(std::move(beat));
   if (pending_.size() == 1 || pending_.size() >= max_batch_) wake_.notify_one();
-  return true;
+  return Admission::kQueued;
+}
+
+std::size_t HeartbeatBatcher::pending() const {
+  std::lock_guard lock(mutex_);
+  return pending_.size() + writing_;
+}
+
+std::uint64_t HeartbeatBatcher::refused_total() const {
+  std::lock_guard lock(mutex_);
+  return refused_;
 }
 
 void HeartbeatBatcher::stop() {
@@ -43,6 +62,7 @@ void HeartbeatBatcher::run() {
                      [&] { return stopping_ || pending_.size() >= max_batch_; });
     std::vector<Beat> batch;
     batch.swap(pending_);
+    writing_ = batch.size();
     lock.unlock();
     bool committed = true;
     try {
@@ -53,6 +73,7 @@ void HeartbeatBatcher::run() {
     }
     for (auto& beat : batch) beat.done(committed);
     lock.lock();
+    writing_ = 0;
   }
 }
 

@@ -44,9 +44,11 @@ WebhookModule::WebhookModule(const ModuleContext& ctx)
       expiring_before_(ctx.config.webhook_expiring_before),
       low_balance_minor_(ctx.config.webhook_low_balance_minor),
       store_(ctx.clock, ctx.config.webhook_secret_key),
+      resolver_slots_(std::make_shared<webhooks::ResolverSlots>(ctx.config.webhook_max_resolving)),
       sender_(webhooks::make_http_sender(
           {.allow_internal = ctx.config.webhook_allow_internal,
-           .user_agent = std::string("gpurent-webhooks/") + GPURENT_VERSION})),
+           .user_agent = std::string("gpurent-webhooks/") + GPURENT_VERSION,
+           .resolver_slots = resolver_slots_})),
       worker_(ctx.pool, ctx.clock, store_, *sender_,
               {.retry = {.max_attempts = ctx.config.webhook_max_attempts,
                          .base = ctx.config.webhook_backoff,
@@ -73,6 +75,18 @@ WebhookModule::~WebhookModule() {
 
 void WebhookModule::add_routes(http::Router& router) {
   http::add_webhook_routes(router, routes_);
+}
+
+void WebhookModule::add_metrics(http::Metrics& metrics) {
+  metrics.add_collector([slots = resolver_slots_](std::string& out) {
+    auto line = [&out](const char* name, const char* type, std::uint64_t value) {
+      out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+      out.append(name).append(" ").append(std::to_string(value)).append("\n");
+    };
+    line("gpurent_webhook_resolving", "gauge", slots->in_use());
+    line("gpurent_webhook_resolving_max", "gauge", slots->limit());
+    line("gpurent_webhook_resolver_busy_total", "counter", slots->busy_total());
+  });
 }
 
 void WebhookModule::rental_event(Tx& tx, const scheduler::RentalRecord& rental,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "api/handlers/webhook_handlers.h"
+#include "api/metrics.h"
 #include "api/modules/module_context.h"
 #include "billing/ledger.h"
 #include "scheduler/lifecycle.h"
@@ -30,6 +31,8 @@ class WebhookModule {
   WebhookModule& operator=(const WebhookModule&) = delete;
 
   void add_routes(http::Router& router);
+  // Host lookups in flight against webhook_max_resolving, and attempts refused for it.
+  void add_metrics(http::Metrics& metrics);
 
   // Every rental created or moved writes rental.<state> in its own transaction, and the
   // lifecycle worker's runs look for rentals nearing their end (rental.expiring). Both must
@@ -58,6 +61,7 @@ class WebhookModule {
   std::chrono::seconds expiring_before_;
   long long low_balance_minor_;
   webhooks::WebhookStore store_;
+  std::shared_ptr<webhooks::ResolverSlots> resolver_slots_;
   std::unique_ptr<webhooks::Sender> sender_;
   webhooks::DeliveryWorker worker_;
   http::WebhookRoutesState routes_;

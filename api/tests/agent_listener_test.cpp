@@ -20,6 +20,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +116,15 @@ class AgentListenerTest : public ::testing::Test {
     dir_ = mkdtemp(pattern.data());
     ca_.emplace(CertificateAuthority::load_or_create(dir_ / "pki", "agents CA", clock_));
     other_ca_.emplace(CertificateAuthority::load_or_create(dir_ / "other", "other CA", clock_));
+    start_listener({});
+  }
+  // A listener (in place of the one running, if any) with `outbox` for its outbound bounds.
+  struct OutboxLimits {
+    std::size_t messages = 1000;
+    std::size_t bytes = 4 * 1024 * 1024;
+  };
+  void start_listener(OutboxLimits outbox) {
+    listener_.reset();
     auto server = ca_->issue_server_certificate({"127.0.0.1"}, hours(24));
     listener_.emplace(
         AgentListenerOptions{.host = "127.0.0.1",
@@ -122,7 +132,9 @@ class AgentListenerTest : public ::testing::Test {
                              .server_certificate_pem = server.certificate.certificate_pem,
                              .server_key_pem = server.private_key_pem,
                              .client_ca_pem = ca_->certificate_pem(),
-                             .max_message_bytes = 4096},
+                             .max_message_bytes = 4096,
+                             .max_outbox_messages = outbox.messages,
+                             .max_outbox_bytes = outbox.bytes},
         endpoint_, workers_);
     port_ = listener_->start();
   }
@@ -363,6 +375,80 @@ TEST_F(AgentListenerTest, StoppingWaitsForMessagesBeingHandled) {
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[1], "received slow");
   EXPECT_EQ(events[2].rfind("closed ", 0), 0u);
+}
+
+// An agent that stops reading: what is sent to it piles up in the kernel's buffers, then in
+// its channel's outbox, until the next message would pass the bound. Then the channel is
+// cut (the endpoint hears it closed, and the agent reconnects) instead of holding more.
+TEST_F(AgentListenerTest, AnAgentThatStopsReadingIsCutWhenItsOutboxIsFull) {
+  start_listener({.messages = 4, .bytes = 1024 * 1024});
+  auto id = identity(*ca_);
+  auto ws = connect(&id);
+  ASSERT_NE(ws, nullptr);
+  endpoint_.wait_for(1);
+  auto channel = endpoint_.channel();
+  ASSERT_NE(channel, nullptr);
+
+  // While the agent reads, one message at a time never comes near the bound.
+  const std::string message(64 * 1024, 'm');
+  for (int i = 0; i < 20; ++i) {
+    channel->send(message);
+    beast::flat_buffer buffer;
+    ws->read(buffer);
+    ASSERT_EQ(buffer.size(), message.size());
+  }
+  EXPECT_EQ(listener_->stats().outbox_overflows_total, 0u);
+
+  // It stops reading. Messages keep coming, a little apart, as tasks would.
+  std::size_t most_waiting = 0;
+  int sent = 0;
+  for (; sent < 2000 && listener_->stats().outbox_overflows_total == 0; ++sent) {
+    channel->send(message);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    most_waiting = std::max(most_waiting, listener_->stats().outbox_messages);
+  }
+  auto events = endpoint_.wait_for(2);
+  auto stats = listener_->stats();
+  EXPECT_EQ(stats.outbox_overflows_total, 1u) << "after " << sent << " messages";
+  EXPECT_LE(most_waiting, 4u) << "the bound holds";
+  EXPECT_EQ(events.back(), "closed " + channel->node_id());
+  // Sends to the cut channel are dropped, not queued.
+  for (int i = 0; i < 10; ++i) channel->send(message);
+  for (int i = 0; i < 200 && listener_->stats().outbox_messages != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(listener_->stats().outbox_messages, 0u);
+  EXPECT_EQ(listener_->stats().outbox_bytes, 0u);
+  EXPECT_EQ(listener_->stats().outbox_overflows_total, 1u);
+
+  // The agent finds its connection gone once it reads what reached it.
+  beast::error_code ec;
+  for (int i = 0; i < 5000 && !ec; ++i) {
+    beast::flat_buffer buffer;
+    ws->read(buffer, ec);
+  }
+  EXPECT_TRUE(ec);
+}
+
+// The byte bound alone: a few large messages fill it long before the message count would.
+TEST_F(AgentListenerTest, TheOutboxIsBoundedInBytesToo) {
+  start_listener({.messages = 1000, .bytes = 200 * 1024});
+  auto id = identity(*ca_);
+  auto ws = connect(&id);
+  ASSERT_NE(ws, nullptr);
+  endpoint_.wait_for(1);
+  auto channel = endpoint_.channel();
+  ASSERT_NE(channel, nullptr);
+  const std::string message(64 * 1024, 'm');
+  std::size_t most_bytes = 0;
+  for (int sent = 0; sent < 2000 && listener_->stats().outbox_overflows_total == 0; ++sent) {
+    channel->send(message);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    most_bytes = std::max(most_bytes, listener_->stats().outbox_bytes);
+  }
+  EXPECT_EQ(listener_->stats().outbox_overflows_total, 1u);
+  EXPECT_LE(most_bytes, 200u * 1024);
+  EXPECT_EQ(endpoint_.wait_for(2).back().rfind("closed ", 0), 0u);
 }
 
 }  // namespace agent_listener_test

@@ -34,6 +34,17 @@ TEST(ParseMethod, MethodsAreCaseSensitive) {
   }
 }
 
+TEST(ForwardedProto, OnlyTheLastHopsHttpsCounts) {
+  EXPECT_TRUE(forwarded_proto_is_https("https"));
+  EXPECT_TRUE(forwarded_proto_is_https(" HTTPS "));
+  EXPECT_TRUE(forwarded_proto_is_https("http, https"));
+  EXPECT_FALSE(forwarded_proto_is_https("https, http")) << "the proxy itself was reached by http";
+  EXPECT_FALSE(forwarded_proto_is_https("http"));
+  EXPECT_FALSE(forwarded_proto_is_https(""));
+  EXPECT_FALSE(forwarded_proto_is_https("httpss"));
+  EXPECT_FALSE(forwarded_proto_is_https("wss"));
+}
+
 TEST(MethodName, RoundTripsWithParseMethod) {
   for (auto m : {Method::kGet, Method::kHead, Method::kPost, Method::kPut, Method::kPatch,
                  Method::kDelete, Method::kOptions}) {
