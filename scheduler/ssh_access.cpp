@@ -3,11 +3,10 @@
 #include "scheduler/ssh_access.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/pg_array.h"
 #include "core/sql.h"
 #include "scheduler/lifecycle_rules.h"
-
-#include <charconv>
 
 namespace gpurent::scheduler {
 namespace {
@@ -22,8 +21,10 @@ constexpr Statement kRecordCertificate = {
 constexpr auto kHostCertificateValidity = std::chrono::hours(24 * 365);
 constexpr auto kHostCertificateBackdate = std::chrono::minutes(5);
 
-constexpr Statement kNodeAddress = {
-    "ssh_access_node_address", "SELECT hostname, labels->>'ssh_port' FROM nodes WHERE id = $1"};
+constexpr Statement kNodeAddress = {"ssh_access_node_address",
+                                    "SELECT hostname, ssh_port FROM nodes WHERE id = $1"};
+constexpr Statement kNodeProbeKey = {"ssh_access_node_probe_key",
+                                     "SELECT hostname, ssh_probe_key FROM nodes WHERE id = $1"};
 
 // Whole seconds, inside the period: OpenSSH's validity has no finer resolution.
 Timestamp ceil_seconds(Timestamp t) {
@@ -33,16 +34,6 @@ Timestamp ceil_seconds(Timestamp t) {
 Timestamp floor_seconds(Timestamp t) {
   auto s = std::chrono::floor<std::chrono::seconds>(t.time_since_epoch());
   return Timestamp(std::chrono::duration_cast<Timestamp::duration>(s));
-}
-
-// The node's `ssh_port` label when it is a port number; 22 otherwise.
-int port_of(const std::optional<std::string>& label) {
-  int port = 0;
-  if (!label) return 22;
-  auto [end, ec] = std::from_chars(label->data(), label->data() + label->size(), port);
-  if (ec != std::errc() || end != label->data() + label->size() || port < 1 || port > 65535)
-    return 22;
-  return port;
 }
 
 }  // namespace
@@ -64,6 +55,12 @@ IssuedUserCertificate SshAccess::issue(Tx& tx, const RentalRecord& r,
   out.key_id = "rental=" + r.id + " user=" + requester.user_id;
   if (requester.token_id) out.key_id += " token=" + *requester.token_id;
   out.principals = {rental_principal(r.id)};
+  for (const auto& p : out.principals) {
+    // A customer's certificate must never pass for the agent's login probe.
+    if (p.starts_with(kProbePrincipalPrefix)) {
+      throw std::logic_error("a rental certificate would carry a probe principal");
+    }
+  }
   out.valid_after = ceil_seconds(r.period.start);
   out.valid_before = floor_seconds(r.period.end);
   out.user = rental_login(r.id);
@@ -86,7 +83,7 @@ std::optional<SshDetails> SshAccess::details(Tx& tx, const RentalRecord& r) {
   if (rows.empty()) return std::nullopt;
   SshDetails out;
   out.host = rows[0][0].as<std::string>();
-  out.port = port_of(optional_field<std::string>(rows[0][1]));
+  out.port = rows[0][1].as<int>();
   out.user = rental_login(r.id);
   out.command = "ssh " + (out.port == 22 ? "" : "-p " + std::to_string(out.port) + " ") + out.user +
                 "@" + out.host;
@@ -102,6 +99,53 @@ std::optional<SshDetails> SshAccess::details(Tx& tx, const RentalRecord& r) {
                    "\n  UserKnownHostsFile ~/.ssh/gpurent_known_hosts\n"
                    "  StrictHostKeyChecking yes\n";
   return out;
+}
+
+std::string probe_principal(const std::string& rental_id) {
+  return std::string(kProbePrincipalPrefix) + rental_id;
+}
+
+Timestamp SshAccess::probe_valid_before(Timestamp now) {
+  return floor_seconds(now) + kProbeLifetime;
+}
+
+std::optional<nlohmann::json> SshAccess::probe_for(Tx& tx, const RentalRecord& r, Timestamp now) {
+  if (!r.node_id) return std::nullopt;
+  auto rows = tx.exec(kNodeProbeKey, *r.node_id);
+  if (rows.empty() || rows[0][1].is_null()) return std::nullopt;
+  std::string hostname = rows[0][0].as<std::string>();
+  identity::SshPublicKey key;
+  try {
+    key = identity::parse_ssh_public_key(rows[0][1].as<std::string>());
+  } catch (const Error& e) {
+    // The hello stores only keys that parse; one that does not is probed without.
+    log::warn("node {}: its SSH probe key does not parse: {}", *r.node_id, e.what());
+    return std::nullopt;
+  }
+  auto serial = tx.exec(kNextSerial)[0][0].as<std::uint64_t>();
+  std::string principal = probe_principal(r.id);
+  std::string key_id = "gpurent-probe rental=" + r.id + " node=" + *r.node_id;
+  Timestamp valid_after = floor_seconds(now) - kProbeBackdate;
+  Timestamp valid_before = probe_valid_before(now);
+  std::string certificate =
+      ca_.sign(key, {.type = identity::SshCertificateType::kUser,
+                     .serial = serial,
+                     .key_id = key_id,
+                     .principals = {principal},
+                     .valid_after = valid_after,
+                     .valid_before = valid_before,
+                     .critical_options = {{std::string(identity::kForceCommand),
+                                           std::string(kProbeForceCommand)}},
+                     .extensions = identity::SshCertificateExtensions::kNone});
+  // Recorded as the customers' are, with no user or token: the platform asked for it.
+  tx.exec(kRecordCertificate, static_cast<long long>(serial), r.id, r.org_id,
+          std::optional<std::string>(), std::optional<std::string>(), key.type, key.fingerprint,
+          key_id, pg_array_literal(std::vector<std::string>{principal}), sql_timestamp(valid_after),
+          sql_timestamp(valid_before), sql_timestamp(now));
+  return nlohmann::json{{"certificate", certificate},
+                        {"principal", principal},
+                        {"host", hostname},
+                        {"host_ca_key", ca_.host_ca_public_key()}};
 }
 
 void SshAccess::certify_host_keys(Tx& tx, const std::string& node_id, const std::string& hostname,

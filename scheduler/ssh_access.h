@@ -12,12 +12,33 @@
 #include "inventory/node_host_keys.h"
 #include "scheduler/records.h"
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpurent::scheduler {
+
+// The principal of the probe certificates install_access carries: "gpurent-probe-" and the
+// rental id. sshd accepts it for the rental's login only while the agent's probe runs (the
+// agent adds it to the login's principals file and removes it after); no certificate a
+// customer gets carries it (those carry rental_principal alone, and issue() refuses any
+// other), and the probe certificate is for the agent's own key, whose private half never
+// leaves the node.
+inline constexpr std::string_view kProbePrincipalPrefix = "gpurent-probe-";
+std::string probe_principal(const std::string& rental_id);
+
+// A probe certificate is valid from this long before it is made (clock skew between the
+// control plane and the node) ...
+inline constexpr std::chrono::seconds kProbeBackdate{10};
+// ... to this long after: two minutes in all, OpenSSH's whole seconds.
+inline constexpr std::chrono::seconds kProbeLifetime{110};
+// The command sshd runs for a probe login whatever the client asks (a critical option).
+inline constexpr std::string_view kProbeForceCommand = "/bin/true";
 
 struct SshDetails {
   std::string host;
@@ -55,12 +76,30 @@ class SshAccess {
       : ca_(ca), host_keys_(clock), clock_(clock) {}
 
   // A certificate for `key` on rental `r`, valid for exactly the rental's period, recorded
-  // with a serial of its own. invalid_state (details.state) unless the rental is scheduled,
-  // provisioning or active: there is no access to give before it is placed or after it ends.
+  // with a serial of its own; its one principal is rental_principal(r.id), never a probe's.
+  // invalid_state (details.state) unless the rental is scheduled, provisioning or active: there is
+  // no access to give before it is placed or after it ends.
   IssuedUserCertificate issue(Tx& tx, const RentalRecord& r, const identity::SshPublicKey& key,
                               const CertificateRequester& requester);
 
-  // The rental's SSH details once it is active; nullopt before and after.
+  // install_access's "probe" member for rental `r` at `now`, when its node's agent reported
+  // a probe key (nodes.ssh_probe_key); nullopt when it did not, or the rental has no node:
+  //   {"certificate": the user CA's certificate for the agent's probe key, type user, its
+  //                   one principal probe_principal(r.id), valid from now - kProbeBackdate
+  //                   to probe_valid_before(now), critical option force-command=/bin/true,
+  //                   no extensions (no pty, forwarding or rc), recorded in
+  //                   ssh_certificates with a serial of its own and no user;
+  //    "principal":   probe_principal(r.id),
+  //    "host":        the node's hostname, the name its host certificates carry
+  //                   (certify_host_keys);
+  //    "host_ca_key": the host CA's public key, for the probe's @cert-authority line}.
+  std::optional<nlohmann::json> probe_for(Tx& tx, const RentalRecord& r, Timestamp now);
+  // When a probe certificate made at `now` stops being valid (whole seconds): the deadline
+  // of the install_access task that carries it.
+  static Timestamp probe_valid_before(Timestamp now);
+
+  // The rental's SSH details once it is active; nullopt before and after. The host is the
+  // node's hostname, the port its ssh_port.
   std::optional<SshDetails> details(Tx& tx, const RentalRecord& r);
 
   // Signs each of a node's host keys (as its agent reported them) into a host certificate
