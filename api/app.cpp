@@ -97,6 +97,10 @@ int run_server(const Config& config) {
       [&scheduler, &clock](Tx& tx, const std::string& node_id, const std::string& reason) {
         scheduler.lifecycle().interrupt_node(tx, node_id, reason, clock.now());
       });
+  agents.when_task_finishes(
+      [&scheduler, &clock](Tx& tx, const scheduler::AgentTask& task, bool ok) {
+        scheduler.lifecycle().task_finished(tx, task, ok, clock.now());
+      });
   agents.certify_host_keys_with([&scheduler](Tx& tx, const std::string& node_id,
                                              const std::string& hostname,
                                              std::vector<inventory::HostKey>& keys) {

@@ -310,7 +310,9 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
       auto task = tasks_.get(tx, result->task_id);
       // Another node's task is as unknown as none: an agent reports on its own work only.
       if (!task || task->node_id != node) return;
-      tasks_.complete(tx, result->task_id, result->ok, result->message);
+      // A repeated report changes nothing.
+      if (!tasks_.complete(tx, result->task_id, result->ok, result->message)) return;
+      if (on_task_finished_) on_task_finished_(tx, *task, result->ok);
     });
     reply(proto::Ack{message.id});
   } else if (std::holds_alternative<proto::TaskProgress>(message.body)) {
@@ -439,13 +441,14 @@ void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivere
     auto kind = proto::parse_task_kind(scheduler::to_string(t.kind));
     if (!kind) continue;
     std::lock_guard lock(mutex_);
-    channel->send(proto::encode({.id = "srv-" + std::to_string(++sent_),
-                                 .protocol_version = proto::kProtocolVersion,
-                                 .body = proto::Task{.task_id = t.id,
-                                                     .kind = *kind,
-                                                     .rental_id = t.rental_id,
-                                                     .payload = t.payload,
-                                                     .deadline = clock_.now() + kTaskDeadline}}));
+    channel->send(proto::encode(
+        {.id = "srv-" + std::to_string(++sent_),
+         .protocol_version = proto::kProtocolVersion,
+         .body = proto::Task{.task_id = t.id,
+                             .kind = *kind,
+                             .rental_id = t.rental_id,
+                             .payload = t.payload,
+                             .deadline = t.deadline.value_or(clock_.now() + kTaskDeadline)}}));
   }
 }
 

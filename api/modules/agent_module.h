@@ -60,6 +60,10 @@ class AgentModule final : public http::AgentEndpoint {
       std::function<void(Tx&, const std::string& node_id, const std::string& hostname,
                          std::vector<inventory::HostKey>&)>;
   void certify_host_keys_with(CertifyHostKeys certify) { certify_ = std::move(certify); }
+  // What an agent's report of a task does for the rentals (the scheduler's lifecycle), in the
+  // transaction that records it, with the task as it was before; set by the process's wiring.
+  using TaskFinished = std::function<void(Tx&, const scheduler::AgentTask&, bool ok)>;
+  void when_task_finishes(TaskFinished on_finished) { on_task_finished_ = std::move(on_finished); }
 
   nlohmann::json enroll(const nlohmann::json& body, const std::string& remote_ip) override;
   std::string admit(const std::string& serial, const std::string& remote_ip) override;
@@ -92,6 +96,7 @@ class AgentModule final : public http::AgentEndpoint {
   std::optional<HeartbeatBatcher> heartbeats_;  // while the listener runs
   NodeFailed on_failed_;
   CertifyHostKeys certify_;
+  TaskFinished on_task_finished_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<http::AgentChannel>> channels_;  // by node id
   // Per connected node: its last heartbeat's counters (the rules judge their rise) and when

@@ -63,6 +63,10 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
   lifecycle_.read_host_certificates_with([this](Tx& tx, const std::string& node_id) {
     return ssh_access_.host_certificates(tx, node_id);
   });
+  // install_access proves the login with a probe certificate made when the task is.
+  lifecycle_.make_probes_with([this](Tx& tx, const scheduler::RentalRecord& r, Timestamp now) {
+    return ssh_access_.probe_for(tx, r, now);
+  });
   // A waiting request is held to its org's limit when it comes up, not only when it queued.
   booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {
     scheduler::BookingLimits limits;
@@ -75,6 +79,13 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
 
 void SchedulerModule::check_node_transition(Tx& tx, const std::string& node_id,
                                             inventory::NodeAction action) {
+  if (action == inventory::NodeAction::kActivate) {
+    // Back in the pool, but not on GPUs a tenant could reach that were never wiped since.
+    if (auto wipe = lifecycle_.node_activated(tx, node_id)) {
+      log::info("node {} activated: wipe {} queued for its unwiped GPUs first", node_id, wipe->id);
+    }
+    return;
+  }
   if (action != inventory::NodeAction::kRetire) return;
   auto running = rentals_.running_on(tx, node_id);
   if (running.empty()) return;

@@ -46,7 +46,9 @@ class SchedulerModule {
 
   // Refuses to retire a node while a rental runs on it (409 invalid_state naming them): its
   // customer would lose the GPUs mid-rental. Drain it instead; it can be retired once its
-  // rentals have ended. Scheduled rentals do not stop it: they move to another node.
+  // rentals have ended. Scheduled rentals do not stop it: they move to another node (as they
+  // do from a node sent to maintenance or draining). An activation queues a wipe of the
+  // node's unwiped GPUs (Lifecycle::node_activated) before any rental starts on them.
   void check_node_transition(Tx& tx, const std::string& node_id, inventory::NodeAction action);
 
   // Starts the lifecycle worker's thread: run_once every lifecycle_interval. Every replica
