@@ -3,7 +3,13 @@
 
 #include "agent/state_files.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -15,7 +21,49 @@ namespace fs = std::filesystem;
 constexpr std::size_t kMaxList = 64;
 constexpr std::size_t kMaxKeyBytes = 16 * 1024;
 
-bool user_name_ok(const std::string& u) {
+constexpr mode_t kDirMode = 0755;
+constexpr mode_t kFileMode = 0644;
+
+[[noreturn]] void fail_at(const std::string& what, const fs::path& path) {
+  throw StateError(what + " " + path.string() + ": " + std::strerror(errno));
+}
+
+// Root's when the agent is root (the files' owner must be root or the user for sshd).
+void own(const fs::path& path) {
+  if (::geteuid() == 0 && ::chown(path.c_str(), 0, 0) != 0) fail_at("cannot chown", path);
+}
+
+// `dir` exists as a folder, 0755 (root's, when the agent is root) whatever the umask; the
+// folders above it that had to be made are 0755 too. Existing ancestors are left as they are.
+void make_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (dir.has_parent_path() && dir.parent_path() != dir) {
+      fs::path parent = dir.parent_path();
+      if (!fs::is_directory(parent, ec)) {
+        make_dir(parent);
+      }
+    }
+    if (::mkdir(dir.c_str(), kDirMode) != 0 && errno != EEXIST) fail_at("cannot make", dir);
+  }
+  if (::chmod(dir.c_str(), kDirMode) != 0) fail_at("cannot set the mode of", dir);
+  own(dir);
+}
+
+void write_access_file(const fs::path& path, const std::string& content) {
+  write_file_atomic(path, content, kFileMode);
+  own(path);
+}
+
+std::string octal_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+}  // namespace
+
+bool valid_login_name(const std::string& u) {
   if (u.empty() || u.size() > 32) return false;
   if (!(std::islower(static_cast<unsigned char>(u[0])) || u[0] == '_')) return false;
   return std::all_of(u.begin(), u.end(), [](char c) {
@@ -23,6 +71,8 @@ bool user_name_ok(const std::string& u) {
            std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '-';
   });
 }
+
+namespace {
 
 bool principal_ok(const std::string& p) {
   return !p.empty() && p.size() <= 256 && std::all_of(p.begin(), p.end(), [](char c) {
@@ -95,7 +145,7 @@ AccessGrant access_grant_from(const std::string& rental_id, const nlohmann::json
   AccessGrant g;
   g.rental_id = rental_id;
   if (!payload.is_object() || !payload.contains("user") || !payload["user"].is_string() ||
-      !user_name_ok(payload["user"].get<std::string>())) {
+      !valid_login_name(payload["user"].get<std::string>())) {
     throw std::invalid_argument("user must be a login name ([a-z_][a-z0-9_-]{0,31})");
   }
   g.user = payload["user"].get<std::string>();
@@ -107,31 +157,45 @@ AccessGrant access_grant_from(const std::string& rental_id, const nlohmann::json
   return g;
 }
 
-void install_access(const fs::path& root, const AccessGrant& grant) {
+void install_access(const fs::path& root, const AccessGrant& grant,
+                    const std::vector<std::string>& extra_principals) {
   fs::path dir = root / "users" / grant.user;
-  fs::create_directories(dir);
-  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
+  make_dir(root);
+  make_dir(root / "users");
+  make_dir(dir);
   // The rental file first: a revoke racing this install finds the user already taken.
-  write_file_atomic(dir / "rental", grant.rental_id + "\n", 0644);
-  write_file_atomic(dir / "principals", lines(grant.principals), 0644);
-  write_file_atomic(dir / "authorized_keys", lines(grant.authorized_keys), 0644);
+  write_access_file(dir / "rental", grant.rental_id + "\n");
+  auto principals = grant.principals;
+  principals.insert(principals.end(), extra_principals.begin(), extra_principals.end());
+  write_access_file(dir / "principals", lines(principals));
+  write_access_file(dir / "authorized_keys", lines(grant.authorized_keys));
   if (!grant.user_ca_keys.empty()) {
-    write_file_atomic(root / "trusted_user_ca_keys", lines(grant.user_ca_keys), 0644);
+    write_access_file(root / "trusted_user_ca_keys", lines(grant.user_ca_keys));
   }
-  if (!grant.host_certificates.empty()) fs::create_directories(root / "host_certificates");
+  if (!grant.host_certificates.empty()) make_dir(root / "host_certificates");
   for (const auto& c : grant.host_certificates) {
-    write_file_atomic(
-        root / "host_certificates" / ("ssh_host_" + host_key_kind(c) + "_key-cert.pub"), c + "\n",
-        0644);
+    write_access_file(
+        root / "host_certificates" / ("ssh_host_" + host_key_kind(c) + "_key-cert.pub"), c + "\n");
   }
 }
 
-int revoke_access(const fs::path& root, const std::string& rental_id) {
+void write_principals(const fs::path& root, const AccessGrant& grant) {
+  write_access_file(root / "users" / grant.user / "principals", lines(grant.principals));
+}
+
+bool login_taken_by_other(const fs::path& root, const std::string& user,
+                          const std::string& rental_id) {
+  std::ifstream in(root / "users" / user / "rental");
+  std::string owner;
+  if (!in || !std::getline(in, owner)) return false;
+  return owner != rental_id;
+}
+
+std::vector<std::string> revoke_access(const fs::path& root, const std::string& rental_id) {
   fs::path users = root / "users";
   std::error_code ec;
-  if (!fs::is_directory(users, ec)) return 0;
-  int removed = 0;
+  std::vector<std::string> removed;
+  if (!fs::is_directory(users, ec)) return removed;
   for (const auto& entry : fs::directory_iterator(users, ec)) {
     std::ifstream in(entry.path() / "rental");
     std::string owner;
@@ -142,9 +206,44 @@ int revoke_access(const fs::path& root, const std::string& rental_id) {
     fs::remove(entry.path() / "principals", ec);
     fs::remove(entry.path() / "rental", ec);
     fs::remove(entry.path(), ec);
-    ++removed;
+    removed.push_back(entry.path().filename().string());
   }
+  std::sort(removed.begin(), removed.end());
   return removed;
+}
+
+std::optional<std::string> sshd_access_problem(const fs::path& root) {
+  auto searchable = [](const fs::path& p, const struct stat& st) -> std::optional<std::string> {
+    if (st.st_mode & S_IXOTH) return std::nullopt;
+    return p.string() + " is mode " + octal_mode(st.st_mode) + ": others cannot search it";
+  };
+  // From / down to the root: the first folder in the way is the one to fix.
+  fs::path absolute = fs::absolute(root).lexically_normal();
+  fs::path walked;
+  for (const auto& part : absolute) {
+    walked /= part;
+    struct stat st {};
+    if (::stat(walked.c_str(), &st) != 0) return std::nullopt;  // made 0755 when needed
+    if (!S_ISDIR(st.st_mode)) return walked.string() + " is not a folder";
+    if (auto problem = searchable(walked, st)) return problem;
+  }
+  std::error_code ec;
+  std::vector<fs::path> found;
+  for (fs::recursive_directory_iterator it(absolute, ec), end; !ec && it != end; it.increment(ec)) {
+    if (found.size() >= 4096) break;  // far more than sshd's files: enough to judge
+    found.push_back(it->path());
+  }
+  std::sort(found.begin(), found.end());
+  for (const auto& p : found) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      if (auto problem = searchable(p, st)) return problem;
+    } else if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH)) {
+      return p.string() + " is mode " + octal_mode(st.st_mode) + ": others cannot read it";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace gpurent::agent

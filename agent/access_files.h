@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,10 +49,35 @@ AccessGrant access_grant_from(const std::string& rental_id, const nlohmann::json
 // Writes the grant's files (each atomically; the CA keys only when the grant has some), and
 // each host certificate as host_certificates/ssh_host_<kind>_key-cert.pub (ed25519, ecdsa,
 // rsa), the name sshd's HostCertificate is given beside the host key of the same name.
-void install_access(const std::filesystem::path& root, const AccessGrant& grant);
+// Whatever the process's umask: every folder it makes or writes into (the root, users/,
+// users/<user>/, host_certificates/) is 0755 and every file 0644, owned by root when the
+// agent runs as root, so sshd, which reads a user's files as that user, can read them.
+// `extra_principals` are written into the principals file beside the grant's own (the
+// login probe's, while it runs).
+void install_access(const std::filesystem::path& root, const AccessGrant& grant,
+                    const std::vector<std::string>& extra_principals = {});
+
+// Rewrites users/<user>/principals with the grant's principals alone.
+void write_principals(const std::filesystem::path& root, const AccessGrant& grant);
 
 // Removes the files of every user that belongs to `rental_id`; a user since given to another
-// rental is left alone. Repeating it is harmless. The number of users removed.
-int revoke_access(const std::filesystem::path& root, const std::string& rental_id);
+// rental is left alone. Repeating it is harmless. The users removed, by name.
+std::vector<std::string> revoke_access(const std::filesystem::path& root,
+                                       const std::string& rental_id);
+
+// Whether users/<user>/ under `root` belongs to a rental other than `rental_id` (its rental
+// file names another).
+bool login_taken_by_other(const std::filesystem::path& root, const std::string& user,
+                          const std::string& rental_id);
+
+// Whether `user` is a login name as useradd takes it ([a-z_][a-z0-9_-]{0,31}).
+bool valid_login_name(const std::string& user);
+
+// Why sshd, reading a user's files as that user, could not reach the files under `root`:
+// "/var/lib/gpurent-agent is mode 0700: others cannot search it" for the first of the root's
+// existing ancestors, the root itself or a folder under it that others cannot search
+// (o+x), or "… is mode 0600: others cannot read it" for a file under it others cannot read
+// (o+r). nullopt when there is nothing in the way (parts not made yet are made 0755).
+std::optional<std::string> sshd_access_problem(const std::filesystem::path& root);
 
 }  // namespace gpurent::agent

@@ -78,6 +78,7 @@ bool AgentRunner::say_hello(Channel& channel) {
   try {
     hello = make_hello(options_.agent_version, options_.hostname, backend_, journal_);
     hello.ssh_host_keys = options_.ssh_host_keys;
+    hello.ssh_probe_key = options_.ssh_probe_key;
   } catch (const std::exception& e) {
     log::error("cannot read this node's GPUs for the hello: {}", e.what());
     return false;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct RunnerOptions {
   std::chrono::seconds hello_timeout{30};
   // The node's sshd host keys (host_keys.h), sent in every hello.
   std::vector<std::string> ssh_host_keys;
+  // The agent's probe key's public line (login_probe.h), sent in every hello; none when the
+  // agent has no sshd to probe.
+  std::optional<std::string> ssh_probe_key;
 };
 
 // Opens a new channel; throws ChannelError. Tests give one of their own.

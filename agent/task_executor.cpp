@@ -4,9 +4,13 @@
 
 #include "agent/access_files.h"
 #include "agent/hook_runner.h"
+#include "agent/login_probe.h"
+#include "agent/login_sessions.h"
 #include "agent/sshd_banner.h"
+#include "agent/state_files.h"
 #include "agent_proto/health_rules.h"
 
+#include <algorithm>
 #include <charconv>
 #include <condition_variable>
 #include <mutex>
@@ -47,15 +51,33 @@ std::optional<std::pair<int, std::string>> progress_line(const std::string& line
   return std::make_pair(percent, message);
 }
 
-std::string joined_indices(const nlohmann::json& payload) {
-  std::string out;
-  if (!payload.contains("gpu_indices") || !payload["gpu_indices"].is_array()) return out;
+std::vector<int> gpu_indices(const nlohmann::json& payload) {
+  std::vector<int> out;
+  if (!payload.is_object() || !payload.contains("gpu_indices") ||
+      !payload["gpu_indices"].is_array()) {
+    return out;
+  }
   for (const auto& i : payload["gpu_indices"]) {
-    if (!i.is_number_integer()) continue;
-    if (!out.empty()) out += ',';
-    out += std::to_string(i.get<int>());
+    if (i.is_number_integer() && i.get<long long>() >= 0 && i.get<long long>() < 1024) {
+      out.push_back(i.get<int>());
+    }
   }
   return out;
+}
+
+std::string joined_indices(const nlohmann::json& payload) {
+  std::string out;
+  for (int i : gpu_indices(payload)) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(i);
+  }
+  return out;
+}
+
+std::string image_id(const nlohmann::json& payload) {
+  if (!payload.is_object() || !payload.contains("image_id") || !payload["image_id"].is_string())
+    return "";
+  return payload["image_id"].get<std::string>();
 }
 
 class NodeExecutor final : public TaskExecutor {
@@ -72,12 +94,9 @@ class NodeExecutor final : public TaskExecutor {
         return install(task, stop);
       case proto::TaskKind::kRevokeAccess: {
         // Revoking what is not there is done already: the task is safe to repeat.
-        int removed = revoke_access(options_.access_root, rental(task));
-        if (auto hook = run_access_hook(task, "revoke", "", stop); !hook)
-          return std::nullopt;
-        else if (!hook->empty())
-          return failed(*hook);
-        return done("access revoked (" + std::to_string(removed) + " user(s))");
+        auto ended = end_access(task, stop);
+        if (!ended || !ended->ok) return ended;
+        return done("access revoked (" + ended->message + ")", ended->result);
       }
       case proto::TaskKind::kWipe:
         return wipe(task, stop);
@@ -92,13 +111,17 @@ class NodeExecutor final : public TaskExecutor {
   static std::string rental(const proto::Task& task) { return task.rental_id.value_or("node"); }
 
   std::map<std::string, std::string> hook_env(const proto::Task& task) const {
-    return {
-        {"GPURENT_TASK_ID", task.task_id},
-        {"GPURENT_TASK_KIND", std::string(proto::to_string(task.kind))},
-        {"GPURENT_RENTAL_ID", rental(task)},
-        {"GPURENT_GPU_INDICES", joined_indices(task.payload)},
-        {"GPURENT_IMAGE_ID", task.payload.is_object() ? task.payload.value("image_id", "") : ""},
-        {"GPURENT_ACCESS_ROOT", options_.access_root.string()}};
+    return {{"GPURENT_TASK_ID", task.task_id},
+            {"GPURENT_TASK_KIND", std::string(proto::to_string(task.kind))},
+            {"GPURENT_RENTAL_ID", rental(task)},
+            {"GPURENT_GPU_INDICES", joined_indices(task.payload)},
+            {"GPURENT_IMAGE_ID", image_id(task.payload)},
+            {"GPURENT_ACCESS_ROOT", options_.access_root.string()}};
+  }
+
+  std::string hook_stdin(const proto::Task& task, const std::string& action = "",
+                         const std::string& user = "") const {
+    return hook_input(task, options_.access_root, action, user).dump();
   }
 
   std::optional<TaskOutcome> provision(const proto::Task& task, const ProgressFn& progress,
@@ -116,7 +139,7 @@ class NodeExecutor final : public TaskExecutor {
     auto r = run_hook(
         {.argv = options_.provision_hook,
          .env = hook_env(task),
-         .input = task.payload.dump(),
+         .input = hook_stdin(task),
          .timeout = options_.provision_timeout},
         [&](const std::string& line) {
           if (auto p = progress_line(line)) progress(p->first, p->second);
@@ -129,31 +152,64 @@ class NodeExecutor final : public TaskExecutor {
 
   std::optional<TaskOutcome> install(const proto::Task& task, const std::stop_token& stop) {
     AccessGrant grant;
+    std::optional<ProbeGrant> probe;
     try {
       grant = access_grant_from(rental(task), task.payload);
+      if (task.payload.contains("probe"))
+        probe = probe_grant_from(rental(task), task.payload["probe"]);
     } catch (const std::invalid_argument& e) {
       return failed(std::string("install_access: ") + e.what());
     }
-    install_access(options_.access_root, grant);
-    if (auto hook = run_access_hook(task, "install", grant.user, stop); !hook)
+    std::optional<HostPort> sshd;
+    if (!options_.sshd_address.empty()) sshd = parse_host_port(options_.sshd_address);
+    if (probe && (!sshd || options_.probe_key.empty())) {
+      return failed(
+          "install_access: the payload has a login probe, but this agent has no sshd to probe "
+          "(--sshd-address none)");
+    }
+    try {
+      // While the probe runs its principal is accepted for the login too; removed after.
+      install_access(
+          options_.access_root, grant,
+          probe ? std::vector<std::string>{probe->principal} : std::vector<std::string>{});
+    } catch (const std::exception& e) {
+      return failed(std::string("install_access: ") + e.what());
+    }
+    if (auto hook = run_access_hook(task, "install", grant.user, stop); !hook) {
+      drop_probe_principal(grant, probe);
       return std::nullopt;
-    else if (!hook->empty())
+    } else if (!hook->empty()) {
+      drop_probe_principal(grant, probe);
       return failed(*hook);
-    // Ready only when the rental could be used now: healthy GPUs and an answering sshd.
+    }
+    // Ready only when the rental could be used now: healthy GPUs and a login that works.
     auto health = health_probe();
     std::string verdict = health.result ? health.result->value("health", "ok") : "ok";
-    if (verdict != "ok") return failed("GPU health probe: " + health.message);
+    if (verdict != "ok") {
+      drop_probe_principal(grant, probe);
+      return failed("GPU health probe: " + health.message);
+    }
     nlohmann::json result{{"user", grant.user},
                           {"authorized_keys", grant.authorized_keys.size()},
                           {"principals", grant.principals},
-                          {"health", verdict}};
+                          {"health", verdict},
+                          {"login_verified", false}};
     std::string checked = "GPUs healthy";
-    if (!options_.sshd_address.empty()) {
-      auto address = parse_host_port(options_.sshd_address);
+    if (probe) {
+      auto verified = probe_login(grant, *probe, *sshd, stop);
+      // The probe's principal goes whatever the probe said: it is for the agent alone.
+      if (auto dropped = drop_probe_principal(grant, probe); !dropped.empty()) {
+        return failed("install_access: " + dropped);
+      }
+      if (!verified) return std::nullopt;
+      if (!verified->empty()) return failed(*verified);
+      result["login_verified"] = true;
+      checked += "; login as " + grant.user + " verified";
+    } else if (!options_.sshd_address.empty()) {
       std::optional<std::string> banner;
       auto until = std::chrono::steady_clock::now() + options_.sshd_wait;
-      while (address && !banner && !stop.stop_requested()) {
-        banner = sshd_banner(*address, std::chrono::seconds(3));
+      while (sshd && !banner && !stop.stop_requested()) {
+        banner = sshd_banner(*sshd, std::chrono::seconds(3));
         if (banner || std::chrono::steady_clock::now() >= until) break;
         if (!sleep_unless_stopped(std::chrono::milliseconds(250), stop)) return std::nullopt;
       }
@@ -167,8 +223,84 @@ class NodeExecutor final : public TaskExecutor {
     return done("access installed for " + grant.user + "; " + checked, result);
   }
 
-  // The access hook after the files changed (create or lock the user, reload sshd): nullopt
-  // when stopped, "" when it succeeded or there is none, else why it failed.
+  // Logs in as the grant's user with the probe certificate until it works or sshd_wait has
+  // passed: nullopt when stopped, "" when it worked, else why not (ssh's words, and what the
+  // agent can see in the way itself).
+  std::optional<std::string> probe_login(const AccessGrant& grant, const ProbeGrant& probe,
+                                         const HostPort& sshd, const std::stop_token& stop) {
+    auto until = std::chrono::steady_clock::now() + options_.sshd_wait;
+    ProbeOutcome last;
+    for (;;) {
+      last = run_login_probe(grant.user, sshd, probe, options_.probe_key,
+                             options_.probe_key.parent_path(), std::chrono::seconds(10), stop);
+      if (last.stopped || stop.stop_requested()) return std::nullopt;
+      if (last.ok) return "";
+      if (std::chrono::steady_clock::now() >= until) break;
+      if (!sleep_unless_stopped(std::chrono::milliseconds(500), stop)) return std::nullopt;
+    }
+    std::string why = "login as " + grant.user + " to sshd at " + options_.sshd_address +
+                      " failed: " + last.reason;
+    if (auto problem = sshd_access_problem(options_.access_root)) {
+      why += "; sshd cannot read its files: " + *problem;
+    }
+    return why;
+  }
+
+  // The principals file without the probe's principal: "" when done (or nothing to do),
+  // else why it could not be rewritten.
+  std::string drop_probe_principal(const AccessGrant& grant,
+                                   const std::optional<ProbeGrant>& probe) {
+    if (!probe) return "";
+    try {
+      write_principals(options_.access_root, grant);
+    } catch (const std::exception& e) {
+      return std::string("cannot remove the probe principal: ") + e.what();
+    }
+    return "";
+  }
+
+  // The end of a rental's logins, for revoke_access and wipe: each login's files removed,
+  // then every process of its uid killed, then the access hook told (revoke, the login).
+  // nullopt when stopped; a failure; or done with "N login(s), M process(es) ended".
+  std::optional<TaskOutcome> end_access(const proto::Task& task, const std::stop_token& stop) {
+    auto logins = revoke_access(options_.access_root, rental(task));
+    // The payload names the rental's login: a revoke repeated after its files went still
+    // ends what runs as it (never a login another rental's files name).
+    if (task.payload.is_object() && task.payload.contains("user") &&
+        task.payload["user"].is_string()) {
+      auto user = task.payload["user"].get<std::string>();
+      if (valid_login_name(user) &&
+          !login_taken_by_other(options_.access_root, user, rental(task)) &&
+          std::find(logins.begin(), logins.end(), user) == logins.end()) {
+        logins.push_back(user);
+      }
+    }
+    int killed = 0;
+    for (const auto& login : logins) {
+      auto uid = login_uid(login);
+      if (!uid) continue;  // no such user: nothing runs as it
+      if (*uid == 0) return failed("login " + login + " is uid 0: not a rental's login");
+      auto report = kill_processes_of(*uid, options_.kill_wait);
+      killed += report.killed;
+      if (!report.left.empty()) {
+        return failed(std::to_string(report.left.size()) + " process(es) of " + login +
+                      " still running after " + std::to_string(options_.kill_wait.count()) +
+                      " ms of SIGKILL");
+      }
+    }
+    for (const auto& login : logins) {
+      if (auto hook = run_access_hook(task, "revoke", login, stop); !hook)
+        return std::nullopt;
+      else if (!hook->empty())
+        return failed(*hook);
+    }
+    return done(std::to_string(logins.size()) + " login(s), " + std::to_string(killed) +
+                    " process(es) ended",
+                nlohmann::json{{"users", logins}, {"processes_killed", killed}});
+  }
+
+  // The access hook after the files changed (create or remove the user, reload sshd):
+  // nullopt when stopped, "" when it succeeded or there is none, else why it failed.
   std::optional<std::string> run_access_hook(const proto::Task& task, const std::string& action,
                                              const std::string& user, const std::stop_token& stop) {
     if (options_.access_hook.empty()) return "";
@@ -177,7 +309,7 @@ class NodeExecutor final : public TaskExecutor {
     env["GPURENT_ACCESS_USER"] = user;
     auto r = run_hook({.argv = options_.access_hook,
                        .env = env,
-                       .input = task.payload.dump(),
+                       .input = hook_stdin(task, action, user),
                        .timeout = options_.hook_timeout},
                       nullptr, stop);
     if (r.end == HookResult::End::kStopped) return std::nullopt;
@@ -186,16 +318,18 @@ class NodeExecutor final : public TaskExecutor {
   }
 
   std::optional<TaskOutcome> wipe(const proto::Task& task, const std::stop_token& stop) {
-    revoke_access(options_.access_root, rental(task));  // nothing of the rental outlives it
-    if (options_.wipe_hook.empty()) return done("wiped");
+    // Nothing of the rental outlives it: its logins end before anything is wiped.
+    auto ended = end_access(task, stop);
+    if (!ended || !ended->ok) return ended;
+    if (options_.wipe_hook.empty()) return done("wiped", ended->result);
     auto r = run_hook({.argv = options_.wipe_hook,
                        .env = hook_env(task),
-                       .input = task.payload.dump(),
+                       .input = hook_stdin(task),
                        .timeout = options_.hook_timeout},
                       nullptr, stop);
     if (r.end == HookResult::End::kStopped) return std::nullopt;
     if (!r.ok()) return failed("wipe hook " + r.describe());
-    return done("wiped");
+    return done("wiped", ended->result);
   }
 
   TaskOutcome health_probe() {
@@ -218,6 +352,22 @@ class NodeExecutor final : public TaskExecutor {
 };
 
 }  // namespace
+
+nlohmann::json hook_input(const proto::Task& task, const std::filesystem::path& access_root,
+                          const std::string& access_action, const std::string& access_user) {
+  std::string image = image_id(task.payload);
+  nlohmann::json doc{
+      {"hook_version", kHookInputVersion},
+      {"task_id", task.task_id},
+      {"kind", std::string(proto::to_string(task.kind))},
+      {"rental_id", task.rental_id ? nlohmann::json(*task.rental_id) : nlohmann::json(nullptr)},
+      {"gpu_indices", gpu_indices(task.payload)},
+      {"image_id", image.empty() ? nlohmann::json(nullptr) : nlohmann::json(image)},
+      {"access_root", access_root.string()},
+      {"payload", task.payload}};
+  if (!access_action.empty()) doc["access"] = {{"action", access_action}, {"user", access_user}};
+  return doc;
+}
 
 std::unique_ptr<TaskExecutor> make_executor(const ExecutorOptions& options, GpuBackend& backend) {
   return std::make_unique<NodeExecutor>(options, backend);

@@ -1,6 +1,8 @@
 // What the agent does for each task kind: provisioning and wiping through the operator's hooks
-// (or simulated), the access files sshd reads (access_files.h), a health probe. Hooks get the
-// task's facts in GPURENT_* variables and its payload on standard input (hook_runner.h).
+// (or simulated), the access files sshd reads (access_files.h), the login probe that proves
+// them (login_probe.h), the end of a rental's logins (login_sessions.h), a health probe.
+// Hooks get the task's facts in GPURENT_* variables and a versioned JSON document on
+// standard input (hook_input below; hook_runner.h).
 #pragma once
 
 #include "agent/gpu_backend.h"
@@ -47,17 +49,35 @@ struct ExecutorOptions {
   std::chrono::milliseconds provision_timeout{std::chrono::minutes(30)};
   std::chrono::milliseconds provision_delay{2000};
   // Run after the access files changed, with GPURENT_ACCESS_ACTION install or revoke and
-  // GPURENT_ACCESS_USER: creates or locks the Unix user, reloads sshd. Empty: none.
+  // GPURENT_ACCESS_USER (the login): creates the Unix user and reloads sshd, or removes the
+  // user once its processes are gone. Revoking runs it once per login. Empty: none.
   std::vector<std::string> access_hook;
   // Wipes what the rental left (scratch disks, GPU memory) after its access is gone.
   std::vector<std::string> wipe_hook;
   std::chrono::milliseconds hook_timeout{std::chrono::minutes(10)};  // access and wipe hooks
-  // Before install_access reports the access ready: the GPUs' health probe, and the node's
-  // sshd at this "host:port" answering with its SSH banner within `sshd_wait` (the access
-  // hook may just have reloaded it). Empty: no sshd to check (the simulated backend).
+  // Before install_access reports the access ready: the GPUs' health probe, and a login to
+  // the node's sshd at this "host:port" with the payload's probe certificate for
+  // `probe_key`, retried for `sshd_wait` (the access hook may just have reloaded sshd); a
+  // payload without a probe gets the older check, sshd's SSH banner. Empty: no sshd to check
+  // (the simulated backend).
   std::string sshd_address;
   std::chrono::milliseconds sshd_wait{std::chrono::seconds(15)};
+  // The agent's probe key (login_probe.h, `<state-dir>/ssh_probe_key`); empty: none.
+  std::filesystem::path probe_key;
+  // How long revoke_access and wipe keep killing a login's processes before they fail.
+  std::chrono::milliseconds kill_wait{std::chrono::seconds(5)};
 };
+
+// What a hook reads on standard input, a JSON object (hook_version 1):
+//   {"hook_version": 1, "task_id": "tsk_…", "kind": "install_access", "rental_id": "rnt_…"
+//    or null, "gpu_indices": [0, 1], "image_id": "img_…" or null, "access_root": "/etc/…",
+//    "access": {"action": "install"|"revoke", "user": "gpu-…"} (the access hook only),
+//    "payload": {the task's payload}}
+// `access_action` empty: no "access" member.
+inline constexpr int kHookInputVersion = 1;
+nlohmann::json hook_input(const agent_proto::Task& task, const std::filesystem::path& access_root,
+                          const std::string& access_action = "",
+                          const std::string& access_user = "");
 
 // `backend` answers health_probe; it outlives the executor.
 std::unique_ptr<TaskExecutor> make_executor(const ExecutorOptions& options, GpuBackend& backend);

@@ -1,9 +1,11 @@
 // gpurent-agent: the node agent. `probe`, `enroll`, `run` (README.md "Running an agent").
+#include "agent/access_files.h"
 #include "agent/agent_runner.h"
 #include "agent/enrollment.h"
 #include "agent/gpu_backend.h"
 #include "agent/hook_runner.h"
 #include "agent/host_keys.h"
+#include "agent/login_probe.h"
 #include "agent/probe.h"
 #include "agent/sshd_banner.h"
 #include "agent/state_files.h"
@@ -17,6 +19,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -49,7 +52,9 @@ void print_usage() {
       "          reads DIR/query.csv, DIR/topo.txt and DIR/kern.log instead of the node\n"
       "  enroll  make a key, have the control plane sign it with the node's enrolment token,\n"
       "          and keep key, certificate and CA in the state folder\n"
-      "  run     keep the channel to the control plane: hello, heartbeats, tasks\n");
+      "  run     keep the channel to the control plane: hello, heartbeats, tasks; with an\n"
+      "          sshd address, DIR/ssh_probe_key proves each rental's login, and the agent\n"
+      "          does not start (exit 2) when sshd could not read the access root\n");
 }
 
 // --name VALUE or --name=VALUE; a flag given twice keeps the last.
@@ -216,6 +221,26 @@ int run_command(const Flags& flags) {
   init_logging(flags);
 
   agent::StatePaths paths{flags.at("state-dir")};
+  // The sshd install_access logs in to: the node's own by default; a simulated node has none
+  // unless one is named.
+  std::string sshd_address =
+      flag_or(flags, "sshd-address", backend_name == "nvidia-smi" ? "127.0.0.1:22" : "none");
+  if (sshd_address == "none") sshd_address.clear();
+  if (!sshd_address.empty() && !agent::parse_host_port(sshd_address)) {
+    std::fprintf(stderr, "gpurent-agent run: --sshd-address must be HOST:PORT or none\n");
+    return 2;
+  }
+  std::filesystem::path access_root =
+      flag_or(flags, "access-root", (paths.dir / "access").string());
+  // sshd reads a login's files as that login: a folder on the way that others cannot search
+  // would fail every rental's login, so the agent does not start that way.
+  if (!sshd_address.empty()) {
+    if (auto problem = agent::sshd_access_problem(access_root)) {
+      std::fprintf(stderr, "gpurent-agent run: sshd could not read the access files under %s: %s\n",
+                   access_root.c_str(), problem->c_str());
+      return 2;
+    }
+  }
   agent::TlsIdentity identity;
   std::optional<agent::TaskJournal> journal;
   try {
@@ -227,31 +252,35 @@ int run_command(const Flags& flags) {
     std::fprintf(stderr, "gpurent-agent run: %s (enrol first: gpurent-agent enroll)\n", e.what());
     return 1;
   }
-  // The sshd install_access checks for its banner: the node's own by default; a simulated
-  // node has none unless one is named.
-  std::string sshd_address =
-      flag_or(flags, "sshd-address", backend_name == "nvidia-smi" ? "127.0.0.1:22" : "none");
-  if (sshd_address == "none") sshd_address.clear();
-  if (!sshd_address.empty() && !agent::parse_host_port(sshd_address)) {
-    std::fprintf(stderr, "gpurent-agent run: --sshd-address must be HOST:PORT or none\n");
-    return 2;
+  // The key the login probe's certificates are for, made once; its public half goes in every
+  // hello. Only an agent with an sshd to log in to has one.
+  std::optional<std::string> probe_key;
+  if (!sshd_address.empty()) {
+    try {
+      probe_key = agent::ensure_probe_key(paths.dir);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gpurent-agent run: %s\n", e.what());
+      return 1;
+    }
   }
   // Without hooks the executor simulates provisioning and wipes (a delay; nothing to wipe)
   // and still writes the access files.
   auto executor = agent::make_executor(
-      {.access_root = flag_or(flags, "access-root", (paths.dir / "access").string()),
+      {.access_root = access_root,
        .provision_hook = agent::hook_argv(flag_or(flags, "provision-hook", "")),
        .provision_timeout = *provision_timeout,
        .provision_delay = *provision_delay,
        .access_hook = agent::hook_argv(flag_or(flags, "access-hook", "")),
        .wipe_hook = agent::hook_argv(flag_or(flags, "wipe-hook", "")),
        .hook_timeout = *hook_timeout,
-       .sshd_address = sshd_address},
+       .sshd_address = sshd_address,
+       .probe_key = probe_key ? agent::probe_key_path(paths.dir) : std::filesystem::path()},
       *backend);
   agent::AgentRunner runner(
       {.hostname = flag_or(flags, "hostname", host_name()),
        .heartbeat = *heartbeat,
-       .ssh_host_keys = agent::read_ssh_host_keys(flag_or(flags, "ssh-host-keys", "/etc/ssh"))},
+       .ssh_host_keys = agent::read_ssh_host_keys(flag_or(flags, "ssh-host-keys", "/etc/ssh")),
+       .ssh_probe_key = probe_key},
       *backend, *executor, *journal, [url = *url, identity] {
         return agent::open_channel(url, identity, std::chrono::seconds(30));
       });

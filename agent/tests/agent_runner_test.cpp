@@ -20,6 +20,9 @@ namespace gpurent::agent::agent_runner_test {
 
 const std::string kHostKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl root@node";
+const std::string kProbeKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBPat5FwK6Ik5M6U7QJJmH2Z+lTK7r8CsLIcDY6anbov "
+    "gpurent-probe";
 
 namespace fs = std::filesystem;
 namespace proto = agent_proto;
@@ -131,7 +134,8 @@ class AgentRunnerTest : public ::testing::Test {
                       .heartbeat = std::chrono::milliseconds(100),
                       .backoff_initial = std::chrono::milliseconds(10),
                       .backoff_max = std::chrono::milliseconds(20),
-                      .ssh_host_keys = {kHostKey}},
+                      .ssh_host_keys = {kHostKey},
+                      .ssh_probe_key = kProbeKey},
         *backend_, executor_, *journal_, [this]() -> std::unique_ptr<Channel> {
           std::lock_guard lock(wires_mutex_);
           wires_.push_back(std::make_shared<Wire>());
@@ -188,6 +192,8 @@ TEST_F(AgentRunnerTest, SaysHelloThenSendsHeartbeats) {
   ASSERT_NE(hello, nullptr);
   EXPECT_EQ(hello->gpus.count, 4);
   EXPECT_EQ(hello->ssh_host_keys, std::vector<std::string>{kHostKey});
+  EXPECT_EQ(hello->ssh_probe_key, kProbeKey);
+  EXPECT_EQ(first.protocol_version, proto::kProtocolVersion);
   EXPECT_EQ(hello->topology,
             topology::declared_matrix(topology::Interconnect::kNvswitch, 4, "NV18"));
   EXPECT_EQ(hello->hostname, "gpu-node-1");

@@ -6,8 +6,13 @@
 #include "agent/access_files.h"
 #include "agent/gpu_backend.h"
 #include "agent/hook_runner.h"
+#include "agent/login_sessions.h"
+#include "core/subprocess.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
+
+#include <sys/wait.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,6 +30,7 @@ namespace fs = std::filesystem;
 namespace proto = agent_proto;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+using testing::wait_for;
 
 const std::string kKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl laptop";
@@ -159,11 +165,14 @@ TEST_F(TaskExecutorTest, AccessFilesAreWrittenPerLoginAndRevokedPerRental) {
   EXPECT_EQ(slurp(root / "host_certificates/ssh_host_ed25519_key-cert.pub"), ed_cert + "\n");
   EXPECT_EQ(slurp(root / "host_certificates/ssh_host_ecdsa_key-cert.pub"), ec_cert + "\n");
 
-  EXPECT_EQ(revoke_access(root, "rnt_a"), 1);
+  EXPECT_EQ(revoke_access(root, "rnt_a"), std::vector<std::string>{"gpu-aaaa"});
   EXPECT_FALSE(fs::exists(root / "users/gpu-aaaa"));
   EXPECT_TRUE(fs::exists(root / "users/gpu-bbbb/principals")) << "another rental's login stays";
-  EXPECT_EQ(revoke_access(root, "rnt_a"), 0) << "repeating it is harmless";
-  EXPECT_EQ(revoke_access(dir_ / "never-made", "rnt_a"), 0);
+  EXPECT_TRUE(revoke_access(root, "rnt_a").empty()) << "repeating it is harmless";
+  EXPECT_TRUE(revoke_access(dir_ / "never-made", "rnt_a").empty());
+  EXPECT_TRUE(login_taken_by_other(root, "gpu-bbbb", "rnt_a"));
+  EXPECT_FALSE(login_taken_by_other(root, "gpu-bbbb", "rnt_b"));
+  EXPECT_FALSE(login_taken_by_other(root, "gpu-aaaa", "rnt_b")) << "gone: nobody's";
 }
 
 TEST_F(TaskExecutorTest, NothingUnsafeReachesSshdsFiles) {
@@ -248,8 +257,138 @@ TEST_F(TaskExecutorTest, AccessTasksWriteTheFilesThenRunTheAccessHook) {
                         noop, stop_.get_token());
   ASSERT_TRUE(revoked);
   EXPECT_TRUE(revoked->ok) << revoked->message;
-  EXPECT_EQ(slurp(log), "install gpu-aaaa rnt_a\nrevoke  \n");
+  // The hook hears the login it is to remove, after its files went.
+  EXPECT_EQ(slurp(log), "install gpu-aaaa rnt_a\nrevoke gpu-aaaa \n");
   EXPECT_FALSE(fs::exists(dir_ / "ssh/users/gpu-aaaa"));
+  EXPECT_EQ(revoked->message, "access revoked (1 login(s), 0 process(es) ended)");
+  EXPECT_EQ(revoked->result->at("users"), nlohmann::json::array({"gpu-aaaa"}));
+
+  // Repeated with the files gone, the payload's login is still ended and the hook told;
+  // a login another rental's files name is never touched.
+  install_access(dir_ / "ssh", access_grant_from("rnt_c", {{"user", "gpu-cccc"}}));
+  auto again =
+      executor->execute(task(proto::TaskKind::kRevokeAccess, {{"user", "gpu-aaaa"}}, "rnt_a"), noop,
+                        stop_.get_token());
+  ASSERT_TRUE(again && again->ok);
+  auto foreign =
+      executor->execute(task(proto::TaskKind::kRevokeAccess, {{"user", "gpu-cccc"}}, "rnt_a"), noop,
+                        stop_.get_token());
+  ASSERT_TRUE(foreign && foreign->ok);
+  EXPECT_EQ(foreign->message, "access revoked (0 login(s), 0 process(es) ended)");
+  EXPECT_TRUE(fs::exists(dir_ / "ssh/users/gpu-cccc/principals"));
+  EXPECT_EQ(slurp(log), "install gpu-aaaa rnt_a\nrevoke gpu-aaaa \nrevoke gpu-aaaa \n");
+}
+
+TEST_F(TaskExecutorTest, HooksReadAVersionedDocumentOnStandardInput) {
+  std::string provision_in = (dir_ / "provision.json").string();
+  std::string access_in = (dir_ / "access.json").string();
+  auto executor = make_executor(
+      {.access_root = dir_ / "ssh",
+       .provision_hook = {script("provision", "cat > " + provision_in)},
+       .access_hook = {script("access", "cat >> " + access_in + "; echo >> " + access_in)}},
+      *backend_);
+  auto noop = [](int, const std::string&) {};
+  nlohmann::json payload{{"image_id", "img_7"}, {"gpu_indices", {2, 3}}, {"user", "gpu-aaaa"}};
+  auto provisioned = executor->execute(task(proto::TaskKind::kProvision, payload, "rnt_a"), noop,
+                                       stop_.get_token());
+  ASSERT_TRUE(provisioned && provisioned->ok) << provisioned->message;
+  auto doc = nlohmann::json::parse(slurp(provision_in));
+  EXPECT_EQ(doc, (nlohmann::json{{"hook_version", 1},
+                                 {"task_id", "tsk_0000000000000000000001"},
+                                 {"kind", "provision"},
+                                 {"rental_id", "rnt_a"},
+                                 {"gpu_indices", {2, 3}},
+                                 {"image_id", "img_7"},
+                                 {"access_root", (dir_ / "ssh").string()},
+                                 {"payload", payload}}));
+
+  auto installed = executor->execute(task(proto::TaskKind::kInstallAccess, payload, "rnt_a"), noop,
+                                     stop_.get_token());
+  ASSERT_TRUE(installed && installed->ok) << installed->message;
+  auto revoked =
+      executor->execute(task(proto::TaskKind::kRevokeAccess, {{"user", "gpu-aaaa"}}, "rnt_a"), noop,
+                        stop_.get_token());
+  ASSERT_TRUE(revoked && revoked->ok) << revoked->message;
+  std::istringstream lines(slurp(access_in));
+  std::string install_line, revoke_line;
+  std::getline(lines, install_line);
+  std::getline(lines, revoke_line);
+  auto install_doc = nlohmann::json::parse(install_line);
+  EXPECT_EQ(install_doc["hook_version"], kHookInputVersion);
+  EXPECT_EQ(install_doc["kind"], "install_access");
+  EXPECT_EQ(install_doc["access"], (nlohmann::json{{"action", "install"}, {"user", "gpu-aaaa"}}));
+  EXPECT_EQ(install_doc["payload"], payload);
+  auto revoke_doc = nlohmann::json::parse(revoke_line);
+  EXPECT_EQ(revoke_doc["access"], (nlohmann::json{{"action", "revoke"}, {"user", "gpu-aaaa"}}));
+  EXPECT_EQ(revoke_doc["gpu_indices"], nlohmann::json::array());
+  EXPECT_EQ(revoke_doc["image_id"], nullptr);
+
+  // A task for the node itself has no rental.
+  proto::Task node_task = task(proto::TaskKind::kWipe, nlohmann::json::object());
+  node_task.rental_id.reset();
+  auto doc2 = hook_input(node_task, "/etc/gpurent/ssh");
+  EXPECT_EQ(doc2["rental_id"], nullptr);
+  EXPECT_FALSE(doc2.contains("access"));
+}
+
+// Under the unit's UMask=0077 as under any other: folders 0755, files 0644 (root's, when the
+// agent is root), so sshd, reading a login's files as that login, can.
+TEST_F(TaskExecutorTest, AccessFilesAreReadableWhateverTheUmask) {
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  mode_t before = ::umask(0077);
+  fs::path root = dir_ / "etc/gpurent/ssh";  // its parents made too
+  std::string ed_cert = "ssh-ed25519-cert-v01@openssh.com AAAAIHNzaC1lZDI1NTE5 node=nod_a";
+  try {
+    install_access(root, access_grant_from("rnt_a", {{"user", "gpu-aaaa"},
+                                                     {"principals", {"rnt_a"}},
+                                                     {"authorized_keys", {kKey}},
+                                                     {"user_ca_keys", {kKey}},
+                                                     {"host_certificates", {ed_cert}}}));
+  } catch (...) {
+    ::umask(before);
+    throw;
+  }
+  ::umask(before);
+  auto mode = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    if (::geteuid() == 0) {
+      EXPECT_EQ(st.st_uid, 0u) << p;
+    }
+    return st.st_mode & 07777;
+  };
+  for (const auto& d : {dir_ / "etc", dir_ / "etc/gpurent", root, root / "users",
+                        root / "users/gpu-aaaa", root / "host_certificates"}) {
+    EXPECT_EQ(mode(d), 0755u) << d;
+  }
+  for (const auto& f : {root / "users/gpu-aaaa/principals", root / "users/gpu-aaaa/authorized_keys",
+                        root / "users/gpu-aaaa/rental", root / "trusted_user_ca_keys",
+                        root / "host_certificates/ssh_host_ed25519_key-cert.pub"}) {
+    EXPECT_EQ(mode(f), 0644u) << f;
+  }
+  EXPECT_EQ(sshd_access_problem(root), std::nullopt);
+
+  // What sshd could not get through is named, the first on the way first.
+  fs::permissions(root / "users/gpu-aaaa/principals",
+                  fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(sshd_access_problem(root),
+            (root / "users/gpu-aaaa/principals").string() + " is mode 0600: others cannot read it");
+  fs::permissions(root / "users/gpu-aaaa", fs::perms::owner_all);
+  EXPECT_EQ(sshd_access_problem(root),
+            (root / "users/gpu-aaaa").string() + " is mode 0700: others cannot search it");
+  fs::permissions(dir_ / "etc", fs::perms::owner_all);
+  EXPECT_EQ(sshd_access_problem(root),
+            (dir_ / "etc").string() + " is mode 0700: others cannot search it");
+  EXPECT_EQ(sshd_access_problem(dir_ / "etc/not-made-yet"),
+            (dir_ / "etc").string() + " is mode 0700: others cannot search it");
+  fs::permissions(dir_ / "etc", fs::perms::owner_all | fs::perms::others_exec);
+  // A folder not made yet is made 0755 when needed: nothing in the way.
+  EXPECT_EQ(sshd_access_problem(dir_ / "etc/not-made-yet/ssh"), std::nullopt);
+
+  // Installing again puts the modes right.
+  install_access(root, access_grant_from("rnt_a", {{"user", "gpu-aaaa"}}));
+  EXPECT_EQ(mode(root / "users/gpu-aaaa"), 0755u);
 }
 
 // install_access reports the access ready only for a rental that could be used now: GPUs
@@ -301,6 +440,75 @@ TEST_F(TaskExecutorTest, AccessIsNotReadyWithoutHealthyGpusAndAnAnsweringSshd) {
   auto fine = install(*make_executor({.access_root = dir_ / "ssh"}, *backend_));
   EXPECT_TRUE(fine.ok) << fine.message;
   EXPECT_EQ(fine.message, "access installed for gpu-aaaa; GPUs healthy");
+}
+
+// A process of `uid` running `command` with /bin/sh, as a login's SSH session would.
+pid_t spawn_as(uid_t uid, const char* command) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(uid) != 0 || setuid(uid) != 0) _exit(126);
+    execl("/bin/sh", "sh", "-c", command, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// revoke_access and wipe end the rental's login for good before they report done: its files
+// gone, then every process running as it killed, then the hook told which login to remove
+// (here it records how many of the login's processes it still saw: none).
+TEST_F(TaskExecutorTest, RevokingAndWipingEndEveryProcessOfTheLoginBeforeTheHook) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make a login and run processes as it";
+  char name[32];
+  std::snprintf(name, sizeof name, "gpu-t%06x", static_cast<unsigned>(getpid()) & 0xffffff);
+  const std::string login = name;
+  auto made = run_subprocess({"useradd", "-M", "-p", "*", "-d", "/tmp", "-s", "/bin/sh", login});
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  struct Remove {
+    std::string login;
+    ~Remove() { run_subprocess({"userdel", "-f", login}); }
+  } remove{login};
+  auto uid = login_uid(login);
+  ASSERT_TRUE(uid);
+
+  std::string log = (dir_ / "hook.log").string();
+  auto executor = make_executor(
+      {.access_root = dir_ / "ssh",
+       // Its live processes: the killed ones may be zombies until this test reaps them.
+       .access_hook = {script("access",
+                              "echo \"$GPURENT_ACCESS_ACTION $GPURENT_ACCESS_USER "
+                              "$(ps -u $GPURENT_ACCESS_USER -o stat= | grep -cv ^Z)\""
+                              " >> " +
+                                  log)}},
+      *backend_);
+  auto noop = [](int, const std::string&) {};
+  auto installed = executor->execute(
+      task(proto::TaskKind::kInstallAccess, {{"user", login}, {"principals", {"rnt_a"}}}, "rnt_a"),
+      noop, stop_.get_token());
+  ASSERT_TRUE(installed && installed->ok) << installed->message;
+  pid_t session = spawn_as(*uid, "sleep 30 & exec sleep 30");
+  ASSERT_TRUE(wait_for([&] { return processes_of(*uid).size() == 2; }));
+
+  auto revoked = executor->execute(task(proto::TaskKind::kRevokeAccess, {{"user", login}}, "rnt_a"),
+                                   noop, stop_.get_token());
+  ASSERT_TRUE(revoked && revoked->ok) << revoked->message;
+  EXPECT_EQ(revoked->message, "access revoked (1 login(s), 2 process(es) ended)");
+  EXPECT_EQ(revoked->result->at("processes_killed"), 2);
+  EXPECT_TRUE(processes_of(*uid).empty());
+  EXPECT_FALSE(fs::exists(dir_ / "ssh/users" / login));
+  int st = 0;
+  EXPECT_EQ(waitpid(session, &st, 0), session);
+
+  // The wipe after it: the files are gone already, the payload names the login, and what
+  // was started since is ended all the same.
+  pid_t late = spawn_as(*uid, "exec sleep 30");
+  ASSERT_TRUE(wait_for([&] { return processes_of(*uid).size() == 1; }));
+  auto wiped = executor->execute(task(proto::TaskKind::kWipe, {{"user", login}}, "rnt_a"), noop,
+                                 stop_.get_token());
+  ASSERT_TRUE(wiped && wiped->ok) << wiped->message;
+  EXPECT_EQ(wiped->result->at("processes_killed"), 1);
+  EXPECT_EQ(waitpid(late, &st, 0), late);
+  EXPECT_EQ(slurp(log),
+            "install " + login + " 0\nrevoke " + login + " 0\nrevoke " + login + " 0\n");
 }
 
 TEST_F(TaskExecutorTest, WithoutHooksProvisioningIsSimulatedAndAWipeRemovesTheAccess) {
