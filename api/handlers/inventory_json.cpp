@@ -59,6 +59,8 @@ nlohmann::json node_json(const inventory::NodeRecord& n) {
           {"ram_gb", optional_json(n.ram_gb)},
           {"disk_gb", optional_json(n.disk_gb)},
           {"labels", n.labels},
+          {"ssh_port", n.ssh_port},
+          {"ssh_probe_key", optional_json(n.ssh_probe_key)},
           {"state", n.state},
           {"state_changed_at", time_json(n.state_changed_at)},
           {"health", n.health},

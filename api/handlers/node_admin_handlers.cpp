@@ -68,6 +68,11 @@ nlohmann::json labels(const nlohmann::json& value) {
       throw Error::invalid_field("labels",
                                  "keys are 1 to 63 lower-case letters, digits, '.', '_', '/', '-'");
     }
+    // The port is a field of its own now; a label of that name would be silently ignored.
+    if (key == "ssh_port") {
+      throw Error::invalid_field("labels.ssh_port",
+                                 "the SSH port is the node's ssh_port field, not a label");
+    }
     if (!v.is_string()) throw Error::invalid_field("labels." + key, "must be a string");
     const auto& s = v.get_ref<const std::string&>();
     if (s.size() > 200 || has_control_characters(s)) {
@@ -104,6 +109,7 @@ inventory::NewNode read_new_node(const nlohmann::json& body) {
   n.ram_gb = optional_small_int(in, "ram_gb", 1 << 20);
   n.disk_gb = optional_small_int(in, "disk_gb", 1 << 24);
   if (const auto* l = in.optional_value("labels")) n.labels = labels(*l);
+  if (auto port = in.optional_int("ssh_port", 1, 65535)) n.ssh_port = static_cast<int>(*port);
   in.finish();
   return n;
 }
@@ -111,10 +117,13 @@ inventory::NewNode read_new_node(const nlohmann::json& body) {
 inventory::NodeChange read_node_change(const nlohmann::json& body) {
   JsonObjectReader in(body);
   inventory::NodeChange c;
-  // A node always has a hostname and a label set: null is refused rather than ignored.
-  for (const char* field : {"hostname", "labels"}) {
+  // A node always has a hostname, a label set and an SSH port: null is refused rather than
+  // ignored.
+  for (const char* field : {"hostname", "labels", "ssh_port"}) {
     if (body.is_object() && body.contains(field) && body[field].is_null()) {
-      throw Error::invalid_field(field, "cannot be null (send {} to clear labels)");
+      throw Error::invalid_field(field, std::string_view(field) == "labels"
+                                            ? "cannot be null (send {} to clear labels)"
+                                            : "cannot be null");
     }
   }
   if (auto h = in.optional_string("hostname", 253)) c.hostname = hostname(*h);
@@ -125,6 +134,7 @@ inventory::NodeChange read_node_change(const nlohmann::json& body) {
   c.ram_gb = fact_change(body, "ram_gb", optional_small_int(in, "ram_gb", 1 << 20));
   c.disk_gb = fact_change(body, "disk_gb", optional_small_int(in, "disk_gb", 1 << 24));
   if (const auto* l = in.optional_value("labels")) c.labels = labels(*l);
+  if (auto port = in.optional_int("ssh_port", 1, 65535)) c.ssh_port = static_cast<int>(*port);
   in.finish();
   return c;
 }

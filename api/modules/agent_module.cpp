@@ -36,6 +36,28 @@ std::vector<inventory::HostKey> read_host_keys(const std::string& node,
 
 namespace proto = agent_proto;
 
+// The version every message to a node's agent is written in: what its hello offered (an
+// agent one release behind reads only its own), this build's before any hello.
+int version_for(const std::map<std::string, int>& versions, const std::string& node) {
+  auto it = versions.find(node);
+  return it == versions.end() ? proto::kProtocolVersion : it->second;
+}
+
+// The hello's probe key ("ssh-ed25519 BASE64", without its comment) when it parses as a
+// registered SSH key does; one that does not is left out with a log line, as a host key is.
+std::optional<std::string> read_probe_key(const std::string& node,
+                                          const std::optional<std::string>& line) {
+  if (!line) return std::nullopt;
+  try {
+    auto key = identity::parse_ssh_public_key(*line);
+    if (key.type != "ssh-ed25519") throw Error::invalid_field("ssh_probe_key", "not Ed25519");
+    return key.type + " " + identity::ssh_base64(key.blob);
+  } catch (const Error& e) {
+    log::warn("agent of node {} reported an SSH probe key that does not parse: {}", node, e.what());
+    return std::nullopt;
+  }
+}
+
 std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -165,7 +187,7 @@ void AgentModule::add_metrics(http::Metrics& metrics) {
 void AgentModule::send_to(http::AgentChannel& channel, proto::Body body) {
   std::lock_guard lock(mutex_);
   channel.send(proto::encode({.id = "srv-" + std::to_string(++sent_),
-                              .protocol_version = proto::kProtocolVersion,
+                              .protocol_version = version_for(versions_, channel.node_id()),
                               .body = std::move(body)}));
 }
 
@@ -246,6 +268,7 @@ void AgentModule::closed(const std::shared_ptr<http::AgentChannel>& channel) {
   if (it != channels_.end() && it->second == channel) {
     channels_.erase(it);
     seen_.erase(channel->node_id());
+    versions_.erase(channel->node_id());
   }
 }
 
@@ -273,7 +296,13 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
   }
   Actor agent{.ip = channel->remote_ip()};
   if (const auto* hello = std::get_if<proto::Hello>(&message.body)) {
+    {
+      // The version decode() accepted: the connection speaks it from here on.
+      std::lock_guard lock(mutex_);
+      versions_[node] = message.protocol_version;
+    }
     auto host_keys = read_host_keys(node, hello->ssh_host_keys);
+    auto probe_key = read_probe_key(node, hello->ssh_probe_key);
     std::optional<std::string> mismatch;
     pool_.transact("agent_hello", [&](Tx& tx) {
       mismatch.reset();
@@ -285,6 +314,8 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
         return;
       }
       nodes_.record_agent(tx, node, hello->agent_version, hello->gpus.driver_version);
+      // None in this hello clears an earlier one: the agent has nothing to probe with now.
+      nodes_.record_ssh_probe_key(tx, node, probe_key);
       nodes_.set_topology(tx, node, hello->topology, "agent", agent);
       auto certified = host_keys;
       if (certify_) certify_(tx, node, current->node.hostname, certified);
@@ -443,7 +474,7 @@ void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivere
     std::lock_guard lock(mutex_);
     channel->send(proto::encode(
         {.id = "srv-" + std::to_string(++sent_),
-         .protocol_version = proto::kProtocolVersion,
+         .protocol_version = version_for(versions_, node_id),
          .body = proto::Task{.task_id = t.id,
                              .kind = *kind,
                              .rental_id = t.rental_id,

@@ -106,7 +106,10 @@ class AgentModule final : public http::AgentEndpoint {
     std::optional<Timestamp> sampled_at;
   };
   std::map<std::string, NodeSeen> seen_;  // by node id, under mutex_
-  int sent_ = 0;                          // message ids of this replica's sends
+  // Per connected node: the protocol version its hello offered, which every message to it
+  // is written in.
+  std::map<std::string, int> versions_;  // by node id, under mutex_
+  int sent_ = 0;                         // message ids of this replica's sends
   std::thread poller_;
   std::condition_variable poll_wake_;
   bool stopping_ = false;  // under mutex_

@@ -823,6 +823,64 @@ TEST_F(InventoryE2E, NodesCreateListAndPatch) {
   }
 }
 
+// The port engineers reach a node's sshd on is a field of the node (1 to 65535, 22 unless
+// given), set on create and patch, shown in every view; out of range, of another type, null
+// on a patch, or as the old `ssh_port` label, it is refused naming the field.
+TEST_F(InventoryE2E, TheSshPortIsANodeFieldOnCreatePatchAndView) {
+  Login admin = platform_admin();
+  Headers a = session(admin);
+  std::string site = create_site(a, "Port-1");
+
+  json plain = node(a, site, "port-plain.example.net", "L4-24GB", 1);
+  EXPECT_EQ(plain["ssh_port"], 22) << "the default";
+  EXPECT_TRUE(plain["ssh_probe_key"].is_null()) << "no agent has reported a probe key";
+  json custom = node(a, site, "port-custom.example.net", "L4-24GB", 1, {{"ssh_port", 2222}});
+  std::string id = custom["id"];
+  EXPECT_EQ(custom["ssh_port"], 2222);
+  EXPECT_EQ(node_detail(a, id)["ssh_port"], 2222);
+  json listed;
+  json items = get("/v1/admin/nodes", a).json()["items"];
+  for (const auto& item : items) {
+    if (item["id"] == id) listed = item;
+  }
+  EXPECT_EQ(listed["ssh_port"], 2222) << "the list shows it too";
+  EXPECT_EQ(
+      node(a, site, "port-null.example.net", "L4-24GB", 1, {{"ssh_port", nullptr}})["ssh_port"], 22)
+      << "null on create is the default";
+
+  long long nodes_before = count("SELECT count(*) FROM nodes");
+  for (const json& bad : {json(0), json(-22), json(65536), json("2222"), json(22.5), json(true)}) {
+    SCOPED_TRACE(bad.dump());
+    expect_field_error(add_node(a, site, "port-bad.example.net", "L4-24GB", 1, {{"ssh_port", bad}}),
+                       400, "ssh_port");
+    expect_field_error(patch("/v1/admin/nodes/" + id, {{"ssh_port", bad}}, a), 400, "ssh_port");
+  }
+  expect_field_error(patch("/v1/admin/nodes/" + id, {{"ssh_port", nullptr}}, a), 400, "ssh_port");
+  // The label that used to carry the port is refused, not silently ignored.
+  expect_field_error(add_node(a, site, "port-label.example.net", "L4-24GB", 1,
+                              {{"labels", {{"ssh_port", "2200"}}}}),
+                     400, "labels.ssh_port");
+  expect_field_error(patch("/v1/admin/nodes/" + id, {{"labels", {{"ssh_port", "2200"}}}}, a), 400,
+                     "labels.ssh_port");
+  EXPECT_EQ(count("SELECT count(*) FROM nodes"), nodes_before);
+  EXPECT_EQ(node_detail(a, id)["ssh_port"], 2222) << "refusals change nothing";
+
+  auto p = patch("/v1/admin/nodes/" + id, {{"ssh_port", 65535}}, a);
+  ASSERT_EQ(p.status, 200) << p.body;
+  EXPECT_EQ(p.json()["ssh_port"], 65535);
+  EXPECT_EQ(node_detail(a, id), p.json());
+  auto other = patch("/v1/admin/nodes/" + id, {{"labels", {{"rack", "r1"}}}}, a);
+  ASSERT_EQ(other.status, 200) << other.body;
+  EXPECT_EQ(other.json()["ssh_port"], 65535) << "a patch that does not name it keeps it";
+  auto low = patch("/v1/admin/nodes/" + id, {{"ssh_port", 1}}, a);
+  ASSERT_EQ(low.status, 200) << low.body;
+  EXPECT_EQ(low.json()["ssh_port"], 1);
+  EXPECT_EQ(count("SELECT count(*) FROM nodes WHERE id = $1 AND ssh_port = 1", id), 1);
+  auto audit = get("/v1/admin/audit?action=node.updated", a).json()["items"];
+  ASSERT_EQ(audit.size(), 3u) << audit;
+  EXPECT_EQ(audit[0]["details"]["fields"], json({"ssh_port"})) << audit;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 TEST_F(InventoryE2E, ImagesCompatibilityAndDeprecation) {
