@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace gpurent::testing::agent_e2e {
@@ -282,6 +283,56 @@ TEST_F(AgentE2E, ATaskMadeOnOneReplicaReachesAnAgentOnAnother) {
     EXPECT_EQ(proto::to_string(task->kind), kind);
     EXPECT_EQ(task->rental_id, booked.json()["id"]);
   }
+}
+
+// Healthy heartbeats waiting to be written are bounded (agent_heartbeat_max_pending): with
+// room for one, a second that comes while the first waits for its batch is refused with the
+// protocol error `overloaded`, naming the limit, and counted in /metrics; the first is acked
+// once written, and the agent's next heartbeat is taken again.
+TEST_F(AgentE2E, AHeartbeatBeyondThePendingLimitIsRefusedAsOverloaded) {
+  auto options = replica_options();
+  options.flags.push_back("--agent_heartbeat_max_pending=1");
+  ServerProcess replica_b(options);
+  auto [node_id, token] = create_enrolling_node("gpu-agent-3");
+  auto enrolled = enroll(token);
+  AgentConnection agent(replica_b.agent_port(), ca_pem_, enrolled.certificate_pem,
+                        enrolled.key_pem);
+  expect_ack(agent, send(agent, hello()));
+  expect_ack(agent, send(agent, heartbeat()));
+
+  // Back to back: the second is read while the first waits out its batch's window (100 ms).
+  std::string first = send(agent, heartbeat());
+  std::string second = send(agent, heartbeat());
+  std::optional<proto::Ack> ack;
+  std::optional<proto::Error> refusal;
+  while (!ack || !refusal) {
+    auto m = next(agent);
+    if (const auto* a = std::get_if<proto::Ack>(&m.body)) {
+      ASSERT_FALSE(ack) << proto::encode(m);
+      ack = *a;
+    } else if (const auto* e = std::get_if<proto::Error>(&m.body)) {
+      ASSERT_FALSE(refusal) << proto::encode(m);
+      refusal = *e;
+    } else {
+      ASSERT_TRUE(std::holds_alternative<proto::Task>(m.body)) << proto::encode(m);
+    }
+  }
+  EXPECT_EQ(ack->acked_id, first);
+  EXPECT_EQ(refusal->code, "overloaded");
+  EXPECT_EQ(refusal->offending_id, second);
+  EXPECT_NE(refusal->message.find("agent_heartbeat_max_pending"), std::string::npos)
+      << refusal->message;
+  EXPECT_NE(refusal->message.find(" 1 "), std::string::npos) << refusal->message;
+
+  // The channel stays open, and the next heartbeat is recorded as usual.
+  expect_ack(agent, send(agent, heartbeat()));
+  auto metrics = http_request(replica_b.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("\ngpurent_agent_heartbeats_refused_total 1\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("\ngpurent_agent_heartbeats_pending_max 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("\ngpurent_agent_outbox_overflows_total 0\n"), std::string::npos);
+  EXPECT_NE(metrics.find("\ngpurent_webhook_resolver_busy_total 0\n"), std::string::npos);
+  EXPECT_NE(metrics.find("\ngpurent_webhook_resolving_max 16\n"), std::string::npos);
 }
 
 // An agent that falls silent past the limit leaves its node unreachable: failed, with the

@@ -82,11 +82,32 @@ TEST_F(IdentityE2E, SignupThenLoginGivesAHardenedSessionCookie) {
   EXPECT_EQ(login_r.json()["csrf_token"].get<std::string>().size(), 64u);
 }
 
-TEST_F(IdentityE2E, CookieIsSecureBehindATlsProxy) {
+TEST_F(IdentityE2E, CookieIsSecureBehindATrustedTlsProxyOnly) {
   signup("tls@example.com");
-  auto r = post("/v1/auth/login", {{"email", "tls@example.com"}, {"password", "a good passphrase"}},
-                {{"X-Forwarded-Proto", "https"}});
-  EXPECT_NE(r.header("set-cookie").find("; Secure"), std::string::npos);
+  auto cookie_with = [&](const std::string& proto) {
+    auto r =
+        post("/v1/auth/login", {{"email", "tls@example.com"}, {"password", "a good passphrase"}},
+             {{"X-Forwarded-Proto", proto}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.header("set-cookie");
+  };
+  auto restart = [&](const std::string& proxies) {
+    server_.reset();
+    server_ = std::make_unique<ServerProcess>(
+        ServerOptions{.database_url = db_.url(), .flags = {"--trusted_proxies=" + proxies}});
+  };
+  // The connection is plain HTTP; a client saying otherwise is not believed.
+  EXPECT_EQ(cookie_with("https").find("Secure"), std::string::npos)
+      << "no trusted proxies: the peer's X-Forwarded-Proto is ignored";
+  restart("192.0.2.10");
+  EXPECT_EQ(cookie_with("https").find("Secure"), std::string::npos)
+      << "a peer that is not the trusted proxy is not believed";
+  restart("127.0.0.1");
+  EXPECT_NE(cookie_with("https").find("; Secure"), std::string::npos)
+      << "the trusted proxy reached over TLS";
+  EXPECT_NE(cookie_with("HTTPS").find("; Secure"), std::string::npos);
+  EXPECT_EQ(cookie_with("http").find("Secure"), std::string::npos)
+      << "the trusted proxy reached over plain HTTP";
 }
 
 TEST_F(IdentityE2E, MeShowsUserOrgRoleAndScopes) {
