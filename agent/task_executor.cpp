@@ -235,6 +235,10 @@ class NodeExecutor final : public TaskExecutor {
                              options_.probe_key.parent_path(), std::chrono::seconds(10), stop);
       if (last.stopped || stop.stop_requested()) return std::nullopt;
       if (last.ok) return "";
+      // sshd answered, checked the host and refused the login: its files are read at each
+      // login, so trying again gives the same answer. What is worth waiting for is an sshd
+      // that is not listening yet, or not yet serving its new host certificate (a reload).
+      if (last.reason.find("Permission denied") != std::string::npos) break;
       if (std::chrono::steady_clock::now() >= until) break;
       if (!sleep_unless_stopped(std::chrono::milliseconds(500), stop)) return std::nullopt;
     }

@@ -178,7 +178,14 @@ void add_test_routes(Router& router, TestRoutesState& state) {
                         throw Error(ErrorCode::kInvalidState, "The task is already finished.",
                                     {{"state", scheduler::to_string(existing->state)}});
                       }
-                      return *state.tasks->get(tx, id);
+                      auto done = *state.tasks->get(tx, id);
+                      // As the agent module does with an agent's report: the lifecycle makes
+                      // the next task (install_access after the provision) in the same
+                      // transaction.
+                      if (state.lifecycle && state.clock) {
+                        state.lifecycle->task_finished(tx, done, *ok, state.clock->now());
+                      }
+                      return done;
                     });
                     return json_response(200, task_json(task));
                   },

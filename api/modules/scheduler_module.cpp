@@ -63,9 +63,11 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
   lifecycle_.read_host_certificates_with([this](Tx& tx, const std::string& node_id) {
     return ssh_access_.host_certificates(tx, node_id);
   });
-  // install_access proves the login with a probe certificate made when the task is.
-  lifecycle_.make_probes_with([this](Tx& tx, const scheduler::RentalRecord& r, Timestamp now) {
-    return ssh_access_.probe_for(tx, r, now);
+  // install_access proves the login with a probe certificate made when the task is. Its two
+  // minutes are the real clock's, whatever the platform's (the test clock in test mode): the
+  // node's sshd judges it by its own.
+  lifecycle_.make_probes_with([this](Tx& tx, const scheduler::RentalRecord& r, Timestamp) {
+    return ssh_access_.probe_for(tx, r, SystemClock().now());
   });
   // A waiting request is held to its org's limit when it comes up, not only when it queued.
   booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {

@@ -105,7 +105,7 @@ class CliSshdE2E : public SshdNodeTest {
 };
 
 TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
-  if (geteuid() != 0) GTEST_SKIP() << "the access hook's useradd needs root";
+  if (geteuid() != 0) GTEST_SKIP() << "the shipped access hook's useradd needs root";
   start_node();
   Login owner = account("owner@example.com", "Acme");
   std::string token = this->token(session(owner), {"rentals:read", "rentals:write"}).second;
@@ -122,6 +122,7 @@ TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
   auto in = run_cli({"ssh", id, "--", "echo", "logged-in-as", "$(id -un)"}, e, work_);
   EXPECT_EQ(in.exit_code, 0) << in.err << read_file_text(work_ + "/sshd.log");
   json ssh = get("/v1/rentals/" + id, session(owner)).json()["ssh"];
+  login_of(ssh);
   EXPECT_EQ(in.out, "logged-in-as " + ssh["user"].get<std::string>() + "\n") << in.err;
   EXPECT_NE(read_file_text(work_ + "/sshd.log")
                 .find("Accepted publickey for " + ssh["user"].get<std::string>()),
@@ -141,10 +142,11 @@ TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
                               work_ + "/hostkeys/ssh_host_ed25519_key"});
   ASSERT_EQ(made.exit_code, 0) << made.output;
   // Without its host certificate, so only the plain key is shown.
-  std::string config = read_file_text(work_ + "/sshd_config");
+  std::string drop_in_path = work_ + "/sshd_config.d/gpurent.conf";
+  std::string config = read_file_text(drop_in_path);
   config.erase(config.find("HostCertificate"), config.find('\n', config.find("HostCertificate")) -
                                                    config.find("HostCertificate") + 1);
-  std::ofstream(work_ + "/sshd_config", std::ios::trunc) << config;
+  std::ofstream(drop_in_path, std::ios::trunc) << config;
   std::ofstream(work_ + "/sshd.log", std::ios::trunc);
   sshd_ = std::make_unique<ChildProcess>(
       "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},

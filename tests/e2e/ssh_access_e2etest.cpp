@@ -187,8 +187,7 @@ TEST_F(SshAccessE2E, AnActiveRentalShowsHowToReachItsNode) {
       ssh);
 
   // A node on another port says so in the command and the known_hosts pattern.
-  auto patched =
-      patch("/v1/admin/nodes/" + node_id_, {{"labels", {{"ssh_port", "2222"}}}}, session(admin_));
+  auto patched = patch("/v1/admin/nodes/" + node_id_, {{"ssh_port", 2222}}, session(admin_));
   ASSERT_EQ(patched.status, 200) << patched.body;
   ssh = get("/v1/rentals/" + id, session(owner)).json()["ssh"];
   EXPECT_EQ(ssh["port"], 2222);

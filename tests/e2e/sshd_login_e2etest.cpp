@@ -1,13 +1,13 @@
-// An engineer logs in to a rental's node through a real sshd, configured from the files the
-// real `gpurent-agent` wrote (TrustedUserCAKeys, AuthorizedPrincipalsFile, AuthorizedKeysFile
-// under its access root), with a certificate the API issued for the active rental, the
-// host checked through the rental's served known_hosts lines with StrictHostKeyChecking=yes.
-// Refused: a certificate for another rental, an expired one, a key never registered, and
-// every login once the rental has ended.
+// An engineer logs in to a rental's node through a real sshd, configured with the shipped
+// drop-in from the files the real `gpurent-agent` wrote (TrustedUserCAKeys,
+// AuthorizedPrincipalsFile, AuthorizedKeysFile, HostCertificate under its access root), the
+// login made by the shipped access hook, with a certificate the API issued for the active
+// rental, the host checked through the rental's served known_hosts lines with
+// StrictHostKeyChecking=yes. Refused: a certificate for another rental, an expired one, a key
+// never registered, and every login once the rental has ended.
 //
-// The rental's login must exist on the machine, as the operator's access hook makes it on a
-// real node: the test's hook runs `useradd`, so the test needs root (CI runs as root); the
-// test removes the account at the end.
+// The hook makes real accounts (useradd), so the test needs root (CI runs as root); see
+// tests/support/sshd_node_fixture.h for how the node is set up.
 #include "core/sql.h"
 #include "core/subprocess.h"
 #include "identity/ssh_certificate_authority.h"
@@ -40,63 +40,15 @@ std::string first_line(std::string text) {
 
 class SshdLoginE2E : public SshdNodeTest {
  protected:
+  std::string login_;
+
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the access hook's useradd needs root";
+    if (geteuid() != 0) GTEST_SKIP() << "the shipped access hook's useradd needs root";
     start_fleet("gpurent-sshd");
     prepare_sshd();
     // Running before the rental: install_access checks that it answers.
     start_sshd();
   }
-
-  // A copy of key pair `name` the test may use (ssh wants its private key 0600 and its own).
-  std::string key_pair(const std::string& name) {
-    std::string source = ssh_key_pair(name, {"-t", "ed25519"});
-    std::string path = work_ + "/" + name;
-    fs::copy_file(source, path, fs::copy_options::overwrite_existing);
-    fs::copy_file(source + ".pub", path + ".pub", fs::copy_options::overwrite_existing);
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
-    return path;
-  }
-
-  // `ssh … user@127.0.0.1 echo logged-in` with the identity `key` (and `certificate`, if
-  // any), the host checked against `known_hosts` alone; its exit code and output.
-  SubprocessResult ssh(const std::string& user, const std::string& key,
-                       const std::string& certificate, const std::string& known_hosts) {
-    std::vector<std::string> argv{"ssh",
-                                  "-F",
-                                  "/dev/null",
-                                  "-o",
-                                  "BatchMode=yes",
-                                  "-o",
-                                  "StrictHostKeyChecking=yes",
-                                  "-o",
-                                  "UserKnownHostsFile=" + known_hosts,
-                                  "-o",
-                                  "GlobalKnownHostsFile=/dev/null",
-                                  "-o",
-                                  "IdentitiesOnly=yes",
-                                  "-o",
-                                  "ConnectTimeout=10",
-                                  "-i",
-                                  key,
-                                  "-p",
-                                  std::to_string(port_)};
-    if (!certificate.empty()) {
-      argv.push_back("-o");
-      argv.push_back("CertificateFile=" + certificate);
-    }
-    argv.push_back(user + "@127.0.0.1");
-    argv.push_back("echo logged-in");
-    return run_subprocess(argv);
-  }
-
-  std::string write(const std::string& name, const std::string& text) {
-    std::string path = work_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
-
-  std::string login_;
 };
 
 TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
@@ -106,16 +58,17 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   std::string rental = book_with_key(owner, first_line(read_file_text(registered + ".pub")));
   ASSERT_FALSE(rental.empty());
   ASSERT_TRUE(drive_until(owner, rental, "active")) << agent_->log();
-  // Active only once the agent saw sshd answer: its install_access result says so.
+  json ssh_info = get("/v1/rentals/" + rental, session(owner)).json()["ssh"];
+  ASSERT_TRUE(ssh_info.is_object());
+  login_ = login_of(ssh_info);
+  // Active only once the agent logged in as the rental's login itself: its install_access
+  // result says so.
   std::string checked;
   json tasks = get("/v1/test/rentals/" + rental + "/tasks", {}).json();
   for (const auto& t : tasks["items"]) {
     if (t["kind"] == "install_access" && t["state"] == "succeeded") checked = t.dump();
   }
-  EXPECT_NE(checked.find("sshd answered SSH-2.0-OpenSSH"), std::string::npos) << checked;
-  json ssh_info = get("/v1/rentals/" + rental, session(owner)).json()["ssh"];
-  ASSERT_TRUE(ssh_info.is_object());
-  login_ = ssh_info["user"];
+  EXPECT_NE(checked.find("login as " + login_ + " verified"), std::string::npos) << checked;
   EXPECT_EQ(ssh_info["command"], "ssh -p " + std::to_string(port_) + " " + login_ + "@127.0.0.1");
   ASSERT_EQ(ssh_info["host_key_fingerprints"].size(), 1u) << ssh_info;
   std::string known_hosts;
@@ -125,7 +78,7 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
             std::string::npos)
       << ssh_info["ssh_config"];
   // The host certificate install_access wrote: the host CA's, naming the node's host.
-  std::string host_cert = work_ + "/access/host_certificates/ssh_host_ed25519_key-cert.pub";
+  std::string host_cert = access_root() + "/host_certificates/ssh_host_ed25519_key-cert.pub";
   auto listed = run_subprocess({"ssh-keygen", "-L", "-f", host_cert});
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
   EXPECT_NE(listed.output.find("host certificate"), std::string::npos) << listed.output;
@@ -200,6 +153,8 @@ TEST_F(SshdLoginE2E, ACertificateForTheActiveRentalLogsInAndNothingElseDoes) {
   EXPECT_NE(after_cert.exit_code, 0) << after_cert.output;
   auto after_key = ssh(login_, registered, "", known_hosts_file);
   EXPECT_NE(after_key.exit_code, 0) << after_key.output;
+  // And the shipped hook removed the account.
+  EXPECT_FALSE(uid_of(login_)) << login_;
 }
 
 }  // namespace gpurent::testing::sshd_login_e2e

@@ -55,6 +55,14 @@ class ChildProcess {
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   }
+  // Whether it has ended (reaped here; stop() then has nothing to do).
+  bool exited() {
+    if (pid_ <= 0) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    return true;
+  }
   std::string log() const {
     std::ifstream in(log_);
     std::ostringstream text;

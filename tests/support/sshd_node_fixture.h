@@ -1,25 +1,42 @@
-// A rental fleet with one node that is real where logging in is concerned: OpenSSH's sshd on
-// 127.0.0.1 at a free port, and a real `gpurent-agent` that reports sshd's host key and
-// installs each rental's access through an operator hook (which makes the rental's login
-// with useradd, so the tests that use it need root). Shared by the SSH login tests of the
-// server (tests/e2e/sshd_login_e2etest.cpp) and of the CLI (cli/tests/cli_sshd_e2etest.cpp).
+// A rental fleet with one node that is real where logging in is concerned, set up as README's
+// "To bring a node into service" says: OpenSSH's sshd with the shipped drop-in
+// (agent/node-kit/sshd-gpurent.conf), the shipped access hook
+// (agent/node-kit/gpurent-access-hook) and a real `gpurent-agent` started with the shipped
+// unit's ExecStart (agent/gpurent-agent.service) under the unit's UMask=0077. What differs from
+// a real node is only where things are: the node's /etc/gpurent/ssh, /var/lib/gpurent-agent and
+// /usr/lib/gpurent/access-hook are folders of the test, sshd listens on a free port of
+// 127.0.0.1, and the backend is the simulated one (no GPUs here).
+//
+// The test's folder is made under /run, which root owns and nobody else may write to, so sshd
+// runs with its default StrictModes yes, as on a node. The hook makes real Unix accounts, so
+// the tests that use this need root (CI runs as root); TearDown removes every login left.
+// Shared by the server's SSH tests (tests/e2e/sshd_login_e2etest.cpp,
+// tests/e2e/access_end_e2etest.cpp) and the CLI's (cli/tests/cli_sshd_e2etest.cpp).
 #pragma once
 
 #include "core/subprocess.h"
 #include "tests/support/child_process.h"
 #include "tests/support/paths.h"
 #include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/test_keys.h"
 #include "tests/support/wait_for.h"
 
 #include <netinet/in.h>
+#include <pwd.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace gpurent::testing {
 
@@ -44,63 +61,130 @@ inline int free_tcp_port() {
   return ntohs(a.sin_port);
 }
 
+// Every occurrence of `from` in `text` replaced by `to`.
+inline std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// The words of a systemd unit's ExecStart (continuation lines joined), "" when it has none.
+inline std::vector<std::string> unit_exec_start(const std::string& unit) {
+  std::istringstream in(unit);
+  std::string line, command;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line.rfind("ExecStart=", 0) != 0) continue;
+    if (!inside) line = line.substr(std::string("ExecStart=").size());
+    inside = !line.empty() && line.back() == '\\';
+    if (inside) line.pop_back();
+    command += line + " ";
+    if (!inside) break;
+  }
+  std::istringstream words(command);
+  std::vector<std::string> out;
+  for (std::string w; words >> w;) out.push_back(w);
+  return out;
+}
+
+// The uid of a login, if the account exists.
+inline std::optional<uid_t> uid_of(const std::string& login) {
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwnam_r(login.c_str(), &pw, buffer.data(), buffer.size(), &found) != 0 || !found) {
+    return std::nullopt;
+  }
+  return found->pw_uid;
+}
+
+// The processes running with `uid` as their real, effective or saved uid (from /proc).
+inline std::vector<int> processes_of(uid_t uid) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::istringstream status(read_file_text(entry.path() / "status"));
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Uid:", 0) != 0) continue;
+      std::istringstream ids(line.substr(4));
+      for (long id; ids >> id;) {
+        if (static_cast<uid_t>(id) == uid) {
+          out.push_back(std::stoi(name));
+          break;
+        }
+      }
+      break;
+    }
+  }
+  return out;
+}
+
 class SshdNodeTest : public RentalFleetTest {
  protected:
-  // A server with an agent listener and a fleet of two nodes; `name` names the temporary
-  // folders.
+  // A server with an agent listener and a fleet of two nodes; `name` names the folders.
   void start_fleet(const std::string& name) {
     pki_dir_ = make_temp_dir(name + "-pki");
-    work_ = make_temp_dir(name);
+    if (geteuid() == 0) {
+      std::string pattern = "/run/" + name + "-XXXXXX";
+      ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot make a folder under /run";
+      work_ = pattern;
+    } else {
+      work_ = make_temp_dir(name);  // no sshd login without root anyway
+    }
+    // sshd reads each login's files as that login: the way there must be open to others.
+    std::filesystem::permissions(work_, std::filesystem::perms(0755));
     server_ = agent_server(pki_dir_);
     seed_fleet({2});
   }
 
   void TearDown() override {
-    sshd_.reset();
     agent_.reset();
-    // Every login the hook made, whichever rental it was for.
-    std::istringstream created(read_file_text(work_ + "/created-users"));
-    for (std::string user; std::getline(created, user);) {
-      if (!user.empty()) run_subprocess({"userdel", user});
+    sshd_.reset();
+    // Any login the hook made and no revoke removed (a test that failed half way).
+    for (const auto& login : logins_) {
+      if (!uid_of(login)) continue;
+      run_subprocess({"pkill", "-KILL", "-U", login});
+      run_subprocess({"userdel", "-r", "-f", login});
     }
     ApiTest::TearDown();
     if (!pki_dir_.empty()) std::filesystem::remove_all(pki_dir_);
     if (!work_.empty()) std::filesystem::remove_all(work_);
   }
 
-  // sshd's host key, the operator's access hook and sshd's configuration, at a free port.
-  void prepare_sshd() {
+  // The node's /etc/gpurent/ssh: the agent's access root, which the drop-in names.
+  std::string access_root() const { return work_ + "/etc/gpurent/ssh"; }
+  // The shipped node kit in the checkout.
+  static std::string kit(const std::string& file) {
+    return source_dir() + "/agent/node-kit/" + file;
+  }
+
+  // sshd's host key, and its configuration at a free port: a main file with what differs on
+  // this machine (port, host key, pid file) that includes the shipped drop-in, whose paths
+  // are moved from /etc/gpurent/ssh to the test's access root. `edit_drop_in` may change the
+  // drop-in's text further (a test that breaks sshd's trust on purpose).
+  void prepare_sshd(const std::function<std::string(std::string)>& edit_drop_in = nullptr) {
     namespace fs = std::filesystem;
     port_ = free_tcp_port();
     fs::create_directories(work_ + "/hostkeys");
     auto made = run_subprocess({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@node",
                                 "-f", work_ + "/hostkeys/ssh_host_ed25519_key"});
     ASSERT_EQ(made.exit_code, 0) << made.output;
-    // The operator's hook: the rental's login made on install, as a real node's hook would.
-    // '*' is no password, not a locked account (sshd refuses locked ones without PAM).
-    std::ofstream(work_ + "/access-hook")
-        << "#!/bin/sh\n"
-        << "[ \"$GPURENT_ACCESS_ACTION\" = install ] || exit 0\n"
-        << "id \"$GPURENT_ACCESS_USER\" >/dev/null 2>&1 && exit 0\n"
-        << "useradd -M -p '*' -d /tmp -s /bin/sh "
-           "\"$GPURENT_ACCESS_USER\" || exit 1\n"
-        << "echo \"$GPURENT_ACCESS_USER\" >> " << work_
-        << "/created-users\n"
-        // sshd takes the host certificate install_access wrote when it reloads.
-        << "kill -HUP \"$(cat " << work_ << "/sshd.pid)\"\n";
-    fs::permissions(work_ + "/access-hook", fs::perms::owner_all);
-    std::string access = work_ + "/access";
+    std::string drop_in = read_file_text(kit("sshd-gpurent.conf"));
+    ASSERT_NE(drop_in.find("/etc/gpurent/ssh/"), std::string::npos) << drop_in;
+    drop_in = replace_all(drop_in, "/etc/gpurent/ssh", access_root());
+    if (edit_drop_in) drop_in = edit_drop_in(drop_in);
+    fs::create_directories(work_ + "/sshd_config.d");
+    std::ofstream(work_ + "/sshd_config.d/gpurent.conf") << drop_in;
     std::ofstream(work_ + "/sshd_config")
+        << "Include " << work_ << "/sshd_config.d/*.conf\n"
         << "Port " << port_ << "\nListenAddress 127.0.0.1\n"
         << "HostKey " << work_ << "/hostkeys/ssh_host_ed25519_key\n"
-        << "HostCertificate " << access << "/host_certificates/ssh_host_ed25519_key-cert.pub\n"
         << "PidFile " << work_ << "/sshd.pid\n"
-        << "TrustedUserCAKeys " << access << "/trusted_user_ca_keys\n"
-        << "AuthorizedPrincipalsFile " << access << "/users/%u/principals\n"
-        << "AuthorizedKeysFile " << access << "/users/%u/authorized_keys\n"
         << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-        // The files live under /tmp, which everyone may write to.
-        << "StrictModes no\nLogLevel VERBOSE\n";
+        << "LogLevel VERBOSE\n";
   }
 
   // sshd as a node runs it; the access hook reloads it once install_access wrote its files.
@@ -114,24 +198,61 @@ class SshdNodeTest : public RentalFleetTest {
     })) << read_file_text(work_ + "/sshd.log");
   }
 
-  // The node on 127.0.0.1 at sshd's port, served by a real agent reporting sshd's host key.
+  // The agent's command line: the shipped unit's ExecStart with the node's paths moved into
+  // the test's folders, the simulated backend for the nvidia-smi one, heartbeats every second
+  // and a provisioning of 100 ms, sshd at its port (the unit's 127.0.0.1:22). Every replacement
+  // must find its word, so a change of the unit shows here rather than being tested around.
+  std::vector<std::string> unit_command(const std::string& url) {
+    auto words = unit_exec_start(read_file_text(source_dir() + "/agent/gpurent-agent.service"));
+    std::map<std::string, std::string> moved{
+        {"/usr/local/bin/gpurent-agent", agent_path()},
+        {"${GPURENT_AGENT_URL}", url},
+        {"/var/lib/gpurent-agent", work_ + "/state"},
+        {"/etc/gpurent/ssh", access_root()},
+        {"/usr/lib/gpurent/access-hook", kit("gpurent-access-hook")},
+        {"nvidia-smi", "simulated"},
+        {"10s", "1s"},
+        {"127.0.0.1:22", "127.0.0.1:" + std::to_string(port_)}};
+    std::set<std::string> found;
+    for (auto& w : words) {
+      if (auto it = moved.find(w); it != moved.end()) {
+        found.insert(w);
+        w = it->second;
+      }
+    }
+    for (const auto& [from, _] : moved) {
+      EXPECT_TRUE(found.count(from)) << "the unit's ExecStart has no " << from;
+    }
+    for (std::string extra : {"--gpus", "8", "--model", "NVIDIA H100 80GB HBM3", "--topology",
+                              "nvswitch", "--provision-delay", "100ms", "--ssh-host-keys"}) {
+      words.push_back(extra);
+    }
+    words.push_back(work_ + "/hostkeys");
+    return words;
+  }
+
+  // The node on 127.0.0.1 at sshd's port (the node's ssh_port), enrolled as README says and
+  // served by the agent the unit starts, under its umask, reporting sshd's host key.
   std::string agent_node() {
     auto [node_id, token] = create_enrolling_node("127.0.0.1");
-    auto labelled = patch("/v1/admin/nodes/" + node_id,
-                          {{"labels", {{"ssh_port", std::to_string(port_)}}}}, session(admin_));
-    EXPECT_EQ(labelled.status, 200) << labelled.body;
+    auto ported = patch("/v1/admin/nodes/" + node_id, {{"ssh_port", port_}}, session(admin_));
+    EXPECT_EQ(ported.status, 200) << ported.body;
     std::string url = "https://127.0.0.1:" + std::to_string(server_->agent_port());
     auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url, "--token", token,
                                     "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
                                     work_ + "/state", "--log-format", "text"});
     EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
-    agent_ = std::make_unique<ChildProcess>(
-        agent_path(),
-        simulated_agent_run(
-            url, work_, "100ms",
-            {"--access-hook", work_ + "/access-hook", "--ssh-host-keys", work_ + "/hostkeys",
-             "--sshd-address", "127.0.0.1:" + std::to_string(port_)}),
-        work_ + "/agent.log");
+    // What the unit gives the agent and its hooks: UMask=0077; the hook's home for logins
+    // (local scratch) and sshd's pid file are where this machine has them.
+    std::vector<std::string> args{"GPURENT_SCRATCH=" + work_ + "/scratch",
+                                  "GPURENT_SSHD_PID_FILE=" + work_ + "/sshd.pid",
+                                  "/bin/sh",
+                                  "-c",
+                                  "umask 0077 && exec \"$@\"",
+                                  "agent"};
+    auto command = unit_command(url);
+    args.insert(args.end(), command.begin(), command.end());
+    agent_ = std::make_unique<ChildProcess>("/usr/bin/env", args, work_ + "/agent.log");
     EXPECT_TRUE(wait_for([&] {
       nlohmann::json n = node_view(node_id);
       return n["state"] == "available" && n["health"] == "ok";
@@ -139,9 +260,65 @@ class SshdNodeTest : public RentalFleetTest {
     return node_id;
   }
 
+  // A copy of key pair `name` the test may use (ssh wants its private key 0600 and its own).
+  std::string key_pair(const std::string& name) {
+    namespace fs = std::filesystem;
+    std::string source = ssh_key_pair(name, {"-t", "ed25519"});
+    std::string path = work_ + "/" + name;
+    fs::copy_file(source, path, fs::copy_options::overwrite_existing);
+    fs::copy_file(source + ".pub", path + ".pub", fs::copy_options::overwrite_existing);
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+    return path;
+  }
+
+  // A file of the test's folder with `text`: its path.
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = work_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // `ssh … user@127.0.0.1 COMMAND` with the identity `key` (and `certificate`, if any), the
+  // host checked against `known_hosts` alone, never trusted on first use.
+  std::vector<std::string> ssh_argv(const std::string& user, const std::string& key,
+                                    const std::string& certificate, const std::string& known_hosts,
+                                    const std::string& command = "echo logged-in") {
+    std::vector<std::string> argv{"-F", "/dev/null",
+                                  "-o", "BatchMode=yes",
+                                  "-o", "StrictHostKeyChecking=yes",
+                                  "-o", "UserKnownHostsFile=" + known_hosts,
+                                  "-o", "GlobalKnownHostsFile=/dev/null",
+                                  "-o", "IdentitiesOnly=yes",
+                                  "-o", "ConnectTimeout=10",
+                                  "-i", key,
+                                  "-p", std::to_string(port_)};
+    if (!certificate.empty()) {
+      argv.push_back("-o");
+      argv.push_back("CertificateFile=" + certificate);
+    }
+    argv.push_back(user + "@127.0.0.1");
+    argv.push_back(command);
+    return argv;
+  }
+  SubprocessResult ssh(const std::string& user, const std::string& key,
+                       const std::string& certificate, const std::string& known_hosts,
+                       const std::string& command = "echo logged-in") {
+    auto argv = ssh_argv(user, key, certificate, known_hosts, command);
+    argv.insert(argv.begin(), "ssh");
+    return run_subprocess(argv);
+  }
+
+  // The rental's login, remembered for TearDown.
+  std::string login_of(const nlohmann::json& ssh_info) {
+    std::string login = ssh_info.value("user", "");
+    if (!login.empty()) logins_.insert(login);
+    return login;
+  }
+
   std::string pki_dir_;
   std::string work_;
   int port_ = 0;
+  std::set<std::string> logins_;
   std::unique_ptr<ChildProcess> sshd_;
   std::unique_ptr<ChildProcess> agent_;
 };
