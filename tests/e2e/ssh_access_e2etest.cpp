@@ -141,10 +141,17 @@ TEST_F(SshAccessE2E, ACertificateForTheRentalCarriesItsPrincipalAndExactlyItsPer
   EXPECT_EQ(again.json()["key_id"],
             "rental=" + id + " user=" + owner.user_id + " token=" + token_id);
 
-  // The node is told to trust the CA that signed it: the install_access task carries the
-  // user CA's key, whose fingerprint is the certificate's signing CA.
+  // The node is told to trust the CA that signed it: the install_access task (made once the
+  // provision has succeeded) carries the user CA's key, whose fingerprint is the
+  // certificate's signing CA.
   advance(1);
   run_lifecycle();
+  for (const auto& t : tasks_of(id)) {
+    if (t["kind"] != "provision") continue;
+    auto done = post("/v1/test/tasks/" + t["id"].get<std::string>() + "/complete",
+                     {{"ok", true}, {"message", "done"}});
+    ASSERT_EQ(done.status, 200) << done.body;
+  }
   json install;
   for (const auto& t : tasks_of(id)) {
     if (t["kind"] == "install_access") install = t;

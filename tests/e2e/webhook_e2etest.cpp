@@ -335,6 +335,64 @@ TEST_F(WebhookE2E, ARentalReachingActiveIsDeliveredSignedAndExpiringBeforeItsEnd
   EXPECT_EQ(log[0]["event_type"], "rental.expiring");  // newest first
 }
 
+// The wipe gate's moves reach the customer: a rental booked for tomorrow on a node an admin
+// then sends to maintenance moves to another node for the same period (rental.scheduled,
+// previous_state scheduled); with that one in maintenance too, nothing else is free and it is
+// cancelled (rental.cancelled), its hold released and nothing charged.
+TEST_F(WebhookE2E, ARentalMovedOffANodeLeavingServiceIsToldAndOneWithNowhereToGoIsCancelled) {
+  start_server();
+  seed_fleet({2});
+  add_node("gpu-1");
+  add_node("gpu-2");
+  Login owner = account("owner@example.com", "Acme");
+  auto [hook, secret] = create_webhook(owner, {"rental.scheduled", "rental.cancelled"});
+  json before = get("/v1/billing/balance", session(owner)).json();
+  auto tomorrow = format_rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now() + std::chrono::hours(24)));
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", kModel},
+                      {"gpu_count", 2},
+                      {"start", tomorrow},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string rental = booked.json()["id"];
+  std::string first_node = booked.json()["node_id"];
+  ASSERT_TRUE(receiver_.wait_for_count(1));
+
+  auto away =
+      post("/v1/admin/nodes/" + first_node + "/maintenance", {{"reason", "fan"}}, session(admin_));
+  ASSERT_EQ(away.status, 200) << away.body;
+  run_lifecycle();
+  json moved = get("/v1/rentals/" + rental, session(owner)).json();
+  EXPECT_EQ(moved["state"], "scheduled");
+  ASSERT_TRUE(moved["node_id"].is_string());
+  EXPECT_NE(moved["node_id"], first_node);
+  EXPECT_EQ(moved["period"], booked.json()["period"]) << "the same period";
+  EXPECT_EQ(moved["price"], booked.json()["price"]) << "the same price";
+  ASSERT_TRUE(receiver_.wait_for_count(2));
+  auto scheduled = receiver_.of_type("rental.scheduled");
+  ASSERT_EQ(scheduled.size(), 2u);
+  expect_signed(scheduled[1], secret);
+  EXPECT_EQ(scheduled[1].json_body()["data"]["previous_state"], "scheduled");
+  EXPECT_EQ(scheduled[1].json_body()["data"]["rental"]["node_id"], moved["node_id"]);
+
+  auto second = post("/v1/admin/nodes/" + moved["node_id"].get<std::string>() + "/maintenance",
+                     {{"reason", "fan"}}, session(admin_));
+  ASSERT_EQ(second.status, 200) << second.body;
+  run_lifecycle();
+  EXPECT_EQ(get("/v1/rentals/" + rental, session(owner)).json()["state"], "cancelled");
+  ASSERT_TRUE(receiver_.wait_for_count(3));
+  auto cancelled = receiver_.of_type("rental.cancelled");
+  ASSERT_EQ(cancelled.size(), 1u);
+  expect_signed(cancelled[0], secret);
+  EXPECT_EQ(cancelled[0].json_body()["data"]["previous_state"], "scheduled");
+  json after = get("/v1/billing/balance", session(owner)).json();
+  EXPECT_EQ(after["held"], before["held"]) << after;
+  EXPECT_EQ(after["available"], before["available"]) << after;
+}
+
 TEST_F(WebhookE2E, AServerKilledMidDeliveryLosesNoEvent) {
   start_server();
   Login owner = account("owner@example.com", "Acme");

@@ -13,8 +13,12 @@ const FINGERPRINT = "SHA256:fBNQOx7QkuU59AzsUuAlDEnvx3O+hLqjoKepMRrRubg";
 
 const MILLION_ROUBLES = 100_000_000;  // in kopecks
 
+// A date `offsetDays` after today on the test site's calendar (Europe/Moscow, lib/stack.mjs):
+// a booking's date means that site's midnight, so between 21:00 and 24:00 UTC the UTC date is
+// already the site's yesterday.
 function isoDay(offsetDays) {
-  return new Date(Date.now() + offsetDays * 86400000).toISOString().slice(0, 10);
+  return new Intl.DateTimeFormat("en-CA", { timeZone: "Europe/Moscow" })
+    .format(new Date(Date.now() + offsetDays * 86400000));
 }
 
 // The booking form filled in: model, count, interconnect, start ("now" or a day), days; the
