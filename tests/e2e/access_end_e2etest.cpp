@@ -70,15 +70,15 @@ class AccessEndE2E : public SshdNodeTest {
   void expect_access_ended_within_10s(ChildProcess& client, uid_t uid, const std::string& login,
                                       const std::string& key, const std::string& known_hosts) {
     auto from = std::chrono::steady_clock::now();
-    bool ended = wait_for(
-        [&] { return client.exited() && processes_of(uid).empty() && !uid_of(login); },
-        seconds(10), std::chrono::milliseconds(100));
+    bool ended =
+        wait_for([&] { return client.exited() && processes_of(uid).empty() && !uid_of(login); },
+                 seconds(10), std::chrono::milliseconds(100));
     auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - from);
     EXPECT_TRUE(ended) << "after " << took.count() << " ms: session "
                        << (client.exited() ? "ended" : "still open") << ", "
-                       << processes_of(uid).size() << " process(es) of uid " << uid
-                       << ", account " << (uid_of(login) ? "still there" : "removed") << "\n"
+                       << processes_of(uid).size() << " process(es) of uid " << uid << ", account "
+                       << (uid_of(login) ? "still there" : "removed") << "\n"
                        << agent_->log();
     auto again = ssh(login, key, "", known_hosts);
     EXPECT_NE(again.exit_code, 0) << again.output;
