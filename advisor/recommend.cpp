@@ -158,6 +158,7 @@ Advice advise(const Estimate& e, const std::vector<inventory::GpuModelRecord>& m
            .price_per_day = chosen->price_per_day,
            .available_now = chosen->available_now,
            .earliest_start = chosen->earliest_start,
+           .earliest_date = chosen->earliest_date,
            .site = chosen->site,
            .vram_per_gpu_gb = m.vram_gb,
            .required_per_gpu_gb = per_gpu,

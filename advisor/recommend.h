@@ -26,6 +26,9 @@ struct Offering {
   bool available_now = false;
   std::optional<Timestamp> earliest_start;  // none within the booking horizon
   std::string site;
+  // The site's first bookable date (scheduler::Offer's); last, so the tests' tables that list
+  // offerings in order keep their meaning.
+  std::optional<std::string> earliest_date;
 };
 
 // Compute capability "8.9" as 89; 0 when it does not parse.
@@ -48,6 +51,7 @@ struct Recommendation {
   Money price_per_day{0, "XXX"};
   bool available_now = false;
   std::optional<Timestamp> earliest_start;
+  std::optional<std::string> earliest_date;
   std::string site;
   int vram_per_gpu_gb = 0;
   double required_per_gpu_gb = 0;

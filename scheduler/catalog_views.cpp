@@ -159,6 +159,14 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
   if (q.days < 1 || q.days > 365) throw Error::invalid_field("days", "must be 1 to 365");
   Timestamp now = std::max(clock_.now(), q.start.value_or(Timestamp::min()));
   std::vector<Offer> out;
+  // Each site's midnights over the horizon, from the UTC day before now's (a site east of UTC
+  // may be a day ahead), read once: the dates a booking by date can name.
+  std::map<std::string, std::vector<std::pair<std::string, Timestamp>>> midnights;
+  std::string utc_yesterday = format_rfc3339(now - hours(24)).substr(0, 10);
+  for (const auto& row : tx.exec(kCalendarSiteMidnights, utc_yesterday, kHorizonDays + 2)) {
+    midnights[row[0].as<std::string>()].emplace_back(row[1].as<std::string>(),
+                                                     read_timestamp(row[2]));
+  }
   std::map<std::string, CapacityIndex::Candidates> loaded;
   for (const auto& price : prices_.current(tx)) {
     if (q.gpu_model && price.gpu_model != *q.gpu_model) continue;
@@ -192,6 +200,18 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
         if (fits(nodes, price.gpu_model, price.gpu_count, need, occupies)) {
           o.earliest_start = start;
           o.available_now = day == 0;
+        }
+      }
+      // The same search by the site's dates, as the availability calendar counts them (a
+      // midnight already past cannot be booked).
+      for (const auto& [date, midnight] : midnights[nodes.front()->site_id]) {
+        if (midnight + std::chrono::minutes(5) < now || midnight > now + hours(24) * kHorizonDays) {
+          continue;
+        }
+        Period occupies{midnight, midnight + hours(24) * q.days + cleaning_};
+        if (fits(nodes, price.gpu_model, price.gpu_count, need, occupies)) {
+          o.earliest_date = date;
+          break;
         }
       }
       out.push_back(std::move(o));

@@ -37,6 +37,10 @@ struct Offer {
   Money price_per_day{0, "XXX"};
   bool available_now = false;
   std::optional<Timestamp> earliest_start;  // within the horizon
+  // The first date on the site's calendar ("YYYY-MM-DD") whose midnight is still ahead and
+  // from which a booking of `days` fits: what a booking by date (which means the site's
+  // midnight) can ask for. None within the horizon: absent.
+  std::optional<std::string> earliest_date;
   std::string site;
 };
 

@@ -83,12 +83,14 @@ std::vector<advisor::Offering> offerings(Tx& tx, scheduler::CatalogViews& views,
                         .price_per_day = n.price_per_day,
                         .available_now = n.available_now,
                         .earliest_start = n.earliest_start,
-                        .site = n.site};
+                        .site = n.site,
+                        .earliest_date = n.earliest_date};
     if (!advisor::nvlink_connected(o)) {
       if (auto it = any_by_key.find({n.gpu_model, n.gpu_count, n.interconnect, n.site});
           it != any_by_key.end()) {
         o.available_now = it->second->available_now;
         o.earliest_start = it->second->earliest_start;
+        o.earliest_date = it->second->earliest_date;
       }
     }
     out.push_back(std::move(o));
@@ -123,6 +125,7 @@ nlohmann::json advice_json(const advisor::Estimate& e, const advisor::Advice& a)
                                {"price_per_day", r.price_per_day.to_json()},
                                {"available_now", r.available_now},
                                {"earliest_start", optional_json(r.earliest_start)},
+                               {"earliest_date", optional_json(r.earliest_date)},
                                {"site", r.site},
                                {"vram_per_gpu_gb", r.vram_per_gpu_gb},
                                {"required_per_gpu_gb", tenth(r.required_per_gpu_gb)},

@@ -569,6 +569,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                                 {"price_per_day", o.price_per_day.to_json()},
                                 {"available_now", o.available_now},
                                 {"earliest_start", optional_json(o.earliest_start)},
+                                {"earliest_date", optional_json(o.earliest_date)},
                                 {"site", o.site}});
              }
              return json_response(200, {{"items", items}});

@@ -124,6 +124,7 @@ TEST_F(AdvisorE2E, SdxlOnOneL4AndTheStartFollowsBookings) {
   ASSERT_NE(l4, nullptr);
   EXPECT_EQ((*l4)["available_now"], false);
   EXPECT_TRUE((*l4)["earliest_start"].is_string()) << "free again after the rental";
+  EXPECT_TRUE((*l4)["earliest_date"].is_string()) << "the site's first date it fits from";
   EXPECT_GT((*l4)["earliest_start"].get<std::string>(), first["earliest_start"].get<std::string>());
 }
 

@@ -289,6 +289,22 @@ TEST_F(RentalsE2E, OffersAndAvailabilityFollowTheBookings) {
   ASSERT_EQ(later.status, 200) << later.body;
   EXPECT_EQ(later.json()["items"][0]["available_now"], false) << later.body;
   EXPECT_TRUE(later.json()["items"][0]["earliest_start"].is_string());
+  // A booking's date means the site's midnight: an offer's earliest_date is the first date the
+  // calendar shows free for the same shape (a midnight already past counts as none).
+  auto calendar8 =
+      get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=8&days=10", session(owner)).json();
+  std::string first_free;
+  for (const auto& d : calendar8["days"]) {
+    if (d["available"].get<int>() > 0) {
+      first_free = d["date"];
+      break;
+    }
+  }
+  ASSERT_FALSE(first_free.empty()) << calendar8;
+  auto offer8 = get("/v1/offers?gpu_model=H100-SXM5-80GB&gpu_count=8", session(owner)).json();
+  EXPECT_EQ(offer8["items"][0]["earliest_date"], first_free) << offer8 << calendar8;
+  // And a booking of that date is taken (its midnight has not passed at the site).
+  EXPECT_EQ(post("/v1/quotes", booking(8, first_free, 1), session(owner)).status, 200);
 
   EXPECT_EQ(get("/v1/availability?gpu_count=4", session(owner)).status, 400);
   EXPECT_EQ(get("/v1/availability?gpu_model=H100-SXM5-80GB&from=2026-13-01", session(owner)).status,

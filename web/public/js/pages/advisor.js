@@ -90,7 +90,9 @@ function breakdownBar(breakdown, total) {
 // The booking form with this configuration chosen; a later start when it is not free now.
 function bookingLink(r) {
   const q = new URLSearchParams({ gpu_model: r.gpu_model, gpu_count: String(r.gpu_count), interconnect: r.booking_interconnect });
-  if (!r.available_now && r.earliest_start) q.set("start", r.earliest_start.slice(0, 10));
+  // A booking's date is the site's midnight: the site's first bookable date, not the date
+  // of the earliest instant, which in UTC may be the site's yesterday.
+  if (!r.available_now && r.earliest_date) q.set("start", r.earliest_date);
   return h("a", { class: "button", href: `#/book?${q}`,
     "aria-label": t("advisor.book_label", { count: r.gpu_count, model: r.gpu_model }) }, t("advisor.book"));
 }
