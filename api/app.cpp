@@ -149,6 +149,7 @@ int run_server(const Config& config) {
   add_runtime_collectors(metrics, pool, workers);
   add_listener_collector(metrics, listener);
   identity.add_metrics(metrics);
+  idempotency.add_metrics(metrics);
   inventory.add_metrics(metrics);
   agents.add_metrics(metrics);
   webhooks.add_metrics(metrics);

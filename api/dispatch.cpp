@@ -8,6 +8,8 @@
 #include "core/db_errors.h"
 #include "core/log.h"
 
+#include <pqxx/except>
+
 #include <optional>
 
 namespace gpurent::http {
@@ -42,6 +44,26 @@ std::optional<Response> database_failure_response(const Route& route, const Requ
     if (!v->constraint().empty()) details["constraint"] = v->constraint();
     return error_response(Error(ErrorCode::kConflict, message, std::move(details)));
   }
+  // A database that failed to answer, on a path that did not go through PgPool's mapping:
+  // 503 with Retry-After like every outage, never a 500. A loss during COMMIT is in doubt.
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&e)) {
+    log::warn("{} {}: {} (in doubt)", method_name(request.method), route.pattern, e.what());
+    return error_response(Error(ErrorCode::kUnavailable,
+                                "The database connection was lost while committing, so whether "
+                                "the change was made is unknown.",
+                                {{"outcome", "unknown"}}));
+  }
+  if (dynamic_cast<const pqxx::broken_connection*>(&e)) {
+    log::warn("{} {}: {} (connection lost)", method_name(request.method), route.pattern, e.what());
+    return error_response(ErrorCode::kUnavailable, "The database connection was lost; try again.");
+  }
+  if (auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+    if (auto why = unavailable_reason(sql->sqlstate())) {
+      log::warn("{} {}: {} ({})", method_name(request.method), route.pattern, e.what(),
+                sql->sqlstate());
+      return error_response(ErrorCode::kUnavailable, *why);
+    }
+  }
   DbFailure failure = classify(e);
   if (failure != DbFailure::kSerializationFailure && failure != DbFailure::kDeadlock) {
     return std::nullopt;
@@ -50,7 +72,6 @@ std::optional<Response> database_failure_response(const Route& route, const Requ
             db_failure_name(failure));
   Response r = error_response(ErrorCode::kUnavailable,
                               "The database is busy with conflicting changes; try again.");
-  r.set_header("Retry-After", "1");
   return r;
 }
 

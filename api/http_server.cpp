@@ -99,7 +99,6 @@ void fill_view(Request& view, const BeastRequest& message, const HeaderSource& h
 Response shutting_down_response() {
   Response r = error_response(ErrorCode::kUnavailable,
                               "The server is shutting down; retry the request shortly.");
-  r.set_header("Retry-After", "1");
   return r;
 }
 
@@ -445,7 +444,6 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!posted) {
       Response r =
           error_response(ErrorCode::kUnavailable, "The server is busy; try again shortly.");
-      r.set_header("Retry-After", "1");
       finish(*owned, route, seq, std::move(r));
     }
   }
@@ -650,7 +648,6 @@ void HttpServer::Impl::refuse(tcp::socket& socket) {
   }
   Response r =
       error_response(ErrorCode::kUnavailable, "The server has too many connections; try again.");
-  r.set_header("Retry-After", "1");
   std::string wire;
   serialize_response(r, new_request_id(), false, false, wire);
   socket.write_some(net::buffer(wire), ec);

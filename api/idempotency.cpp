@@ -1,4 +1,5 @@
-// IdempotencyGuard: claim the key, run the handler once, seal and store its response.
+// IdempotencyGuard: lock the key, run the handler once, seal and store its response, all in
+// one transaction.
 #include "api/idempotency.h"
 
 #include "api/responses.h"
@@ -106,6 +107,15 @@ Handler IdempotencyGuard::wrap(const Route& route) {
   };
 }
 
+namespace {
+
+// A response that must leave no trace: the unit rolls back and the caller gets it as it is.
+struct Discard {
+  Response response;
+};
+
+}  // namespace
+
 Response IdempotencyGuard::run(const Handler& inner, const Request& req, const Principal& p) {
   std::string_view key = req.header("Idempotency-Key");
   if (key.empty()) return inner(req, p);
@@ -119,66 +129,98 @@ Response IdempotencyGuard::run(const Handler& inner, const Request& req, const P
   std::string hash = request_hash(req);
   std::string seal_key = sealing_key(ref, key);
 
-  auto claim =
-      pool_.transact("idempotency_claim", [&](Tx& tx) { return store_.claim(tx, ref, hash); });
-  using Kind = identity::IdempotencyClaim::Kind;
-  if (claim.kind == Kind::kMismatch) {
+  // The work and its stored response in one unit: they commit together or not at all, so
+  // a retry after any failure — a 503, a lost connection, a COMMIT in doubt, a crash —
+  // finds either the first response or no trace of the first attempt, and then runs once.
+  std::optional<Error> refused;  // a replayable error the handler threw
+  try {
+    Response response = pool_.unit("idempotent_request", [&](Tx& tx) -> Response {
+      refused.reset();
+      if (!store_.lock(tx, ref)) throw Discard{running_response()};
+      if (auto stored = store_.find(tx, ref)) return replay(*stored, ref, hash, seal_key);
+      ran_.fetch_add(1, std::memory_order_relaxed);
+      Response r;
+      try {
+        r = inner(req, p);
+      } catch (const Error& e) {
+        // The handler's failure undoes everything it did (a 404 after a change must not
+        // commit the change); a replayable refusal is stored on its own below.
+        if (!is_replayable_status(status_for(e.code()))) throw;
+        refused = e;
+        throw Discard{};
+      }
+      // Outcomes of the moment (409, 429, …) must not be replayed, and what produced them
+      // leaves no trace either: the next retry runs afresh.
+      if (!is_replayable_status(r.status)) throw Discard{std::move(r)};
+      keep(tx, ref, hash, seal_key, r);
+      return r;
+    });
+    maybe_purge();
+    return response;
+  } catch (Discard& d) {
+    if (!refused) return std::move(d.response);
+  }
+  // The refusal is stored in a unit of its own, with the key's lock taken again: if a retry
+  // ran meanwhile and stored its outcome, that one is the answer.
+  return pool_.unit("idempotent_refusal", [&](Tx& tx) -> Response {
+    if (!store_.lock(tx, ref)) return running_response();
+    if (auto stored = store_.find(tx, ref)) return replay(*stored, ref, hash, seal_key);
+    Response r = error_response(*refused);
+    keep(tx, ref, hash, seal_key, r);
+    return r;
+  });
+}
+
+void IdempotencyGuard::add_metrics(Metrics& metrics) const {
+  metrics.add_collector([this](std::string& out) {
+    out.append("# TYPE gpurent_idempotent_requests_total counter\n");
+    auto line = [&out](const char* outcome, std::uint64_t n) {
+      out.append("gpurent_idempotent_requests_total{outcome=\"")
+          .append(outcome)
+          .append("\"} ")
+          .append(std::to_string(n))
+          .append("\n");
+    };
+    line("ran", ran_.load(std::memory_order_relaxed));
+    line("replayed", replayed_.load(std::memory_order_relaxed));
+    line("busy", busy_.load(std::memory_order_relaxed));
+  });
+}
+
+Response IdempotencyGuard::running_response() const {
+  busy_.fetch_add(1, std::memory_order_relaxed);
+  // Sleeping here would hold a worker for as long as the first request runs, and a few
+  // retries would stall all database work: the server calls again later instead, with
+  // no thread held, and sends the 409 once the wait is over.
+  Response r = still_running();
+  r.call_again = CallAgain{.delay = std::chrono::milliseconds(20),
+                           .max_delay = std::chrono::milliseconds(200),
+                           .patience = options_.wait};
+  return r;
+}
+
+Response IdempotencyGuard::replay(const identity::StoredResponse& stored,
+                                  const identity::IdempotencyKeyRef& ref, const std::string& hash,
+                                  const std::string& seal_key) const {
+  if (stored.request_hash != hash) {
     throw Error(ErrorCode::kIdempotencyKeyReused,
                 "This Idempotency-Key was used for a different request.");
   }
-  if (claim.kind == Kind::kDone) {
-    auto text = crypto::open(seal_key, claim.response, sealing_aad(ref, hash));
-    if (!text) throw Error(ErrorCode::kInternal, "A stored idempotent response is unreadable.");
-    return from_envelope(claim.status, *text);
-  }
-  if (claim.kind == Kind::kRunning) {
-    // Sleeping here would hold a worker for as long as the first request runs, and a few
-    // retries would stall all database work: the server calls again later instead, with
-    // no thread held, and sends the 409 once the wait is over.
-    Response r = still_running();
-    r.call_again = CallAgain{.delay = std::chrono::milliseconds(20),
-                             .max_delay = std::chrono::milliseconds(200),
-                             .patience = options_.wait};
-    return r;
-  }
-
-  Response response;
-  try {
-    response = inner(req, p);
-  } catch (const Error& e) {
-    if (status_for(e.code()) >= 500) {
-      release_quietly(ref, hash);
-      throw;
-    }
-    response = error_response(e);
-  } catch (...) {
-    // The handler's own transaction rolled back: let a retry run it again.
-    release_quietly(ref, hash);
-    throw;
-  }
-  if (is_replayable_status(response.status)) {
-    std::string sealed = crypto::seal(seal_key, envelope(response), sealing_aad(ref, hash));
-    bool stored = pool_.transact("idempotency_complete", [&](Tx& tx) {
-      return store_.complete(tx, ref, hash, response.status, sealed);
-    });
-    if (!stored) {
-      log::warn("idempotency claim lost before completion; the response was not stored");
-    }
-  } else {
-    release_quietly(ref, hash);
-  }
-  maybe_purge();
-  return response;
+  auto text = crypto::open(seal_key, stored.response, sealing_aad(ref, hash));
+  if (!text) throw Error(ErrorCode::kInternal, "A stored idempotent response is unreadable.");
+  replayed_.fetch_add(1, std::memory_order_relaxed);
+  return from_envelope(stored.status, *text);
 }
 
-// A release that fails leaves the claim to expire with its lease; the caller's own outcome
-// matters more than the bookkeeping.
-void IdempotencyGuard::release_quietly(const identity::IdempotencyKeyRef& ref,
-                                       const std::string& hash) {
-  try {
-    pool_.transact("idempotency_release", [&](Tx& tx) { store_.release(tx, ref, hash); });
-  } catch (const std::exception& e) {
-    log::warn("releasing an idempotency claim failed: {}", e.what());
+void IdempotencyGuard::keep(Tx& tx, const identity::IdempotencyKeyRef& ref, const std::string& hash,
+                            const std::string& seal_key, const Response& response) {
+  std::string sealed = crypto::seal(seal_key, envelope(response), sealing_aad(ref, hash));
+  if (!store_.store(tx, ref, hash, response.status, sealed)) {
+    // Only a writer that skipped the key's lock could get here; rolling back keeps the
+    // work from committing without its record.
+    throw Error(ErrorCode::kConflict,
+                "A request with this Idempotency-Key finished at the same time; retry to get "
+                "its answer.");
   }
 }
 

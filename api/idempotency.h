@@ -11,6 +11,7 @@
 #pragma once
 
 #include "api/auth.h"
+#include "api/metrics.h"
 #include "api/router.h"
 #include "core/db_pool.h"
 #include "identity/idempotency_store.h"
@@ -28,8 +29,10 @@ struct IdempotencyOptions {
   std::chrono::seconds purge_every{60};
 };
 
-// Each step on the key (claim, complete, release, purge) is a transaction of its own,
-// committed at once so other replicas see it, and none is part of the handler's.
+// A keyed request runs in one PgPool::unit with its record: the key's lock, the look for a
+// stored response, the handler (whose own transactions join the unit), and the sealed
+// response, committed together. No claim outlives its transaction, so no key is ever stuck
+// after a crash or an outage.
 class IdempotencyGuard {
  public:
   IdempotencyGuard(PgPool& pool, identity::IdempotencyStore& store, IdempotencyOptions options = {})
@@ -40,15 +43,24 @@ class IdempotencyGuard {
   // It runs behind authentication: the key belongs to the caller it is given.
   Handler wrap(const Route& route);
 
+  // gpurent_idempotent_requests_total{outcome}: keyed requests that ran, were answered
+  // from a stored response, or found their key running elsewhere (told to call again).
+  void add_metrics(Metrics& metrics) const;
+
  private:
   Response run(const Handler& inner, const Request& request, const Principal& principal);
-  void release_quietly(const identity::IdempotencyKeyRef& ref, const std::string& hash);
+  Response running_response() const;
+  Response replay(const identity::StoredResponse& stored, const identity::IdempotencyKeyRef& ref,
+                  const std::string& hash, const std::string& seal_key) const;
+  void keep(Tx& tx, const identity::IdempotencyKeyRef& ref, const std::string& hash,
+            const std::string& seal_key, const Response& response);
   void maybe_purge();
 
   PgPool& pool_;
   identity::IdempotencyStore& store_;
   IdempotencyOptions options_;
   std::atomic<std::int64_t> last_purge_ns_{0};
+  mutable std::atomic<std::uint64_t> ran_{0}, replayed_{0}, busy_{0};
 };
 
 // Whether a response with this status is kept for replay (see the header comment).

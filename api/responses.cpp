@@ -50,7 +50,12 @@ Response json_response(int status, const nlohmann::json& body) {
 }
 
 Response error_response(const Error& error) {
-  return json_response(status_for(error.code()), error.to_json());
+  Response r = json_response(status_for(error.code()), error.to_json());
+  // Every 503 is worth retrying, and says when: clients (the CLI among them) wait this long
+  // before the next attempt instead of guessing. A second is about how long a database
+  // restart or a failover leaves connections refused.
+  if (r.status == 503) r.set_header("Retry-After", "1");
+  return r;
 }
 
 Response error_response(ErrorCode code, std::string message) {

@@ -78,6 +78,18 @@ DbFailure classify(const std::exception& e) {
   return DbFailure::kOther;
 }
 
+std::optional<std::string> unavailable_reason(std::string_view sqlstate) {
+  if (sqlstate == "57014") return "The database did not answer in time.";
+  if (sqlstate == "55P03") return "The database could not take a lock in time; try again.";
+  if (sqlstate.size() != 5) return std::nullopt;
+  std::string_view cls = sqlstate.substr(0, 2);
+  if (cls == "08") return "The database connection failed; try again.";
+  if (sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03")
+    return "The database is restarting; try again.";
+  if (cls == "53") return "The database is out of resources; try again.";
+  return std::nullopt;
+}
+
 std::string constraint_name_in(std::string_view message) {
   std::string_view line = message.substr(0, message.find('\n'));
   constexpr std::string_view kMarker = "constraint \"";

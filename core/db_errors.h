@@ -37,6 +37,13 @@ DbFailure classify_sqlstate(std::string_view sqlstate);
 // server refuses as pqxx::sql_error; both are covered here. Anything else is kOther.
 DbFailure classify(const std::exception& e);
 
+// Why a SQLSTATE means the database could not do the work rather than refused it, in a
+// sentence for the caller, or nullopt: a statement timeout or cancel (57014), an operator
+// or crash shutdown or a server starting up (57P01-57P03), a connection failure (class
+// 08), exhausted resources (class 53: disk full, out of memory, too many connections), a
+// lock not granted in time (55P03). Each is worth retrying later: HTTP 503.
+std::optional<std::string> unavailable_reason(std::string_view sqlstate);
+
 // The constraint a PostgreSQL message names (`… violates unique constraint "users_pkey"`),
 // or "" when it names none (not-null violations name a column) or is not in English.
 // libpqxx 6.4 does not expose the server's constraint-name field, so the text is all there is.

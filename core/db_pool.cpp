@@ -108,6 +108,58 @@ void PgPool::cancel_all() {
   }
 }
 
+void PgPool::commit(Lease& lease, pqxx::work& work) {
+  try {
+    work.commit();
+  } catch (const pqxx::in_doubt_error&) {
+    // The connection went while COMMIT was on its way or its answer was: PostgreSQL may
+    // have committed. Treating it as rolled back would let a retry do the work twice, so
+    // the caller is told the outcome is unknown; the Idempotency-Key guard keeps its
+    // record in the same transaction, so a retry with the key learns which it was.
+    lease.mark_broken();
+    throw Error(ErrorCode::kUnavailable,
+                "The database connection was lost while committing, so whether the change was "
+                "made is unknown; retry with the same Idempotency-Key, or look before retrying.",
+                {{"outcome", "unknown"}});
+  }
+}
+
+void PgPool::run_after_commit(Ambient& ambient) {
+  for (auto& fn : ambient.after_commit) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      log::warn("an after-commit step failed: {}", e.what());
+    }
+  }
+}
+
+void PgPool::after_commit(std::function<void()> fn) {
+  if (Ambient* a = joined()) {
+    a->after_commit.push_back(std::move(fn));
+    return;
+  }
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    log::warn("an after-commit step failed: {}", e.what());
+  }
+}
+
+void PgPool::lost(Lease& lease, int attempt) {
+  lease.mark_broken();
+  if (attempt >= kMaxAttempts) {
+    throw Error(ErrorCode::kUnavailable, "The database connection was lost; try again.");
+  }
+}
+
+void PgPool::failed(Lease& lease, const pqxx::sql_error& e) {
+  if (!lease.conn().is_open()) lease.mark_broken();
+  if (auto why = unavailable_reason(e.sqlstate())) throw Error(ErrorCode::kUnavailable, *why);
+  if (auto violation = ConstraintViolation::from(e)) throw *violation;
+  throw;
+}
+
 PgPoolStats PgPool::stats() const {
   std::lock_guard lock(mutex_);
   return {options_.size,

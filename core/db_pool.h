@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -151,27 +152,122 @@ class PgPool {
   // The unit of work: runs fn(Tx&) in one read-write transaction named `name` and commits
   // it. A use case (a handler, a job) calls this once and passes the Tx to every store it
   // uses, so changes across identity, inventory, scheduling and billing commit or roll back
-  // together; stores never open transactions of their own. Retries the whole of fn on a
-  // serialization failure or deadlock a few times (fn must be safe to run again: no effects
-  // outside the database), then gives up with Error(kUnavailable); maps a lost connection,
-  // a statement timeout or an unreachable database to Error(kUnavailable), and an integrity
-  // constraint violation to ConstraintViolation (its kind, constraint and SQLSTATE), so no
-  // caller has to know libpqxx's exception types. Other database errors are rethrown.
+  // together; stores never open transactions of their own. Inside unit() on the same thread
+  // it opens no transaction of its own but a SAVEPOINT of the unit's (see unit()).
+  //
+  // Runs the whole of fn again, a few times, on a serialization failure or deadlock and on a
+  // connection lost before COMMIT was sent (the transaction certainly rolled back), so fn
+  // must be safe to run again: no effects outside the database (after_commit() is for
+  // those). Every way the database can fail to answer becomes Error(kUnavailable): a
+  // connection lost during COMMIT (in doubt: the change may have been made; the error's
+  // details say "outcome": "unknown"), one lost mid-statement after the retries, a refused
+  // connect, a server shutting down, a statement timeout. An integrity constraint
+  // violation becomes ConstraintViolation (its kind, constraint and SQLSTATE), so no caller
+  // has to know libpqxx's exception types. Other database errors are rethrown.
   template <typename Fn>
   auto transact(const char* name, Fn&& fn) {
+    if (Ambient* outer = joined()) return nested(*outer, name, fn);
+    return run_unit(name, fn, /*joinable=*/false);
+  }
+
+  // transact(), and while fn runs, transact(), read() and after_commit() on this pool from
+  // this thread join this transaction instead of committing on their own: a nested
+  // transact() runs in a SAVEPOINT (its failure undoes its own statements alone), a read()
+  // runs its statements here, so they see this transaction's writes. Nothing a nested call
+  // does is durable until this unit commits, and nothing of it survives a rollback. The
+  // Idempotency-Key guard runs a request's handler in one, so the work and its stored
+  // response commit together or not at all.
+  template <typename Fn>
+  auto unit(const char* name, Fn&& fn) {
+    if (Ambient* outer = joined()) return nested(*outer, name, fn);
+    return run_unit(name, fn, /*joinable=*/true);
+  }
+
+  // Runs fn once the unit() in progress on this thread commits, and never if it rolls back;
+  // at once when there is none. For effects outside the database that must follow a
+  // commit: in-memory indexes, caches, wake-ups. An exception from fn is logged, not thrown.
+  void after_commit(std::function<void()> fn);
+
+  // Runs fn(Tx&) on one connection outside any transaction: a use case that only reads, with
+  // one statement (or several that need no common snapshot), pays no BEGIN and COMMIT, each
+  // a round trip of its own. The Tx refuses savepoints. Inside unit() it runs in the unit's
+  // transaction instead. Errors map as in transact(); a read that lost its connection runs
+  // again on a fresh one.
+  template <typename Fn>
+  auto read(const char* name, Fn&& fn) {
+    if (Ambient* outer = joined()) {
+      Tx tx(*outer->lease, *outer->top, outer->top);
+      return fn(tx);
+    }
+    for (int attempt = 1;; ++attempt) {
+      Lease lease = acquire();
+      try {
+        pqxx::nontransaction work(lease.conn(), name);
+        Tx tx(lease, work, nullptr);
+        return fn(tx);
+      } catch (const pqxx::broken_connection&) {
+        lost(lease, attempt);
+      } catch (const pqxx::sql_error& e) {
+        if (lease.conn().is_open()) failed(lease, e);
+        lost(lease, attempt);
+      }
+    }
+  }
+
+ private:
+  static constexpr int kMaxAttempts = 3;
+
+  // The unit() in progress on a thread: its connection, the innermost open transaction or
+  // savepoint, and what to run once it commits.
+  struct Ambient {
+    PgPool* pool;
+    Lease* lease;
+    pqxx::dbtransaction* top;
+    std::vector<std::function<void()>> after_commit;
+  };
+  static inline thread_local Ambient* ambient_ = nullptr;
+  Ambient* joined() const { return ambient_ && ambient_->pool == this ? ambient_ : nullptr; }
+
+  // Makes `a` this thread's unit for as long as it lives.
+  class AmbientScope {
+   public:
+    explicit AmbientScope(Ambient* a) : previous_(ambient_) {
+      if (a) ambient_ = a;
+      active_ = a != nullptr;
+    }
+    ~AmbientScope() { leave(); }
+    void leave() {
+      if (active_) ambient_ = previous_;
+      active_ = false;
+    }
+
+   private:
+    Ambient* previous_;
+    bool active_;
+  };
+
+  template <typename Fn>
+  auto run_unit(const char* name, Fn& fn, bool joinable) {
     for (int attempt = 1;; ++attempt) {
       Lease lease = acquire();
       round_trips_.fetch_add(2, std::memory_order_relaxed);  // BEGIN, then COMMIT or ROLLBACK
+      Ambient ambient{this, &lease, nullptr, {}};
       try {
         pqxx::work work(lease.conn(), name);
+        ambient.top = &work;
         Tx tx(lease, work, &work);
+        AmbientScope scope(joinable ? &ambient : nullptr);
         if constexpr (std::is_void_v<decltype(fn(tx))>) {
           fn(tx);
-          work.commit();
+          scope.leave();
+          commit(lease, work);
+          run_after_commit(ambient);
           return;
         } else {
           auto result = fn(tx);
-          work.commit();
+          scope.leave();
+          commit(lease, work);
+          run_after_commit(ambient);
           return result;
         }
       } catch (const pqxx::transaction_rollback&) {
@@ -182,50 +278,60 @@ class PgPool {
                       "The database kept refusing the transaction under concurrent load; "
                       "try again.");
       } catch (const pqxx::broken_connection&) {
-        lost(lease);
+        // Lost before COMMIT was sent (commit() reports a loss during COMMIT itself): the
+        // server rolled the transaction back, so it runs again on a fresh connection.
+        lost(lease, attempt);
       } catch (const pqxx::sql_error& e) {
-        failed(lease, e);
+        if (lease.conn().is_open()) failed(lease, e);
+        lost(lease, attempt);  // "server closed the connection unexpectedly" mid-statement
       }
     }
   }
 
-  // Runs fn(Tx&) on one connection outside any transaction: a use case that only reads, with
-  // one statement (or several that need no common snapshot), pays no BEGIN and COMMIT, each
-  // a round trip of its own. The Tx refuses savepoints. Errors map as in transact(); nothing
-  // is retried.
+  // A nested transact() inside a unit: a SAVEPOINT of the unit's transaction. Failures that
+  // doom the whole transaction (a lost race, a lost connection) go up to the unit, which
+  // runs again; the rest roll back to the savepoint and are thrown as transact() maps them.
   template <typename Fn>
-  auto read(const char* name, Fn&& fn) {
-    Lease lease = acquire();
+  auto nested(Ambient& outer, const char* name, Fn& fn) {
+    round_trips_.fetch_add(2, std::memory_order_relaxed);  // SAVEPOINT, RELEASE or ROLLBACK TO
+    pqxx::subtransaction sub(*outer.top, name);
+    sub.exec("");  // sets the SAVEPOINT now (see try_in_savepoint in core/db_errors.h)
+    pqxx::dbtransaction* parent = outer.top;
+    outer.top = &sub;
+    struct Restore {
+      Ambient& a;
+      pqxx::dbtransaction* parent;
+      ~Restore() { a.top = parent; }
+    } restore{outer, parent};
+    Tx tx(*outer.lease, sub, &sub);
     try {
-      pqxx::nontransaction work(lease.conn(), name);
-      Tx tx(lease, work, nullptr);
-      return fn(tx);
-    } catch (const pqxx::broken_connection&) {
-      lost(lease);
+      if constexpr (std::is_void_v<decltype(fn(tx))>) {
+        fn(tx);
+        sub.commit();
+        return;
+      } else {
+        auto result = fn(tx);
+        sub.commit();
+        return result;
+      }
     } catch (const pqxx::sql_error& e) {
-      failed(lease, e);
+      if (dynamic_cast<const pqxx::transaction_rollback*>(&e) || !outer.lease->conn().is_open())
+        throw;
+      failed(*outer.lease, e);
     }
   }
 
- private:
-  static constexpr int kMaxAttempts = 3;
+  // COMMIT, with a connection lost during it reported as what it is: in doubt.
+  static void commit(Lease& lease, pqxx::work& work);
+  static void run_after_commit(Ambient& ambient);
 
-  // The error mapping transact() and read() share. A lost connection is unavailable and the
-  // connection is not reused.
-  [[noreturn]] static void lost(Lease& lease) {
-    lease.mark_broken();
-    throw Error(ErrorCode::kUnavailable, "The database connection was lost.");
-  }
-  // A statement timeout is unavailable, an integrity violation a ConstraintViolation;
-  // anything else is rethrown as it is. Called from inside the catch block of `e`.
-  [[noreturn]] static void failed(Lease& lease, const pqxx::sql_error& e) {
-    if (!lease.conn().is_open()) lease.mark_broken();
-    if (e.sqlstate() == "57014") {
-      throw Error(ErrorCode::kUnavailable, "The database did not answer in time.");
-    }
-    if (auto violation = ConstraintViolation::from(e)) throw *violation;
-    throw;
-  }
+  // A connection lost before COMMIT: not reused, and the work runs again on a fresh one
+  // until `attempt` reaches the limit, then unavailable.
+  static void lost(Lease& lease, int attempt);
+  // A failure of the database rather than the statement (timeout, shutdown, resources) is
+  // unavailable, an integrity violation a ConstraintViolation; anything else is rethrown as
+  // it is. Called from inside the catch block of `e`.
+  [[noreturn]] static void failed(Lease& lease, const pqxx::sql_error& e);
 
   std::unique_ptr<Slot> connect();
   void release(std::unique_ptr<Slot> slot);

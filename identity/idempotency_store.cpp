@@ -1,7 +1,8 @@
-// IdempotencyStore: one INSERT … ON CONFLICT decides who runs a request; the row's state
-// tells retries whether to replay, wait or refuse.
+// IdempotencyStore: an advisory lock decides who runs a request with a key now; the stored
+// row, written in the request's own transaction, tells retries what it came to.
 #include "identity/idempotency_store.h"
 
+#include "core/crypto.h"
 #include "core/error.h"
 #include "core/sql.h"
 
@@ -10,83 +11,65 @@
 namespace gpurent::identity {
 namespace {
 
-// Takes the key when it is free, expired ($8: created before the TTL), or abandoned by a
-// run of the same request ($7 is now: its lease ran out). A conflicting live row is left
-// alone and nothing is returned.
-constexpr Statement kClaim = {
-    "idempotency_claim",
+// The key's lock: a transaction-level advisory lock in a key space of its own (the two-key
+// form, class "idm", apart from the invoice numbers' and the GPUs' locks), keyed by 32 bits
+// of the key's hash. Two keys running at the same moment that share those bits make one of
+// them wait as if it were a retry; nothing worse.
+constexpr int kKeyLockClass = 0x69646d;
+constexpr Statement kLock = {"idempotency_lock",
+                             "SELECT pg_try_advisory_xact_lock($1::int, $2::int)"};
+constexpr Statement kFind = {
+    "idempotency_find",
+    "SELECT request_hash, status, response FROM idempotency_keys"
+    " WHERE scope = $1 AND key_hash = $2 AND state = 'done' AND created_at >= $3"};
+// A row older than the TTL ($7), or a claim left running by a version that kept claims in
+// transactions of their own, is replaced; a live stored response is not.
+constexpr Statement kStore = {
+    "idempotency_store",
     "INSERT INTO idempotency_keys AS k (scope, key_hash, org_id, user_id, request_hash, state,"
-    " created_at, running_until) VALUES ($1, $2, $3, $4, $5, 'running', $6, $7)"
+    " status, response, created_at, running_until)"
+    " VALUES ($1, $2, $3, $4, $5, 'done', $6, $8, $9, $9)"
     " ON CONFLICT (scope, key_hash) DO UPDATE SET request_hash = EXCLUDED.request_hash,"
-    " state = 'running', status = NULL, response = NULL, created_at = EXCLUDED.created_at,"
-    " running_until = EXCLUDED.running_until"
-    " WHERE k.created_at < $8"
-    "    OR (k.state = 'running' AND k.running_until < $6"
-    "        AND k.request_hash = EXCLUDED.request_hash)"
+    " state = 'done', status = EXCLUDED.status, response = EXCLUDED.response,"
+    " created_at = EXCLUDED.created_at, running_until = EXCLUDED.running_until"
+    " WHERE k.created_at < $7 OR k.state = 'running'"
     " RETURNING 1"};
-constexpr Statement kRead = {"idempotency_read",
-                             "SELECT request_hash, state, status, response FROM idempotency_keys"
-                             " WHERE scope = $1 AND key_hash = $2 AND created_at >= $3"};
-constexpr Statement kComplete = {
-    "idempotency_complete",
-    "UPDATE idempotency_keys SET state = 'done', status = $4, response = $5"
-    " WHERE scope = $1 AND key_hash = $2 AND request_hash = $3 AND state = 'running'"};
-constexpr Statement kRelease = {
-    "idempotency_release",
-    "DELETE FROM idempotency_keys"
-    " WHERE scope = $1 AND key_hash = $2 AND request_hash = $3 AND state = 'running'"};
 constexpr Statement kPurge = {
     "idempotency_purge",
     "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys"
     " WHERE created_at < $1 LIMIT $2))"};
 
+int lock_id(const IdempotencyKeyRef& key) {
+  std::string material(key.scope);
+  material.append("\n").append(key.key_hash);
+  std::string digest = crypto::sha256_raw(material);
+  std::uint32_t bits = 0;
+  for (int i = 0; i < 4; ++i) bits = (bits << 8) | static_cast<unsigned char>(digest[i]);
+  return static_cast<int>(bits);
+}
+
 }  // namespace
 
-IdempotencyClaim IdempotencyStore::claim(Tx& tx, const IdempotencyKeyRef& key,
-                                         const std::string& request_hash) {
+bool IdempotencyStore::lock(Tx& tx, const IdempotencyKeyRef& key) {
+  return tx.exec(kLock, kKeyLockClass, lock_id(key))[0][0].as<bool>();
+}
+
+std::optional<StoredResponse> IdempotencyStore::find(Tx& tx, const IdempotencyKeyRef& key) {
+  std::string expired_before = sql_timestamp(clock_.now() - policy_.ttl);
+  auto rows = tx.exec(kFind, key.scope, key.key_hash, expired_before);
+  if (rows.empty()) return std::nullopt;
+  return StoredResponse{.request_hash = rows[0][0].as<std::string>(),
+                        .status = rows[0][1].as<int>(),
+                        .response = pqxx::binarystring(rows[0][2]).str()};
+}
+
+bool IdempotencyStore::store(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash,
+                             int status, const std::string& sealed_response) {
   Timestamp now = clock_.now();
-  std::string now_s = sql_timestamp(now);
-  std::string lease_end = sql_timestamp(now + policy_.lease);
   std::string expired_before = sql_timestamp(now - policy_.ttl);
-  // A row can vanish between the INSERT and the SELECT (purged, or released by a failed
-  // run); the next round then claims it. Each statement of a READ COMMITTED transaction
-  // sees what others committed before it started, so a round sees the row gone.
-  for (int round = 0;; ++round) {
-    auto inserted = tx.exec(kClaim, key.scope, key.key_hash, key.org_id, key.user_id, request_hash,
-                            now_s, lease_end, expired_before);
-    if (!inserted.empty()) return IdempotencyClaim{.kind = IdempotencyClaim::Kind::kStarted};
-    auto rows = tx.exec(kRead, key.scope, key.key_hash, expired_before);
-    if (!rows.empty()) {
-      const auto& row = rows[0];
-      IdempotencyClaim c;
-      if (row[0].as<std::string>() != request_hash) {
-        c.kind = IdempotencyClaim::Kind::kMismatch;
-      } else if (row[1].as<std::string>() == "running") {
-        c.kind = IdempotencyClaim::Kind::kRunning;
-      } else {
-        c.kind = IdempotencyClaim::Kind::kDone;
-        c.status = row[2].as<int>();
-        c.response = pqxx::binarystring(row[3]).str();
-      }
-      return c;
-    }
-    if (round >= 3) {
-      throw Error(ErrorCode::kConflict, "The Idempotency-Key is being reused concurrently.");
-    }
-  }
-}
-
-bool IdempotencyStore::complete(Tx& tx, const IdempotencyKeyRef& key,
-                                const std::string& request_hash, int status,
-                                const std::string& sealed_response) {
-  auto r = tx.exec(kComplete, key.scope, key.key_hash, request_hash, status,
-                   pqxx::binarystring(sealed_response));
-  return r.affected_rows() == 1;
-}
-
-void IdempotencyStore::release(Tx& tx, const IdempotencyKeyRef& key,
-                               const std::string& request_hash) {
-  tx.exec(kRelease, key.scope, key.key_hash, request_hash);
+  auto r = tx.exec(kStore, key.scope, key.key_hash, key.org_id, key.user_id, request_hash, status,
+                   expired_before, pqxx::binarystring(sealed_response), sql_timestamp(now));
+  return !r.empty();
 }
 
 int IdempotencyStore::purge_expired(Tx& tx, int batch) {

@@ -1,6 +1,6 @@
-// Idempotency keys in PostgreSQL: who claimed a key for which request, and the sealed
-// response once the request is done. The HTTP layer (api/idempotency.h) decides what to
-// seal and when to wait; this store only makes claims atomic across replicas.
+// Idempotency keys in PostgreSQL: the sealed response of each finished keyed request, and
+// the lock that lets one request with a key run at a time across replicas. The HTTP layer
+// (api/idempotency.h) decides what to seal and when to wait.
 #pragma once
 
 #include "core/clock.h"
@@ -21,45 +21,38 @@ struct IdempotencyKeyRef {
   std::string user_id;
 };
 
-struct IdempotencyClaim {
-  enum class Kind {
-    kStarted,   // this caller owns the key now and must complete() or release() it
-    kDone,      // an earlier request with the same hash finished: replay `response`
-    kRunning,   // an earlier request with the same hash is still running
-    kMismatch,  // the key was used for another request
-  };
-  Kind kind = Kind::kStarted;
+// A finished request's stored outcome.
+struct StoredResponse {
+  std::string request_hash;
   int status = 0;
-  std::string response;  // sealed, for kDone
+  std::string response;  // sealed
 };
 
 struct IdempotencyPolicy {
   std::chrono::seconds ttl{24 * 3600};  // a key is remembered this long
-  // A running claim older than this was abandoned (its process died) and may be taken
-  // over by a retry of the same request.
-  std::chrono::seconds lease{60};
 };
 
-// Every method runs in the caller's transaction (see gpurent::Tx) and commits nothing; each
-// is a use case of its own for the HTTP layer, which commits it at once so other replicas
-// see the claim.
+// Every method runs in the caller's transaction (see gpurent::Tx) and commits nothing. The
+// HTTP layer runs a keyed request's work and these steps in one transaction (PgPool::unit),
+// so a stored response exists exactly when the work it describes committed.
 class IdempotencyStore {
  public:
   explicit IdempotencyStore(const Clock& clock, IdempotencyPolicy policy = {})
       : clock_(clock), policy_(policy) {}
 
-  // Claims the key for a request whose hash is `request_hash`, or reports what holds it.
-  // Concurrent claims of one key from any number of replicas give exactly one kStarted.
-  IdempotencyClaim claim(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash);
+  // Takes the key's lock until the transaction ends; false, at once, when another
+  // transaction holds it (a request with this key is running now, on any replica). Taken
+  // before find(), so what find() sees cannot change until the transaction ends.
+  bool lock(Tx& tx, const IdempotencyKeyRef& key);
 
-  // Stores the finished request's status and sealed response. False when the claim was
-  // lost meanwhile (taken over after the lease, or purged).
-  bool complete(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash, int status,
-                const std::string& sealed_response);
+  // The response stored for the key within the TTL, or nullopt (never stored, expired).
+  std::optional<StoredResponse> find(Tx& tx, const IdempotencyKeyRef& key);
 
-  // Gives up a claim without a stored response (the request failed in a way a retry
-  // should repeat), so the next retry runs again.
-  void release(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash);
+  // Stores a finished request's status and sealed response, replacing an expired one.
+  // False when an unexpired one is there already (another transaction stored it without
+  // the lock: never, while every writer takes it).
+  bool store(Tx& tx, const IdempotencyKeyRef& key, const std::string& request_hash, int status,
+             const std::string& sealed_response);
 
   // Deletes keys older than the TTL, at most `batch` of them; returns how many.
   int purge_expired(Tx& tx, int batch = 1000);

@@ -130,7 +130,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
                return std::make_pair(std::move(record), state.catalog->gpu_models(tx));
              });
              // After the commit: a rebuild before it would cache the catalog without the image.
-             state.cache->invalidate();
+             state.pool->after_commit([&state] { state.cache->invalidate(); });
              return json_response(
                  201, image_json(created, inventory::compatible_gpu_models(created, models)));
            },
@@ -155,7 +155,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
                         });
                     if (!image) throw no_such_image();
                     // After the commit, as for a new image.
-                    state.cache->invalidate();
+                    state.pool->after_commit([&state] { state.cache->invalidate(); });
                     return json_response(
                         200, image_json(*image, inventory::compatible_gpu_models(*image, models)));
                   },

@@ -209,8 +209,12 @@ int small_int(std::string_view field, const std::string& text, int max) {
 
 // This replica's own change is in its next calendar: the announcement that tells every
 // replica reaches this one's listener only a moment after the commit.
+// After the commit (the Idempotency-Key guard commits the booking with its response): a
+// reload before it would see the node without the booking.
 void capacity_changed(const RentalRoutesState& state, const scheduler::RentalRecord& rental) {
-  if (state.capacity && rental.node_id) state.capacity->node_changed(*rental.node_id);
+  if (!state.capacity || !rental.node_id) return;
+  state.pool->after_commit(
+      [capacity = state.capacity, node = *rental.node_id] { capacity->node_changed(node); });
 }
 
 // How long GET …/wait holds a request at most, and how often it looks again meanwhile.

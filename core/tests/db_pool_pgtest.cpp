@@ -10,6 +10,7 @@
 #include <future>
 #include <latch>
 #include <thread>
+#include <vector>
 
 namespace gpurent {
 namespace db_pool_pgtest {
@@ -221,6 +222,90 @@ TEST(PgPool, UnreachableDatabaseIsUnavailableNotACrash) {
   }
   EXPECT_EQ(pool.stats().open, 0) << "a failed connect must give its slot back";
   EXPECT_EQ(pool.stats().connect_failures_total, 1u);
+}
+
+// A connection the server drops mid-transaction (a restart, an operator's kill): the
+// transaction certainly rolled back, so the pool runs it again on a fresh connection and
+// the caller sees it done once, not an error.
+TEST(PgPool, ATransactionWhoseConnectionDiesBeforeCommitRunsAgain) {
+  TestDatabase db;
+  PgPool pool(options(db, 2));
+  pool.transact("create", [](Tx& tx) { tx.exec_fixed("CREATE TABLE t (x int)"); });
+  int calls = 0;
+  pool.transact("insert", [&](Tx& tx) {
+    tx.exec_fixed("INSERT INTO t VALUES (1)");
+    if (++calls == 1) {
+      int pid = tx.exec(kBackendPid)[0][0].as<int>();
+      pqxx::connection admin(db.url());
+      pqxx::nontransaction a(admin);
+      a.exec_params("SELECT pg_terminate_backend($1)", pid);
+      tx.exec_fixed("SELECT 1");  // the server is gone from under this statement
+    }
+  });
+  EXPECT_EQ(calls, 2);
+  int count = pool.transact(
+      "count", [](Tx& tx) { return tx.exec_fixed("SELECT count(*) FROM t")[0][0].as<int>(); });
+  EXPECT_EQ(count, 1);
+}
+
+// A unit's nested transactions and reads join it: they see its writes, commit only with
+// it, and a nested failure undoes its own statements alone.
+TEST(PgPool, AUnitsNestedTransactionsCommitOrRollBackWithIt) {
+  TestDatabase db;
+  PgPool pool(options(db, 1));  // one connection: a nested call that took another would hang
+  pool.transact("create", [](Tx& tx) { tx.exec_fixed("CREATE TABLE t (x int)"); });
+  auto count = [&] {
+    pqxx::connection c(db.url());
+    pqxx::nontransaction n(c);
+    return n.exec("SELECT count(*) FROM t")[0][0].as<int>();
+  };
+  pool.unit("outer", [&](Tx&) {
+    pool.transact("first", [](Tx& tx) { tx.exec_fixed("INSERT INTO t VALUES (1)"); });
+    EXPECT_EQ(count(), 0) << "nothing is durable before the unit commits";
+    int seen = pool.read(
+        "see", [](Tx& tx) { return tx.exec_fixed("SELECT count(*) FROM t")[0][0].as<int>(); });
+    EXPECT_EQ(seen, 1) << "a read inside the unit sees its writes";
+    EXPECT_THROW(pool.transact("second",
+                               [](Tx& tx) {
+                                 tx.exec_fixed("INSERT INTO t VALUES (2)");
+                                 throw Error(ErrorCode::kConflict, "undo me");
+                               }),
+                 Error);
+    EXPECT_THROW(pool.transact("third", [](Tx& tx) { tx.exec_fixed("SELECT 1/0"); }),
+                 pqxx::sql_error);
+    pool.transact("fourth", [](Tx& tx) { tx.exec_fixed("INSERT INTO t VALUES (4)"); });
+  });
+  EXPECT_EQ(count(), 2) << "the first and fourth inserts, not the failed ones";
+
+  EXPECT_THROW(pool.unit("rolled_back",
+                         [&](Tx&) {
+                           pool.transact("inner",
+                                         [](Tx& tx) { tx.exec_fixed("INSERT INTO t VALUES (5)"); });
+                           throw Error(ErrorCode::kNotFound, "the unit fails after it");
+                         }),
+               Error);
+  EXPECT_EQ(count(), 2) << "a unit's rollback takes its nested work with it";
+}
+
+TEST(PgPool, AfterCommitStepsRunOnlyOnceTheUnitCommits) {
+  TestDatabase db;
+  PgPool pool(options(db, 1));
+  std::vector<std::string> steps;
+  pool.unit("outer", [&](Tx&) {
+    pool.after_commit([&] { steps.push_back("after"); });
+    steps.push_back("inside");
+  });
+  EXPECT_EQ(steps, (std::vector<std::string>{"inside", "after"}));
+  steps.clear();
+  EXPECT_THROW(pool.unit("outer",
+                         [&](Tx&) {
+                           pool.after_commit([&] { steps.push_back("after"); });
+                           throw Error(ErrorCode::kConflict, "no");
+                         }),
+               Error);
+  EXPECT_TRUE(steps.empty()) << "a rolled-back unit runs none";
+  pool.after_commit([&] { steps.push_back("now"); });
+  EXPECT_EQ(steps, (std::vector<std::string>{"now"})) << "outside a unit: at once";
 }
 
 }  // namespace db_pool_pgtest

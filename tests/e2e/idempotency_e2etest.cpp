@@ -70,17 +70,19 @@ class IdempotencyE2E : public ::testing::Test {
 
   static constexpr const char* kLockTokenInserts =
       "LOCK TABLE api_tokens IN SHARE ROW EXCLUSIVE MODE";
-  static constexpr const char* kLockKeyClaims = "LOCK TABLE idempotency_keys IN SHARE MODE";
-
-  // Releases `token_inserts` once the first run is stuck behind it and retries have come in
-  // meanwhile: their claims are held up too, until they go on to find the first running.
-  void release_once_retries_overlap(TableLock& token_inserts) {
+  // Releases `token_inserts` once the first run is stuck behind it (holding its key) and
+  // the other `retries` have come in meanwhile, found the key running and wait for it (off
+  // the workers, on the replicas at `ports`).
+  void release_once_retries_overlap(TableLock& token_inserts, std::vector<int> ports, int retries) {
     EXPECT_TRUE(wait_for([&] { return lock_waiters("api_tokens") == 1; }))
-        << "the run that claimed the key should be stuck on the lock";
-    TableLock claims(db_.url(), kLockKeyClaims);
-    EXPECT_TRUE(wait_for([&] { return lock_waiters("idempotency_keys") >= 1; }))
-        << "no retry came in while the first run was stuck";
-    claims.release();
+        << "the run that took the key should be stuck on the lock";
+    auto waiting = [&] {
+      long long n = 0;
+      for (int p : ports) n += read_metric(p, "gpurent_http_requests_waiting");
+      return n;
+    };
+    EXPECT_TRUE(wait_for([&] { return waiting() == retries; }))
+        << "retries waiting for the first run: " << waiting();
     token_inserts.release();
   }
 
@@ -133,7 +135,7 @@ TEST_F(IdempotencyE2E, ConcurrentRetriesCreateExactlyOneObject) {
       return create_token(owner_, "race");
     }));
   }
-  release_once_retries_overlap(token_inserts);
+  release_once_retries_overlap(token_inserts, {port()}, kClients - 1);
   std::vector<HttpResult> got;
   for (auto& f : results) got.push_back(f.get());
   int replayed = 0;
@@ -163,7 +165,7 @@ TEST_F(IdempotencyE2E, RetriesSpreadOverReplicasCreateExactlyOneObject) {
                           R"({"name": "ci", "scopes": ["rentals:read"]})", h);
     }));
   }
-  release_once_retries_overlap(token_inserts);
+  release_once_retries_overlap(token_inserts, {port(), second.port()}, kClients - 1);
   std::vector<HttpResult> got;
   for (auto& f : results) got.push_back(f.get());
   for (const auto& r : got) {
