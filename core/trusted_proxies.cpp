@@ -23,7 +23,10 @@ std::string_view trim_view(std::string_view s) {
 }
 
 std::optional<Address> parse_address(std::string_view text) {
-  if (text.empty() || text.size() > 45) return std::nullopt;
+  // inet_pton reads up to a NUL, so "10.0.0.3\0, 6.6.6.6" would pass, whole, as 10.0.0.3.
+  if (text.empty() || text.size() > 45 || text.find('\0') != std::string_view::npos) {
+    return std::nullopt;
+  }
   std::string s(text);
   Address a;
   if (inet_pton(AF_INET, s.c_str(), a.bytes.data()) == 1) return a;
