@@ -41,9 +41,14 @@ std::vector<Bytes> read_corpus(const std::vector<std::string>& dirs) {
 Bytes mutate(const Bytes& input, const std::vector<Bytes>& corpus, std::mt19937_64& rng) {
   Bytes b = input;
   auto pick = [&](std::size_t n) { return n == 0 ? 0 : std::size_t(rng() % n); };
-  static const char* kTokens[] = {"\t",   " ",   "\n",   "\r\n",    "\x1b[4m", "X",
-                                  "NV18", "SYS", "GPU0", "NIC0",    "=",       "/",
-                                  "+",    "\0",  "\xff", "ssh-rsa "};
+  // The first row serves the agent-side parsers, the rest the HTTP edge's: JSON, escapes,
+  // times, addresses and the bytes UTF-8 checks trip on.
+  static const char* kTokens[] = {
+      "\t",   " ",   "\n",      "\r\n",   "\x1b[4m",  "X",           "NV18",     "SYS", "GPU0",
+      "NIC0", "=",   "/",       "+",      "\0",       "\xff",        "ssh-rsa ", "{",   "}",
+      "[",    "]",   "\"",      ",",      ":",        "\\u0000",     "1e400",    "-0",  "%",
+      "%00",  "%25", "%C3",     "%E2%82", "&",        ".",           "T",        "Z",   "+00:00",
+      "60",   "::",  "::ffff:", "/32",    "\xc0\x80", "\xed\xa0\x80"};
   int edits = 1 + static_cast<int>(rng() % 4);
   for (int e = 0; e < edits; ++e) {
     switch (rng() % 7) {
