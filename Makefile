@@ -2,7 +2,8 @@
 #   make run   install what is missing, build, serve on http://127.0.0.1:8080
 #   make test  install what is missing, build with sanitizers, run every test
 #   make install  build the gpurent CLI and install it in $(PREFIX)/bin (default /usr/local)
-.PHONY: run test build build-test bench format format-check clean install
+#   make chaos    the chaos suite's full form: faults under a booking storm (docs/TESTING.md)
+.PHONY: run test build build-test bench format format-check clean install chaos
 
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
@@ -38,6 +39,23 @@ test:
 	@scripts/bootstrap
 	@$(MAKE) --no-print-directory build-test
 	cd build/test && ctest -j $(JOBS) --output-on-failure --timeout 300
+
+# The chaos suite's full form (docs/TESTING.md, "Chaos suite"), in the sanitizer build,
+# CHAOS_RUNS times in a row (stopping at the first failure); each run's figures in
+# $(CHAOS_BUILD)/chaos-report-N.json. `make test` runs its short form.
+CHAOS_BUILD ?= build/test
+CHAOS_RUNS ?= 1
+chaos:
+	@scripts/bootstrap
+	@test -f $(CHAOS_BUILD)/build.ninja || cmake -S . -B $(CHAOS_BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Debug -DGPURENT_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+	  -DGPURENT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(CHAOS_BUILD) -j $(JOBS) --target chaos_tests gpurentd gpurent-fleetsim
+	@for i in $$(seq $(CHAOS_RUNS)); do \
+	  echo "== make chaos: run $$i of $(CHAOS_RUNS)"; \
+	  GPURENT_CHAOS_REPORT=$(CURDIR)/$(CHAOS_BUILD)/chaos-report-$$i.json \
+	    $(CHAOS_BUILD)/tests/chaos/chaos_tests --full || exit 1; \
+	done
 
 bench:
 	@scripts/bootstrap --bench

@@ -49,7 +49,7 @@ void BookingStorm::client(int index) {
                  std::to_string(n);
     record.client = index;
     record.phase = options_.phase;
-    record.start = options_.dates[(index * 7 + n) % options_.dates.size()];
+    record.start = options_.starts[(index * 7 + n) % options_.starts.size()];
     if (options_.now_every > 0 && n % options_.now_every == 0 && options_.now_budget &&
         options_.now_budget->fetch_sub(1) > 0) {
       record.start = "now";

@@ -22,7 +22,7 @@ struct StormOptions {
   std::vector<std::string> tokens;  // client i books with tokens[i % size]
   std::string gpu_model;
   std::string image_id;
-  std::vector<std::string> dates;  // future start dates, picked in turn
+  std::vector<std::string> starts;  // future start instants, picked in turn
   // Every now_every-th booking of a client starts now (its rental provisions on an agent)
   // while the shared budget lasts: the GPUs free now are fewer than the future days'.
   int now_every = 6;

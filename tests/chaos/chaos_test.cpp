@@ -54,22 +54,32 @@ struct Form {
 };
 
 Form form() {
-  // Capacity: a node's 8 GPUs take a one-day rental every other day of the 26 dates (the
-  // cleaning window keeps the next midnight's), about 100 bookings per node.
-  if (g_full) return {"full", 32, 8, 48, 10s, 3s, 2, 5, 3s, 600, 15s, 40, 100ms};
-  return {"short", 8, 4, 16, 2s, 1s, 1, 2, 1500ms, 150, 4s, 12, 50ms};
+  // Capacity: each of a node's 8 GPUs takes a one-day rental at each of the 25 future starts,
+  // about 200 bookings per node.
+  // The full form's clients pause longer: 32 clients without a pause keep both sanitizer-built
+  // replicas' CPUs busy, and the agents' hellos then wait tens of seconds (see TESTING.md).
+  if (g_full) return {"full", 32, 8, 24, 10s, 3s, 2, 5, 3s, 600, 15s, 24, 500ms};
+  return {"short", 8, 4, 12, 2s, 1s, 1, 2, 1500ms, 150, 4s, 10, 50ms};
 }
 
-// Future dates a booking may start on: from the third day on (clear of today's rentals and
-// their cleaning window) to the 28th (within the 30-day horizon).
-std::vector<std::string> future_dates() {
+// Future instants a booking may start at: from two days ahead (clear of the rentals that
+// start now and their cleaning window), 24 h 30 min apart, so one GPU can take a one-day
+// rental at each of them (the 30-minute cleaning window after each fits before the next:
+// dates, a day apart, would let it take only every other one), within the 30-day horizon.
+std::vector<std::string> future_starts() {
   std::vector<std::string> out;
-  auto today = std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now());
-  for (int k = 3; k <= 28; ++k) {
-    std::chrono::year_month_day d{today + std::chrono::days(k)};
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02u", static_cast<int>(d.year()),
-                  static_cast<unsigned>(d.month()), static_cast<unsigned>(d.day()));
+  auto base = std::chrono::ceil<std::chrono::hours>(std::chrono::system_clock::now()) +
+              std::chrono::hours(48);
+  for (int k = 0; k < 25; ++k) {
+    auto t =
+        std::chrono::floor<std::chrono::seconds>(base + k * std::chrono::minutes(24 * 60 + 30));
+    auto day = std::chrono::floor<std::chrono::days>(t);
+    std::chrono::year_month_day d{day};
+    std::chrono::hh_mm_ss hms{t - day};
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:00Z", static_cast<int>(d.year()),
+                  static_cast<unsigned>(d.month()), static_cast<unsigned>(d.day()),
+                  static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()));
     out.push_back(buf);
   }
   return out;
@@ -106,7 +116,7 @@ class ChaosSuite : public ::testing::Test {
     ASSERT_TRUE(wait_for([&] { return in_service() == form_.nodes; }, 60s))
         << in_service() << " of " << form_.nodes << " nodes in service\n"
         << fleet_->log();
-    dates_ = future_dates();
+    starts_ = future_starts();
     setup_s_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
   }
@@ -150,7 +160,7 @@ class ChaosSuite : public ::testing::Test {
     o.tokens = platform_.tokens;
     o.gpu_model = kModel;
     o.image_id = platform_.image_id;
-    o.dates = dates_;
+    o.starts = starts_;
     o.now_every = 3;
     o.now_budget = std::make_shared<std::atomic<int>>(now_budget);
     o.think = form_.think;
@@ -351,7 +361,7 @@ class ChaosSuite : public ::testing::Test {
   std::unique_ptr<TcpProxy> proxy_;
   std::unique_ptr<Fleet> fleet_;
   Platform platform_;
-  std::vector<std::string> dates_;
+  std::vector<std::string> starts_;
   std::vector<Phase> phases_;
   json summary_ = json::object();
 };
