@@ -360,9 +360,16 @@ class Session : public std::enable_shared_from_this<Session> {
     bool secure = false;
     const TrustedProxies* proxies = server_.options.trusted_proxies;
     if (proxies && !proxies->empty()) {
-      auto xff = message["X-Forwarded-For"];
-      forwarded_client =
-          proxies->client_address(remote_ip_, std::string_view(xff.data(), xff.size()));
+      // Every X-Forwarded-For line, joined in order (RFC 9110 5.3): a proxy that adds a
+      // line of its own (HAProxy's option forwardfor) leaves the client's line first, and
+      // reading only that one would take the client's word for who it is.
+      std::string xff;
+      auto [line, end] = message.equal_range("X-Forwarded-For");
+      for (; line != end; ++line) {
+        if (!xff.empty()) xff += ", ";
+        xff.append(line->value().data(), line->value().size());
+      }
+      forwarded_client = proxies->client_address(remote_ip_, xff);
       if (proxies->contains(remote_ip_)) {
         auto proto = message["X-Forwarded-Proto"];
         secure = forwarded_proto_is_https(std::string_view(proto.data(), proto.size()));

@@ -37,15 +37,20 @@ Timestamp plus_days(Timestamp t, int days) {
   return t + hours(24) * days;
 }
 
-// YYYY-MM-DD, a real calendar date (PostgreSQL checks the day of the month again).
+// YYYY-MM-DD, a real calendar date: the days of its month, leap years included. Checked
+// here, not left to PostgreSQL: a statement refusing "2027-02-30" would abort the whole
+// transaction, and inside an Idempotency-Key unit that is the request's transaction.
 bool is_date(std::string_view s) {
   if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
   for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u}) {
     if (s[i] < '0' || s[i] > '9') return false;
   }
-  int month = (s[5] - '0') * 10 + (s[6] - '0');
-  int day = (s[8] - '0') * 10 + (s[9] - '0');
-  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+  int year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+  unsigned month = (s[5] - '0') * 10 + (s[6] - '0');
+  unsigned day = (s[8] - '0') * 10 + (s[9] - '0');
+  return year >= 1 && std::chrono::year_month_day(std::chrono::year(year),
+                                                  std::chrono::month(month), std::chrono::day(day))
+                          .ok();
 }
 
 // The stricter of two optional limits.

@@ -462,12 +462,22 @@ void AgentModule::heartbeat(const std::shared_ptr<http::AgentChannel>& channel,
 void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivered) {
   auto channel = channel_of(node_id);
   if (!channel) return;
-  auto tasks = pool_.transact("agent_deliver_tasks", [&](Tx& tx) {
-    if (!resend_delivered) return tasks_.claim_queued(tx, node_id, kTasksPerDelivery);
-    auto unfinished = tasks_.queued_for_node(tx, node_id, kTasksPerDelivery);
-    for (const auto& t : unfinished) tasks_.mark_delivered(tx, t.id);
-    return unfinished;
-  });
+  std::vector<scheduler::AgentTask> tasks;
+  try {
+    tasks = pool_.transact("agent_deliver_tasks", [&](Tx& tx) {
+      if (!resend_delivered) return tasks_.claim_queued(tx, node_id, kTasksPerDelivery);
+      auto unfinished = tasks_.queued_for_node(tx, node_id, kTasksPerDelivery);
+      for (const auto& t : unfinished) tasks_.mark_delivered(tx, t.id);
+      return unfinished;
+    });
+  } catch (const std::exception&) {
+    // The claim may have committed without this replica knowing (a COMMIT in doubt): its
+    // tasks would be `delivered` yet never sent, and neither the poll (it looks for queued
+    // ones) nor a notification would send them again. Closing the channel makes the agent
+    // reconnect, and its hello resends every unfinished task.
+    channel->close("the server lost track of the tasks it was sending; reconnect");
+    throw;
+  }
   for (const auto& t : tasks) {
     auto kind = proto::parse_task_kind(scheduler::to_string(t.kind));
     if (!kind) continue;

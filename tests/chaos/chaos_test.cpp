@@ -525,6 +525,7 @@ int main(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &limit);
   }
   int n = static_cast<int>(args.size());
+  args.push_back(nullptr);  // argv[argc] is a null pointer; gtest shifts it down
   ::testing::InitGoogleTest(&n, args.data());
   return RUN_ALL_TESTS();
 }

@@ -121,6 +121,31 @@ TEST_F(RateLimitE2E, ATrustedProxyNamesTheClientAndAnUntrustedOneCannot) {
   EXPECT_EQ(ip[0][0].as<std::string>(), "198.51.100.4");
 }
 
+TEST_F(RateLimitE2E, AForwardedForLineOfTheClientsOwnDoesNotNameIt) {
+  // HAProxy's `option forwardfor` adds a line of its own after whatever the client sent:
+  // the client named last on the last line is the one that counts, however many lines and
+  // addresses the client invented before.
+  start({"--rate_limit_per_ip=1", "--rate_limit_burst_per_ip=3", "--trusted_proxies=127.0.0.1"});
+  auto request = [&](const std::string& invented, const std::string& client) {
+    RawConnection c(port());
+    EXPECT_TRUE(
+        c.send("GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+               "X-Forwarded-For: " +
+               invented + "\r\nX-Forwarded-For: " + client + "\r\n\r\n"));
+    return c.read_response();
+  };
+  int n = 0;
+  HttpResult refused;
+  // A new invented address each time: the same real client's bucket all the same.
+  EXPECT_LE(count_until_refused(
+                [&] { return request("198.51.100." + std::to_string(++n), "203.0.113.7"); }, 30,
+                &refused),
+            8);
+  expect_rate_limited(refused);
+  EXPECT_EQ(request("198.51.100.200", "203.0.113.8").status, 401)
+      << "another real client has its own bucket";
+}
+
 TEST_F(RateLimitE2E, WithoutTrustedProxiesForwardedForIsIgnored) {
   start({"--rate_limit_per_ip=1", "--rate_limit_burst_per_ip=3"});
   int n = 0;

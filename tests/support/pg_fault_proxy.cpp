@@ -130,8 +130,8 @@ bool write_all(int fd, std::string& data) {
 // An ErrorResponse as the server sends one when it refuses a connection.
 std::string fatal_message(const std::string& sqlstate, const std::string& text) {
   std::string body;
-  for (auto [field, value] : {std::pair<char, std::string>{'S', "FATAL"}, {'V', "FATAL"},
-                              {'C', sqlstate}, {'M', text}}) {
+  for (auto [field, value] :
+       {std::pair<char, std::string>{'S', "FATAL"}, {'V', "FATAL"}, {'C', sqlstate}, {'M', text}}) {
     body += field;
     body += value;
     body += '\0';
@@ -158,8 +158,9 @@ struct PgFaultProxy::Session {
   bool raw = false;      // a CancelRequest connection, relayed unparsed
   bool server_unwritable = false;
   int backend_pid = 0;
-  std::map<std::string, std::string> statements;  // prepared name -> SQL, from Parse
-  std::map<std::string, int> stalled_at_parse;    // statement -> the stall rule fired at its Parse
+  std::map<std::string, std::string> statements;   // prepared name -> SQL, from Parse
+  std::map<std::string, int> stalled_at_parse;     // statement -> the stall rule fired at its Parse
+  std::vector<PgFaultProxy::Message> transaction;  // sent since the last BEGIN
   // Answers are counted by the ReadyForQuery that ends each: the startup, every simple query,
   // every Sync and function call asks for one. A backend message belongs to answer
   // answers_done + 1.
@@ -221,8 +222,8 @@ struct PgFaultProxy::Session {
       pqxx::nontransaction tx(conn);
       auto deadline = Clock::now() + std::chrono::seconds(10);
       while (Clock::now() < deadline) {
-        auto r = tx.exec_params("SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                                backend_pid);
+        auto r =
+            tx.exec_params("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", backend_pid);
         if (r[0][0].as<int>() == 0) return;
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
@@ -246,16 +247,15 @@ struct PgFaultProxy::Session {
 
   void relay() {
     for (;;) {
-      pollfd fds[3] = {{client, static_cast<short>(POLLIN | (to_client.empty() ? 0 : POLLOUT)), 0},
-                       {server,
-                        static_cast<short>(
-                            POLLIN | (to_server.empty() || server_unwritable ? 0 : POLLOUT)),
-                        0},
-                       {kill, POLLIN, 0}};
+      pollfd fds[3] = {
+          {client, static_cast<short>(POLLIN | (to_client.empty() ? 0 : POLLOUT)), 0},
+          {server,
+           static_cast<short>(POLLIN | (to_server.empty() || server_unwritable ? 0 : POLLOUT)), 0},
+          {kill, POLLIN, 0}};
       int timeout = -1;
       if (pending != Pending::kNone) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(pending_deadline -
-                                                                          Clock::now());
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(pending_deadline - Clock::now());
         timeout = static_cast<int>(std::max<int64_t>(0, left.count()));
       }
       if (poll(fds, 3, timeout) < 0) {
@@ -382,6 +382,7 @@ struct PgFaultProxy::Session {
       return true;
     }
     proxy->note_seen(type, text, statement);
+    if (type == 'Q' && starts_with_ci(text, "BEGIN")) transaction.clear();
     Decision decision;
     int stalled_rule = -1;
     if (auto it = stalled_at_parse.find(statement); type == 'B' && it != stalled_at_parse.end()) {
@@ -389,8 +390,10 @@ struct PgFaultProxy::Session {
       stalled_at_parse.erase(it);
     }
     if (pending == Pending::kNone) {
-      decision = proxy->decide(type, text, statement, /*at_parse=*/false, stalled_rule);
+      decision =
+          proxy->decide(type, text, statement, /*at_parse=*/false, transaction, stalled_rule);
     }
+    transaction.push_back({type, text, statement});
     return apply(decision, message, answer);
   }
 
@@ -403,7 +406,9 @@ struct PgFaultProxy::Session {
     std::string sql = c_string(body, pos);
     statements[name] = sql;
     Decision decision;
-    if (pending == Pending::kNone) decision = proxy->decide('B', sql, name, /*at_parse=*/true);
+    if (pending == Pending::kNone) {
+      decision = proxy->decide('B', sql, name, /*at_parse=*/true, transaction);
+    }
     if (decision.rule >= 0) stalled_at_parse[name] = decision.rule;
     return apply(decision, message, answer);
   }
@@ -481,7 +486,8 @@ struct PgFaultProxy::Session {
       if (from_server.size() < len + 1) return true;
       char type = from_server[0];
       int64_t answer = answers_done + 1;
-      if (type == 'K' && len >= 12) backend_pid = static_cast<int>(read_u32(from_server.data() + 5));
+      if (type == 'K' && len >= 12)
+        backend_pid = static_cast<int>(read_u32(from_server.data() + 5));
       if (type == 'Z') ++answers_done;
       if (pending == Pending::kCut && answer >= pending_answer) {
         from_server.erase(0, len + 1);
@@ -549,8 +555,7 @@ std::string PgFaultProxy::url() const {
 }
 
 std::string PgFaultProxy::url(const std::string& database) const {
-  return "postgresql://" + upstream_user_ + "@127.0.0.1:" + std::to_string(port_) + "/" +
-         database;
+  return "postgresql://" + upstream_user_ + "@127.0.0.1:" + std::to_string(port_) + "/" + database;
 }
 
 void PgFaultProxy::accept_loop() {
@@ -647,7 +652,7 @@ void PgFaultProxy::cut_all() {
 
 int PgFaultProxy::seen(const PgMatch& match) const {
   std::lock_guard lock(mutex_);
-  return static_cast<int>(std::count_if(seen_.begin(), seen_.end(), [&](const Seen& s) {
+  return static_cast<int>(std::count_if(seen_.begin(), seen_.end(), [&](const Message& s) {
     return matches(match, s.type, s.text, s.statement);
   }));
 }
@@ -660,18 +665,23 @@ int PgFaultProxy::open_connections() const {
 
 void PgFaultProxy::note_seen(char type, const std::string& text, const std::string& statement) {
   std::lock_guard lock(mutex_);
-  seen_.push_back(Seen{type, text, statement});
+  seen_.push_back(Message{type, text, statement});
 }
 
 PgFaultProxy::Decision PgFaultProxy::decide(char type, const std::string& text,
                                             const std::string& statement, bool at_parse,
-                                            int exclude) {
+                                            const std::vector<Message>& transaction, int exclude) {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < rules_.size(); ++i) {
     auto& r = rules_[i];
     if (!r.active || static_cast<int>(i) == exclude) continue;
     if (at_parse && r.rule.fault != PgFault::kStall) continue;
     if (!matches(r.rule.match, type, text, statement)) continue;
+    if (r.rule.after && std::none_of(transaction.begin(), transaction.end(), [&](const Message& m) {
+          return matches(*r.rule.after, m.type, m.text, m.statement);
+        })) {
+      continue;
+    }
     if (r.rule.times != 0 && r.fired >= r.rule.times) continue;
     // At a Parse a rule only fires; a match that it would let through is counted at the Bind.
     if (at_parse && r.matches + 1 <= r.rule.skip) continue;

@@ -8,6 +8,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,7 +55,8 @@ enum class PgFault {
   // needs the table waits on the lock until the client's statement_timeout cancels it
   // (57014), deterministically. A statement's first use on a connection starts with its
   // Parse, which locks the tables it names in the client's transaction: a stall that would
-  // fire at the Bind fires at that Parse instead (the Parse's answer carries the 57014). The client's own transaction must not hold a conflicting
+  // fire at the Bind fires at that Parse instead (the Parse's answer carries the 57014). The
+  // client's own transaction must not hold a conflicting
   // lock on that table already (the proxy's LOCK would wait on it): the proxy gives up
   // after lock_timeout 2 s and records the rule's error.
   kStall,
@@ -65,7 +67,11 @@ struct PgFaultRule {
   PgFault fault;
   int skip = 0;   // matching messages let through (across connections) before the first firing
   int times = 1;  // firings, then the rule is spent; 0: every match from then on
-  std::string stall_lock;                     // kStall: the SQL that takes the lock
+  // When set, only a message on a connection whose current transaction (since its last
+  // BEGIN) has already sent a match of `after` counts: "the COMMIT of the transaction that
+  // stored an idempotent response", not some other COMMIT of a background worker.
+  std::optional<PgMatch> after;
+  std::string stall_lock;                       // kStall: the SQL that takes the lock
   std::chrono::milliseconds stall_max{30'000};  // kStall: the longest the lock is kept
 };
 
@@ -118,10 +124,18 @@ class PgFaultProxy {
   // Called by sessions: note_seen() counts a message for seen(); decide() says whether a
   // rule fires on it.
   void note_seen(char type, const std::string& text, const std::string& statement);
+  // A message a client sent: its type ('Q' or 'B'), the query text or the bound statement's
+  // SQL, and the statement's name.
+  struct Message {
+    char type;
+    std::string text;
+    std::string statement;
+  };
   // at_parse: only stall rules are asked, for the statement's next Bind (Session::on_parse);
-  // exclude: a rule that already fired for this message at its Parse.
-  Decision decide(char type, const std::string& text, const std::string& statement,
-                  bool at_parse, int exclude = -1);
+  // exclude: a rule that already fired for this message at its Parse; transaction: what the
+  // connection sent since its last BEGIN, for rules with `after`.
+  Decision decide(char type, const std::string& text, const std::string& statement, bool at_parse,
+                  const std::vector<Message>& transaction, int exclude = -1);
   void record_error(int rule, const std::string& error);
   const std::string& upstream_url() const { return upstream_url_; }
   const std::string& upstream_host() const { return upstream_host_; }
@@ -132,11 +146,6 @@ class PgFaultProxy {
   void accept_loop();
   void reap_finished();
 
-  struct Seen {
-    char type;
-    std::string text;  // query text, or the bound statement's SQL
-    std::string statement;
-  };
   struct Armed {
     PgFaultRule rule;
     int matches = 0;
@@ -152,7 +161,7 @@ class PgFaultProxy {
   int port_ = 0;
 
   mutable std::mutex mutex_;
-  std::vector<Seen> seen_;
+  std::vector<Message> seen_;
   std::vector<Armed> rules_;
   PgRefusal refusal_ = PgRefusal::kNone;
   std::list<std::shared_ptr<Session>> sessions_;

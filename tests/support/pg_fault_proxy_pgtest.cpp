@@ -114,6 +114,47 @@ TEST_F(PgFaultProxyTest, CutAfterCommitIsInDoubtAndCommitted) {
   EXPECT_EQ(rows(1), 1);
 }
 
+TEST_F(PgFaultProxyTest, ARuleWithAfterFiresOnlyInATransactionThatSentThatMatch) {
+  int rule = proxy_.arm({.match = PgMatch::query("COMMIT"),
+                         .fault = PgFault::kCutAfter,
+                         .after = PgMatch::statement("probe_insert")});
+  // A transaction that inserts nothing commits untouched, then one that does is cut.
+  auto conn = connect();
+  auto other = observe("COMMIT without probe_insert", [&] {
+    pqxx::work tx(*conn);
+    tx.exec("SELECT 1");
+    tx.commit();
+  });
+  EXPECT_EQ(other.type, "none");
+  EXPECT_EQ(proxy_.fired(rule), 0);
+  // On the same connection: what the earlier transaction sent does not count.
+  auto same = observe("COMMIT after probe_insert", [&] {
+    pqxx::work tx(*conn);
+    tx.exec_prepared("probe_insert", 1);
+    tx.commit();
+  });
+  EXPECT_EQ(same.type, "pqxx::in_doubt_error");
+  EXPECT_EQ(proxy_.fired(rule), 1);
+  EXPECT_EQ(rows(1), 1);
+
+  proxy_.arm({.match = PgMatch::query("COMMIT"),
+              .fault = PgFault::kCutBefore,
+              .after = PgMatch::statement("probe_insert")});
+  auto again = connect();
+  auto first = observe("first transaction, no insert", [&] {
+    pqxx::work tx(*again);
+    tx.exec("SELECT 1");
+    tx.commit();
+  });
+  EXPECT_EQ(first.type, "none");
+  auto second = observe("second transaction, no insert", [&] {
+    pqxx::work tx(*again);
+    tx.exec("SELECT 2");
+    tx.commit();
+  });
+  EXPECT_EQ(second.type, "none") << "the first transaction's messages were forgotten at BEGIN";
+}
+
 TEST_F(PgFaultProxyTest, CutAroundAStatementLosesTheConnectionAndRollsBack) {
   proxy_.arm({.match = PgMatch::statement("probe_insert"), .fault = PgFault::kCutAfter});
   auto after = insert("cut_after Bind(probe_insert)", 1);
@@ -240,10 +281,8 @@ TEST_F(PgFaultProxyTest, CutAllDropsEveryConnectionAndRollsTheirWorkBack) {
 }
 
 TEST_F(PgFaultProxyTest, SkipAndTimesCountAcrossConnections) {
-  int rule = proxy_.arm({.match = PgMatch::query("COMMIT"),
-                         .fault = PgFault::kCutBefore,
-                         .skip = 1,
-                         .times = 2});
+  int rule = proxy_.arm(
+      {.match = PgMatch::query("COMMIT"), .fault = PgFault::kCutBefore, .skip = 1, .times = 2});
   EXPECT_EQ(insert("skip 1: first COMMIT", 1).type, "none");
   EXPECT_EQ(insert("skip 1: second COMMIT", 2).type, "pqxx::in_doubt_error");
   EXPECT_EQ(insert("skip 1: third COMMIT", 3).type, "pqxx::in_doubt_error");
