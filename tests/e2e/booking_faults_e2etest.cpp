@@ -62,9 +62,9 @@ std::vector<FaultCase> fault_cases() {
     // The key's lock is the transaction's first statement, only keyed requests send it.
     std::optional<PgMatch> after;
     if (s.match.text != key_lock.text) after = key_lock;
-    for (auto [fault, name] : {std::pair{PgFault::kCutBefore, "cut_before"},
-                               std::pair{PgFault::kCutAfter, "cut_after"},
-                               std::pair{PgFault::kTerminate, "terminate"}}) {
+    for (auto [fault, name] :
+         {std::pair{PgFault::kCutBefore, "cut_before"}, std::pair{PgFault::kCutAfter, "cut_after"},
+          std::pair{PgFault::kTerminate, "terminate"}}) {
       cases.push_back({std::string(name) + " " + s.name,
                        PgFaultRule{.match = s.match, .fault = fault, .after = after},
                        PgRefusal::kNone, First::kBooked, Retry::kReplay});
@@ -97,8 +97,8 @@ std::vector<FaultCase> fault_cases() {
                    PgRefusal::kNone, First::kUnavailable, Retry::kBooksNow});
   // Every connection dropped, and the database refusing new ones: closed at once, or
   // answering "the database system is starting up" as during a restart.
-  cases.push_back({"refused (closed)", std::nullopt, PgRefusal::kClose, First::kUnavailable,
-                   Retry::kBooksNow});
+  cases.push_back(
+      {"refused (closed)", std::nullopt, PgRefusal::kClose, First::kUnavailable, Retry::kBooksNow});
   cases.push_back({"refused (starting up)", std::nullopt, PgRefusal::kStartingUp,
                    First::kUnavailable, Retry::kBooksNow});
   return cases;
@@ -110,11 +110,11 @@ class BookingFaultsE2E : public RentalFleetTest {
     proxy_ = std::make_unique<PgFaultProxy>(db_.url());
     // No worker runs on its own during the test: the lifecycle and webhook deliveries are
     // an hour apart, and the agents' listener is off.
-    server_ = std::make_unique<ServerProcess>(ServerOptions{
-        .database_url = proxy_->url(),
-        .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
-                  "--db_statement_timeout=2s", "--lifecycle_interval=1h",
-                  "--webhook_poll_interval=1h", "--agent_listen=off"}});
+    server_ = std::make_unique<ServerProcess>(
+        ServerOptions{.database_url = proxy_->url(),
+                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
+                                "--db_statement_timeout=2s", "--lifecycle_interval=1h",
+                                "--webhook_poll_interval=1h", "--agent_listen=off"}});
     load_contract();
   }
 
