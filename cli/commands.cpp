@@ -24,8 +24,15 @@ std::string required(const ParsedArgs& args, const std::string& option) {
   return *v;
 }
 
-bool is_final_state(const std::string& s) {
-  return s == "ended" || s == "cancelled" || s == "failed" || s == "interrupted";
+// Whether the rental, as the server sent it, may still come to `target`: the server lists
+// the states it may reach (the CLI keeps no copy of the state machine).
+bool can_still_become(const json& rental, const std::string& target) {
+  const auto it = rental.find("reachable_states");
+  if (it == rental.end() || !it->is_array()) return true;  // an older server: keep waiting
+  for (const auto& s : *it) {
+    if (s.is_string() && s.get<std::string>() == target) return true;
+  }
+  return false;
 }
 
 // Query string from the options that are set: "?a=1&b=2", or "".
@@ -479,7 +486,7 @@ int wait_for_state(CommandContext& ctx, json& rental, const std::string& target,
       shown = state;
     }
     if (state == target) return kExitOk;
-    if (is_final_state(state) || (target == "active" && state == "releasing")) {
+    if (!can_still_become(rental, target)) {
       ctx.err << "gpurent: " << id << " is " << state << "; it will not become " << target << "\n";
       return kExitApiError;
     }

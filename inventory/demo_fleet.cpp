@@ -2,6 +2,7 @@
 #include "inventory/demo_fleet.h"
 
 #include "core/money.h"
+#include "inventory/node_state.h"
 
 namespace gpurent::inventory {
 namespace {
@@ -101,10 +102,10 @@ std::vector<DemoAgentSeat> demo_agent_seats(PgPool& pool, const DemoFleetStores&
       " CASE n.interconnect WHEN 'nvswitch' THEN m.nvswitch_link_kind"
       " WHEN 'nvlink-pairs' THEN m.bridge_link_kind END"
       " FROM nodes n JOIN gpu_models m ON m.name = n.gpu_model"
-      " WHERE n.labels ->> 'demo' = 'true' AND n.state <> 'retired' ORDER BY n.hostname"};
+      " WHERE n.labels ->> 'demo' = 'true' AND n.state <> $1::text ORDER BY n.hostname"};
   return pool.transact("demo_fleet_agents", [&](Tx& tx) {
     std::vector<DemoAgentSeat> out;
-    for (const auto& row : tx.exec(kDemoNodes)) {
+    for (const auto& row : tx.exec(kDemoNodes, std::string(to_string(NodeState::kRetired)))) {
       std::string id = row[0].as<std::string>();
       auto token = stores.nodes->issue_enrollment_token(tx, id, actor);
       if (!token) continue;

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/sql.h"
+#include "inventory/node_state.h"
 
 namespace gpurent::inventory {
 namespace {
@@ -19,7 +20,7 @@ constexpr Statement kInsertCertificate = {
     " issued_at) VALUES ($1, $2, $3, $4, $5, $6)"};
 constexpr Statement kCheck = {
     "identity_check_certificate",
-    "SELECT c.node_id, c.revoked_at IS NOT NULL, c.not_after <= $2, n.state = 'retired'"
+    "SELECT c.node_id, c.revoked_at IS NOT NULL, c.not_after <= $2, n.state = $3::text"
     " FROM node_certificates c JOIN nodes n ON n.id = c.node_id WHERE c.serial = $1"};
 
 }  // namespace
@@ -49,7 +50,7 @@ Enrolled NodeIdentity::enroll(Tx& tx, const std::string& token, const std::strin
                 "The enrolment token is unknown, used or expired; create a new one for the node.");
   }
   const std::string& node_id = *consumed;
-  if (tx.exec(kNodeState, node_id)[0][0].as<std::string>() == "retired") {
+  if (tx.exec(kNodeState, node_id)[0][0].as<std::string>() == to_string(NodeState::kRetired)) {
     throw Error(ErrorCode::kInvalidState, "The node is retired; its agent cannot enrol.",
                 {{"state", "retired"}});
   }
@@ -80,7 +81,8 @@ Enrolled NodeIdentity::enroll(Tx& tx, const std::string& token, const std::strin
 }
 
 CertificateCheck NodeIdentity::check(Tx& tx, const std::string& serial) {
-  auto rows = tx.exec(kCheck, serial, sql_timestamp(clock_.now()));
+  auto rows = tx.exec(kCheck, serial, sql_timestamp(clock_.now()),
+                      std::string(to_string(NodeState::kRetired)));
   if (rows.empty()) return {CertificateVerdict::kUnknown, ""};
   const auto& row = rows[0];
   CertificateCheck out{CertificateVerdict::kAccepted, row[0].as<std::string>()};

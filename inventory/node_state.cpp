@@ -104,8 +104,12 @@ const std::array<NodeAction, 7>& all_node_actions() {
   return kActions;
 }
 
-bool accepts_allocations(NodeState state) {
-  return state == NodeState::kAvailable;
+std::vector<NodeAction> allowed_admin_actions(NodeState state) {
+  std::vector<NodeAction> out;
+  for (NodeAction a : kActions) {
+    if (is_admin_action(a) && next_state(state, a)) out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace gpurent::inventory

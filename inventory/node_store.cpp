@@ -28,7 +28,7 @@ constexpr Statement kInsertNode = {
     "INSERT INTO nodes (id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model,"
     " cpu_cores, ram_gb, disk_gb, labels, ssh_port, state, state_changed_at, topology_source,"
     " created_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $13, 'enrolling', $12,"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $13, $14::text, $12,"
     " 'declared', $12) ON CONFLICT DO NOTHING RETURNING id"};
 constexpr Statement kInsertGpus = {
     "node_insert_gpus", "INSERT INTO gpus (node_id, idx) SELECT $1, generate_series(0, $2 - 1)"};
@@ -253,7 +253,8 @@ CreatedNode NodeStore::create(Tx& tx, const NewNode& node, const Actor& actor) {
   std::string id = new_id(id_prefix::kNode);
   if (tx.exec(kInsertNode, id, node.site_id, node.hostname, node.gpu_model, node.gpu_count,
               interconnect, node.cpu_model, node.cpu_cores, node.ram_gb, node.disk_gb,
-              node.labels.dump(), sql_timestamp(now), node.ssh_port)
+              node.labels.dump(), sql_timestamp(now), node.ssh_port,
+              std::string(to_string(NodeState::kEnrolling)))
           .empty()) {
     throw Error(ErrorCode::kConflict, "A node with this hostname already exists.",
                 {{"field", "hostname"}});

@@ -524,8 +524,7 @@ Quote Booking::quote(Tx& tx, const BookingRequest& r, NoCapacity* when_unavailab
 RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
                              std::optional<int> max_days, const billing::SpendLimits& spend,
                              const std::optional<std::string>& actor_user_id) {
-  if (r.state != RentalState::kScheduled && r.state != RentalState::kProvisioning &&
-      r.state != RentalState::kActive) {
+  if (!allows(r.state, RentalAction::kExtend)) {
     throw Error(ErrorCode::kInvalidState,
                 "A rental that is " + std::string(to_string(r.state)) + " cannot be extended.",
                 {{"state", to_string(r.state)}});

@@ -8,6 +8,8 @@
 
 #include "core/pg_array.h"
 #include "core/sql.h"
+#include "inventory/node_state.h"
+#include "scheduler/rental_state.h"
 
 #include <algorithm>
 #include <charconv>
@@ -40,7 +42,7 @@ namespace {
   " n.interconnect, m.nvswitch_link_kind, m.bridge_link_kind, gs.gpus, ls.links, s.id, s.name"  \
   " FROM nodes n JOIN gpu_models m ON m.name = n.gpu_model JOIN sites s ON s.id = n.site_id"     \
   " LEFT JOIN (SELECT r.node_id, count(*) AS failures FROM rentals r"                            \
-  " WHERE r.state IN ('failed', 'interrupted')"                                                  \
+  " WHERE " GPURENT_SQL_RENTAL_WENT_WRONG("r.state")                                              \
   " AND r.state_changed_at >= $2::timestamptz - $4::bigint * interval '1 microsecond'"           \
   " AND r.state_changed_at < $2::timestamptz GROUP BY r.node_id) f ON f.node_id = n.id"          \
   " LEFT JOIN (SELECT g.node_id, string_agg(g.idx || CASE WHEN g.health IN ('warning',"         \
@@ -58,12 +60,14 @@ namespace {
 // $1 the model.
 constexpr Statement kLoadModel = {
     "candidate_load",
-    GPURENT_CANDIDATE_LOAD("n.gpu_model = $1 AND n.state = 'available' AND n.health = 'ok'",
+    GPURENT_CANDIDATE_LOAD("n.gpu_model = $1 AND " GPURENT_SQL_NODE_TAKING_ALLOCATIONS(
+                               "n.state") " AND n.health = 'ok'",
                            "a.gpu_id + 0")};
 // $1 the node ids (text[]).
 constexpr Statement kLoadNodes = {
     "candidate_load_nodes",
-    GPURENT_CANDIDATE_LOAD("n.id = ANY ($1::text[]) AND n.state = 'available' AND n.health = 'ok'",
+    GPURENT_CANDIDATE_LOAD("n.id = ANY ($1::text[]) AND " GPURENT_SQL_NODE_TAKING_ALLOCATIONS(
+                               "n.state") " AND n.health = 'ok'",
                            "a.gpu_id")};
 #undef GPURENT_CANDIDATE_LOAD
 

@@ -16,10 +16,9 @@ namespace {
 
 // Rentals that still hold or will hold the node: while one is left a draining node keeps
 // draining.
-constexpr Statement kLiveOnNode = {
-    "lifecycle_live_on_node",
-    "SELECT count(*) FROM rentals WHERE node_id = $1"
-    " AND state IN ('scheduled', 'provisioning', 'active', 'releasing')"};
+constexpr Statement kLiveOnNode = {"lifecycle_live_on_node",
+                                   "SELECT count(*) FROM rentals WHERE node_id = $1"
+                                   " AND state = ANY ($2::text[])"};
 
 // Whether a run has anything to do: one statement outside any transaction, so an idle fleet
 // costs every replica one round trip per interval rather than three transactions. Whatever
@@ -28,14 +27,14 @@ constexpr Statement kNodeStateShared = {"lifecycle_node_state",
                                         "SELECT state FROM nodes WHERE id = $1 FOR SHARE"};
 
 // $3 the rental state of those not started (scheduled), $4 the node states they leave
-// (kNodesOutOfService).
+// (kNodesOutOfService), $5 the node states whose agents' silence counts (kNodesInService).
 constexpr Statement kAnyWork = {
     "lifecycle_any_work",
     "SELECT EXISTS (SELECT 1 FROM rentals WHERE due_at <= $1::timestamptz)"
-    " OR EXISTS (SELECT 1 FROM rentals WHERE state = 'pending')"
+    " OR EXISTS (SELECT 1 FROM rentals WHERE " GPURENT_SQL_RENTAL_WAITING_FOR_CAPACITY("state") ")"
     " OR EXISTS (SELECT 1 FROM rentals r JOIN nodes n ON n.id = r.node_id"
     " WHERE r.state = $3::text AND n.state = ANY ($4::text[]))"
-    " OR EXISTS (SELECT 1 FROM nodes WHERE state IN ('available', 'draining')"
+    " OR EXISTS (SELECT 1 FROM nodes WHERE state = ANY ($5::text[])"
     " AND last_heartbeat_at < $2::timestamptz)"};
 
 // The wipe gate (migrations/0019). A GPU is unwiped from its rental's start on: a tenant may
@@ -57,11 +56,12 @@ constexpr Statement kAnyUnwiped = {
 constexpr Statement kNodeUnwiped = {
     "lifecycle_node_unwiped",
     "SELECT idx FROM gpus WHERE node_id = $1 AND unwiped_since IS NOT NULL ORDER BY idx"};
-// Nodes in service whose agent fell silent, locked; another replica's claims are skipped.
+// Nodes in service ($2, kNodesInService) whose agent fell silent, locked; another replica's
+// claims are skipped.
 constexpr Statement kSilentNodes = {
     "lifecycle_silent_nodes",
     "SELECT id, " SQL_MICROS("last_heartbeat_at") " FROM nodes"
-    " WHERE state IN ('available', 'draining') AND last_heartbeat_at < $1::timestamptz"
+    " WHERE state = ANY ($2::text[]) AND last_heartbeat_at < $1::timestamptz"
     " ORDER BY last_heartbeat_at LIMIT 50 FOR UPDATE SKIP LOCKED"};
 
 bool is_provisioning_kind(TaskKind k) {
@@ -95,12 +95,6 @@ std::vector<int> gpu_indices_of(const AgentTask& t) {
   return out;
 }
 
-std::string node_state_names(const std::vector<inventory::NodeState>& states) {
-  std::vector<std::string> names;
-  for (auto s : states) names.emplace_back(inventory::to_string(s));
-  return pg_array_literal(names);
-}
-
 bool is_state(const std::string& text, inventory::NodeState state) {
   return text == inventory::to_string(state);
 }
@@ -111,8 +105,8 @@ int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* st
   bool work = pool.read("lifecycle_any_work", [&](Tx& tx) {
     return tx
         .exec(kAnyWork, sql_timestamp(now), sql_timestamp(now - options_.agent_silence_limit),
-              std::string(to_string(RentalState::kScheduled)),
-              node_state_names(kNodesOutOfService))[0][0]
+              std::string(to_string(RentalState::kScheduled)), inventory::kNodesOutOfService.sql(),
+              inventory::kNodesInService.sql())[0][0]
         .as<bool>();
   });
   int moved = work ? steps(pool, now, stopping) : 0;
@@ -152,8 +146,8 @@ int Lifecycle::fail_silent_nodes(PgPool& pool, Timestamp now) {
   }
   return pool.transact("lifecycle_silent_nodes", [&](Tx& tx) {
     int moved = 0;
-    for (const auto& row :
-         tx.exec(kSilentNodes, sql_timestamp(now - options_.agent_silence_limit))) {
+    for (const auto& row : tx.exec(kSilentNodes, sql_timestamp(now - options_.agent_silence_limit),
+                                   inventory::kNodesInService.sql())) {
       std::string node = row[0].as<std::string>();
       std::string reason =
           "agent silent since " + format_rfc3339(read_timestamp(row[1])) + ": node unreachable";
@@ -585,7 +579,7 @@ void Lifecycle::settle_node(Tx& tx, const std::string& node_id, bool unwiped) {
     return;
   }
   if (*state != inventory::NodeState::kDraining) return;
-  if (tx.exec(kLiveOnNode, node_id)[0][0].as<long long>() > 0) return;
+  if (tx.exec(kLiveOnNode, node_id, kHoldingTheNode.sql())[0][0].as<long long>() > 0) return;
   nodes_.transition(tx, node_id, inventory::NodeAction::kDrained, "last rental ended",
                     std::nullopt);
 }

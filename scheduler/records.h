@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "core/money.h"
 #include "scheduler/placement.h"
+#include "scheduler/rental_state.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,48 +16,6 @@
 #include <vector>
 
 namespace gpurent::scheduler {
-
-// DESIGN.md "State machines": pending → scheduled → provisioning → active → releasing →
-// ended, with the side exits cancelled, failed and interrupted.
-enum class RentalState {
-  kPending,
-  kScheduled,
-  kProvisioning,
-  kActive,
-  kReleasing,
-  kEnded,
-  kCancelled,
-  kFailed,
-  kInterrupted,
-};
-
-inline constexpr std::array<RentalState, 9> kAllRentalStates{
-    RentalState::kPending,   RentalState::kScheduled, RentalState::kProvisioning,
-    RentalState::kActive,    RentalState::kReleasing, RentalState::kEnded,
-    RentalState::kCancelled, RentalState::kFailed,    RentalState::kInterrupted};
-
-// The wire and column names ("pending", "scheduled", …), in the enum's order.
-inline constexpr std::array<std::string_view, 9> kRentalStateNames{
-    "pending", "scheduled", "provisioning", "active",     "releasing",
-    "ended",   "cancelled", "failed",       "interrupted"};
-
-inline std::string_view to_string(RentalState state) {
-  return kRentalStateNames[static_cast<std::size_t>(state)];
-}
-
-// Exact and case-sensitive, as the column stores it.
-inline std::optional<RentalState> parse_rental_state(std::string_view text) {
-  for (std::size_t i = 0; i < kRentalStateNames.size(); ++i) {
-    if (kRentalStateNames[i] == text) return kAllRentalStates[i];
-  }
-  return std::nullopt;
-}
-
-// States a rental never leaves.
-inline bool is_final(RentalState state) {
-  return state == RentalState::kEnded || state == RentalState::kCancelled ||
-         state == RentalState::kFailed || state == RentalState::kInterrupted;
-}
 
 // "nvlink" | "any", as the API's `interconnect` and the rentals.link_need column say it.
 inline std::string_view to_string(LinkNeed need) {

@@ -153,18 +153,18 @@ constexpr Statement kAllocations = {"rental_allocations",
 constexpr Statement kDue = {"rental_due", "SELECT " RENTAL_COLUMNS
                                           " FROM rentals WHERE due_at <= $1::timestamptz"
                                           " ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED"};
-constexpr Statement kPendingInOrder = {"rental_pending_in_order",
-                                       "SELECT " RENTAL_COLUMNS
-                                       " FROM rentals WHERE state = 'pending'"
-                                       " ORDER BY created_at, id LIMIT $1 FOR UPDATE"};
-constexpr Statement kRunningOn = {
-    "rental_running_on",
-    "SELECT id FROM rentals WHERE node_id = $1"
-    " AND state IN ('provisioning', 'active', 'releasing') ORDER BY id"};
+constexpr Statement kPendingInOrder = {
+    "rental_pending_in_order",
+    "SELECT " RENTAL_COLUMNS " FROM rentals WHERE " GPURENT_SQL_RENTAL_WAITING_FOR_CAPACITY(
+        "state") " ORDER BY created_at, id LIMIT $1 FOR UPDATE"};
+constexpr Statement kRunningOn = {"rental_running_on",
+                                  "SELECT id FROM rentals WHERE node_id = $1"
+                                  " AND state = ANY ($2::text[]) ORDER BY id"};
 // The same, read without locking, for a waiting rental's standing.
-constexpr Statement kWaiting = {"rental_waiting", "SELECT " RENTAL_COLUMNS
-                                                  " FROM rentals WHERE state = 'pending'"
-                                                  " ORDER BY created_at, id LIMIT $1"};
+constexpr Statement kWaiting = {"rental_waiting",
+                                "SELECT " RENTAL_COLUMNS
+                                " FROM rentals WHERE " GPURENT_SQL_RENTAL_WAITING_FOR_CAPACITY(
+                                    "state") " ORDER BY created_at, id LIMIT $1"};
 // Rentals in state $2 (scheduled) on nodes in one of the states $3 (out of service), soonest
 // start first.
 constexpr Statement kStranded = {"rental_stranded",
@@ -193,12 +193,12 @@ constexpr Statement kLetGo = {
     "DELETE FROM allocations WHERE rental_id = $1 AND gpu_id = ANY ($2::bigint[])"};
 constexpr Statement kExpirePending = {
     "rental_expire_pending",
-    "WITH expired AS (SELECT id FROM rentals WHERE state = 'pending'"
+    "WITH expired AS (SELECT id FROM rentals WHERE " GPURENT_SQL_RENTAL_WAITING_FOR_CAPACITY("state")
     " AND pending_expires_at <= $1::timestamptz FOR UPDATE SKIP LOCKED),"
-    " upd AS (UPDATE rentals r SET state = 'cancelled', state_changed_at = $1::timestamptz,"
+    " upd AS (UPDATE rentals r SET state = $4::text, state_changed_at = $1::timestamptz,"
     " next_check_at = NULL FROM expired WHERE r.id = expired.id RETURNING r.*),"
     " ev AS (INSERT INTO rental_events (rental_id, at, from_state, to_state, reason)"
-    " SELECT id, $1::timestamptz, 'pending', 'cancelled', $2::text FROM upd)"
+    " SELECT id, $1::timestamptz, $3::text, $4::text, $2::text FROM upd)"
     " SELECT " RENTAL_COLUMNS " FROM upd ORDER BY created_at, id"};
 constexpr Statement kNodeRentals = {"rental_node_rentals",
                                     "SELECT " RENTAL_COLUMNS
@@ -207,7 +207,7 @@ constexpr Statement kNodeRentals = {"rental_node_rentals",
 constexpr Statement kActiveGpus = {
     "rental_active_gpu_count",
     "SELECT COALESCE(sum(gpu_count), 0)::int FROM rentals WHERE org_id = $1"
-    " AND state IN ('scheduled', 'provisioning', 'active')"};
+    " AND " GPURENT_SQL_RENTAL_COUNTED_AGAINST_LIMITS("state")};
 
 RentalState state_from(const pqxx::field& f) {
   auto state = parse_rental_state(f.c_str());
@@ -265,12 +265,6 @@ std::optional<std::string> optional_state(const std::optional<RentalState>& stat
 std::optional<std::string> optional_timestamp(const std::optional<Timestamp>& t) {
   if (!t) return std::nullopt;
   return sql_timestamp(*t);
-}
-
-std::string node_states_literal(const std::vector<inventory::NodeState>& states) {
-  std::vector<std::string> names;
-  for (auto s : states) names.emplace_back(inventory::to_string(s));
-  return pg_array_literal(names);
 }
 
 std::optional<Keyset> after(const std::optional<std::string>& cursor) {
@@ -381,6 +375,11 @@ Page<RentalRecord> RentalStore::list_all(Tx& tx, const RentalFilter& filter, int
 bool RentalStore::transition(Tx& tx, const std::string& id, RentalState from, RentalState to,
                              const std::string& reason,
                              const std::optional<std::string>& actor_user_id) {
+  // A move the machine does not hold is a mistake of the caller's, never the data's.
+  if (!can_move(from, to)) {
+    throw std::logic_error("no rental moves from " + std::string(to_string(from)) + " to " +
+                           std::string(to_string(to)));
+  }
   bool moved = !tx.exec(kTransition, id, std::string(to_string(from)), std::string(to_string(to)),
                         sql_timestamp(clock_.now()), reason, actor_user_id)
                     .empty();
@@ -451,7 +450,8 @@ std::vector<RentalRecord> RentalStore::pending_in_order(Tx& tx, int limit) {
 
 std::vector<std::string> RentalStore::running_on(Tx& tx, const std::string& node_id) {
   std::vector<std::string> out;
-  for (const auto& row : tx.exec(kRunningOn, node_id)) out.push_back(row[0].as<std::string>());
+  for (const auto& row : tx.exec(kRunningOn, node_id, kOnTheNode.sql()))
+    out.push_back(row[0].as<std::string>());
   return out;
 }
 
@@ -461,7 +461,7 @@ std::vector<RentalRecord> RentalStore::waiting(Tx& tx, int limit) {
 
 std::vector<RentalRecord> RentalStore::stranded(Tx& tx, int limit) {
   return rentals_from(tx.exec(kStranded, limit, std::string(to_string(RentalState::kScheduled)),
-                              node_states_literal(kNodesOutOfService)));
+                              inventory::kNodesOutOfService.sql()));
 }
 
 std::vector<UnwipedGpu> RentalStore::unwiped_gpus(Tx& tx, const std::string& gpu_model) {
@@ -494,7 +494,9 @@ void RentalStore::let_go(Tx& tx, const std::string& rental_id,
 
 std::vector<RentalRecord> RentalStore::expire_pending(Tx& tx, Timestamp now) {
   auto expired =
-      rentals_from(tx.exec(kExpirePending, sql_timestamp(now), std::string("no capacity in time")));
+      rentals_from(tx.exec(kExpirePending, sql_timestamp(now), std::string("no capacity in time"),
+                           std::string(to_string(RentalState::kPending)),
+                           std::string(to_string(RentalState::kCancelled))));
   // Moves like transition()'s, made in one statement: the hook hears of each.
   for (const auto& r : expired) {
     for (const auto& hook : on_transition_) {

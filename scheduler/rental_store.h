@@ -44,12 +44,6 @@ struct NewRental {
   std::string reason = "booked";  // the first event row's reason
 };
 
-// Node states whose scheduled rentals never start there: they move to another node before
-// their start, or are cancelled free (stranded()).
-inline const std::vector<inventory::NodeState> kNodesOutOfService = {
-    inventory::NodeState::kMaintenance, inventory::NodeState::kDraining,
-    inventory::NodeState::kFailed, inventory::NodeState::kRetired};
-
 // A GPU a tenant could reach whose wipe has not succeeded since (migrations/0019).
 struct UnwipedGpu {
   long long gpu_id = 0;

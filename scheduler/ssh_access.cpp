@@ -41,9 +41,7 @@ Timestamp floor_seconds(Timestamp t) {
 IssuedUserCertificate SshAccess::issue(Tx& tx, const RentalRecord& r,
                                        const identity::SshPublicKey& key,
                                        const CertificateRequester& requester) {
-  bool open = r.state == RentalState::kScheduled || r.state == RentalState::kProvisioning ||
-              r.state == RentalState::kActive;
-  if (!open) {
+  if (!allows(r.state, RentalAction::kSshCertificate)) {
     throw Error(ErrorCode::kInvalidState,
                 "Certificates are issued for scheduled, provisioning and active rentals; this "
                 "one is " +

@@ -122,7 +122,7 @@ constexpr Statement kWebhookFinish = {
 constexpr Statement kWebhookExpiring = {
     "webhook_expiring_rentals",
     "SELECT r.id, r.org_id FROM rentals r"
-    " WHERE r.state = 'active' AND upper(r.period) > $1::timestamptz"
+    " WHERE r.state = $4::text AND upper(r.period) > $1::timestamptz"
     " AND upper(r.period) <= $1::timestamptz + $2 * interval '1 millisecond'"
     " AND EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = r.org_id"
     "  AND w.disabled_at IS NULL AND 'rental.expiring' = ANY (w.events))"
@@ -384,10 +384,11 @@ bool WebhookStore::finish(Tx& tx, const ClaimedDelivery& claimed, const AttemptO
 }
 
 std::vector<std::pair<std::string, std::string>> WebhookStore::expiring_rentals(
-    Tx& tx, Timestamp now, std::chrono::milliseconds before, int limit) {
+    Tx& tx, const std::string& running_state, Timestamp now, std::chrono::milliseconds before,
+    int limit) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& row : tx.exec(kWebhookExpiring, sql_timestamp(now),
-                                 static_cast<long long>(before.count()), limit)) {
+                                 static_cast<long long>(before.count()), limit, running_state)) {
     out.emplace_back(row[0].as<std::string>(), row[1].as<std::string>());
   }
   return out;

@@ -143,10 +143,13 @@ class WebhookStore {
   // replica took over logs its attempt but decides nothing. False then.
   bool finish(Tx& tx, const ClaimedDelivery& claimed, const AttemptOutcome& outcome);
 
-  // Active rentals of orgs that subscribe to rental.expiring whose end is within `before`
-  // of `now` and not yet past, with no expiry warning for that end: (rental id, org id).
+  // Rentals in `running_state` (the scheduler's name for active, which the wiring passes:
+  // webhooks know no rental states) of orgs that subscribe to rental.expiring whose end is
+  // within `before` of `now` and not yet past, with no expiry warning for that end:
+  // (rental id, org id).
   std::vector<std::pair<std::string, std::string>> expiring_rentals(
-      Tx& tx, Timestamp now, std::chrono::milliseconds before, int limit);
+      Tx& tx, const std::string& running_state, Timestamp now, std::chrono::milliseconds before,
+      int limit);
 
   // Records whether the org's balance is below the threshold now; true when it just went
   // below (it was not, or nothing was recorded): the moment to write billing.low_balance.

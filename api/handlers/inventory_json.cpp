@@ -2,6 +2,7 @@
 #include "api/handlers/inventory_json.h"
 
 #include "api/handlers/json_values.h"
+#include "inventory/node_state.h"
 
 namespace gpurent::http {
 
@@ -47,6 +48,15 @@ nlohmann::json site_json(const inventory::SiteRecord& s) {
           {"created_at", time_json(s.created_at)}};
 }
 
+// The admin actions the node state machine takes from the node's state, by name.
+nlohmann::json node_actions_json(const std::string& state) {
+  nlohmann::json out = nlohmann::json::array();
+  if (auto s = inventory::parse_node_state(state)) {
+    for (auto a : inventory::allowed_admin_actions(*s)) out.push_back(inventory::to_string(a));
+  }
+  return out;
+}
+
 nlohmann::json node_json(const inventory::NodeRecord& n) {
   return {{"id", n.id},
           {"site_id", n.site_id},
@@ -62,6 +72,7 @@ nlohmann::json node_json(const inventory::NodeRecord& n) {
           {"ssh_port", n.ssh_port},
           {"ssh_probe_key", optional_json(n.ssh_probe_key)},
           {"state", n.state},
+          {"allowed_actions", node_actions_json(n.state)},
           {"state_changed_at", time_json(n.state_changed_at)},
           {"health", n.health},
           {"driver_version", optional_json(n.driver_version)},

@@ -38,10 +38,27 @@ nlohmann::json ssh_json(const std::optional<scheduler::SshDetails>& d) {
           {"ssh_config", d->ssh_config}};
 }
 
+// What the owner may ask of the rental in its state, by name (scheduler/rental_state.h).
+nlohmann::json actions_json(scheduler::RentalState state) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto a : scheduler::allowed_actions(state)) out.push_back(scheduler::to_string(a));
+  return out;
+}
+
+// The states the rental may still come to (scheduler::reachable_from), by name.
+nlohmann::json reachable_json(scheduler::RentalState state) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto s : scheduler::reachable_from(state)) out.push_back(scheduler::to_string(s));
+  return out;
+}
+
 nlohmann::json rental_json(const RentalRecord& r) {
   return {{"id", r.id},
           {"name", r.name},
           {"state", scheduler::to_string(r.state)},
+          {"final", scheduler::is_final(r.state)},
+          {"allowed_actions", actions_json(r.state)},
+          {"reachable_states", reachable_json(r.state)},
           {"gpu_model", r.gpu_model},
           {"gpu_count", r.gpu_count},
           {"interconnect", scheduler::to_string(r.link_need)},
@@ -502,7 +519,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
              // Reached, or never will be: answer now. Otherwise look again later, holding no
              // worker meanwhile (the server calls the handler again from a timer), until the
              // timeout; then this answer, the rental as it is, goes out.
-             if (rental->state != target && !scheduler::is_final(rental->state)) {
+             if (rental->state != target && scheduler::can_reach(rental->state, target)) {
                r.call_again = CallAgain{.delay = std::chrono::milliseconds(250),
                                         .max_delay = std::chrono::milliseconds(2000),
                                         .patience = std::chrono::seconds(timeout_s)};

@@ -120,8 +120,8 @@ void WebhookModule::watch_rentals(scheduler::RentalStore& rentals,
 void WebhookModule::expiring_scan(PgPool& pool, Timestamp now) {
   pool.transact("webhook_expiring", [&](Tx& tx) {
     auto due = store_.expiring_rentals(
-        tx, now, std::chrono::duration_cast<std::chrono::milliseconds>(expiring_before_),
-        kExpiringBatch);
+        tx, std::string(scheduler::to_string(scheduler::RentalState::kActive)), now,
+        std::chrono::duration_cast<std::chrono::milliseconds>(expiring_before_), kExpiringBatch);
     for (const auto& [id, org_id] : due) {
       auto r = rentals_->get_any(tx, id);
       if (!r || r->state != scheduler::RentalState::kActive) continue;

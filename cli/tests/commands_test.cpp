@@ -18,6 +18,19 @@ using std::chrono::milliseconds;
 // fake clock, as a long-poll that waited would.
 class RentalServer : public Transport {
  public:
+  // What gpurentd sends as `reachable_states` (scheduler/rental_state.h, tested there).
+  static json reachable(const std::string& state) {
+    const json after_start = {"active", "releasing", "ended", "failed", "interrupted"};
+    if (state == "pending" || state == "scheduled") {
+      return {"scheduled", "provisioning", "active", "releasing",
+              "ended",     "cancelled",    "failed", "interrupted"};
+    }
+    if (state == "provisioning") return after_start;
+    if (state == "active") return {"releasing", "ended", "interrupted"};
+    if (state == "releasing") return {"ended"};
+    return json::array();
+  }
+
   std::deque<std::string> states;
   std::vector<HttpRequest> seen;
   std::chrono::steady_clock::time_point now{};
@@ -30,6 +43,7 @@ class RentalServer : public Transport {
     if (states.size() > 1) states.pop_front();
     json rental{{"id", "rnt_1"},
                 {"state", state},
+                {"reachable_states", reachable(state)},
                 {"gpu_model", "H100-SXM5-80GB"},
                 {"gpu_count", 2},
                 {"days", 1}};

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace gpurent::inventory {
 
@@ -105,6 +106,38 @@ TEST(NodeStateMachine, OnlyAvailableAcceptsAllocations) {
   for (NodeState state : all_node_states()) {
     SCOPED_TRACE(to_string(state));
     EXPECT_EQ(accepts_allocations(state), state == S::kAvailable);
+  }
+}
+
+TEST(NodeStateMachine, AllowedAdminActionsAreTheAdminCellsThatMove) {
+  const std::pair<NodeState, std::vector<NodeAction>> cases[] = {
+      {S::kEnrolling, {A::kRetire}},
+      {S::kAvailable, {A::kMaintenance, A::kDrain, A::kRetire}},
+      {S::kMaintenance, {A::kActivate, A::kRetire}},
+      {S::kDraining, {A::kMaintenance, A::kRetire}},
+      {S::kFailed, {A::kMaintenance, A::kRetire}},
+      {S::kRetired, {}},
+  };
+  for (const auto& [state, actions] : cases) {
+    SCOPED_TRACE(to_string(state));
+    EXPECT_EQ(allowed_admin_actions(state), actions);
+  }
+}
+
+TEST(NodeStateMachine, NamedSetsReachSqlAsTextArrays) {
+  EXPECT_EQ(kNodesTakingAllocations.sql(), R"({"available"})");
+  EXPECT_EQ(kNodesInService.sql(), R"({"available","draining"})");
+  EXPECT_EQ(kNodesOutOfService.sql(), R"({"maintenance","draining","failed","retired"})");
+  // As nodes_bookable_idx says it (the only member, quoted).
+  EXPECT_EQ(std::string(GPURENT_SQL_NODE_TAKING_ALLOCATIONS("n.state")), "n.state = 'available'");
+  EXPECT_EQ(kNodesTakingAllocations.members(), std::vector<NodeState>{S::kAvailable});
+  for (NodeState state : all_node_states()) {
+    SCOPED_TRACE(to_string(state));
+    // A node that takes allocations is in service, and a node in service that takes none is
+    // out of service for the rentals scheduled on it.
+    EXPECT_TRUE(!kNodesTakingAllocations.contains(state) || kNodesInService.contains(state));
+    EXPECT_NE(kNodesTakingAllocations.contains(state),
+              kNodesOutOfService.contains(state) || state == S::kEnrolling);
   }
 }
 

@@ -22,8 +22,11 @@ strings({
   },
 });
 
-export const LIVE_STATES = ["pending", "scheduled", "provisioning", "active", "releasing"];
-export const FINAL_STATES = ["ended", "cancelled", "failed", "interrupted"];
+// The state filter's choices, in the lifecycle's order (the API's Rental.state enum). What a
+// state allows, and whether it is final, the server says on each rental (allowed_actions,
+// final, reachable_states).
+export const STATES = ["pending", "scheduled", "provisioning", "active", "releasing",
+  "ended", "cancelled", "failed", "interrupted"];
 
 export function shape(r) {
   return t("rental.shape", { count: r.gpu_count, model: r.gpu_model });

@@ -2,7 +2,7 @@
 import { get } from "../api.js";
 import { strings, t, money } from "../i18n.js";
 import { h, page, table } from "../ui.js";
-import { columns, LIVE_STATES, title } from "../rentals-view.js";
+import { columns, title } from "../rentals-view.js";
 
 strings({
   en: { "dash.title": "Dashboard", "dash.balance": "Balance", "dash.held": "Held for bookings",
@@ -30,7 +30,7 @@ export async function render(ctx) {
     ctx.session.can("billing:read") ? get("/v1/billing/balance") : null,
     ctx.session.can("rentals:read") ? get("/v1/rentals?limit=100") : { items: [] },
   ]);
-  const live = rentals.items.filter((r) => LIVE_STATES.includes(r.state));
+  const live = rentals.items.filter((r) => !r.final);
   const recent = (r) => Date.now() - new Date(r.state_changed_at || r.created_at).getTime() < WEEK_MS;
   const alerts = rentals.items
     .filter((r) => (r.state === "interrupted" || r.state === "failed") && recent(r))

@@ -4,7 +4,7 @@
 import { all, get, post, newIdempotencyKey } from "../api.js";
 import { strings, t, money, dateTime } from "../i18n.js";
 import { badge, busy, copyText, field, h, page, replace, table, toast } from "../ui.js";
-import { FINAL_STATES, days, period, progress, shape, title } from "../rentals-view.js";
+import { days, period, progress, shape, title } from "../rentals-view.js";
 
 strings({
   en: { "r.facts": "Details", "r.gpus": "GPUs", "r.period": "Period", "r.days": "Length", "r.price": "Price",
@@ -39,7 +39,10 @@ strings({
         "r.waitlist_eta": "Ожидаемый старт: {at}.", "r.live": "Обновляется" },
 });
 
-const MOVING = ["pending", "scheduled", "provisioning", "releasing"];
+// On its way somewhere: not final and not settled in active. Where it may still go, the
+// server says (reachable_states): towards active while it can get there, else to its end.
+const moving = (r) => !r.final && r.state !== "active";
+const nextStop = (r) => ((r.reachable_states || []).includes("active") ? "active" : "ended");
 
 export async function render(ctx) {
   const id = encodeURIComponent(ctx.params.id);
@@ -65,8 +68,8 @@ export async function render(ctx) {
   async function follow() {
     if (following) return;
     following = true;
-    while (!controller.signal.aborted && MOVING.includes(rental.state)) {
-      const target = rental.state === "releasing" ? "ended" : "active";
+    while (!controller.signal.aborted && moving(rental)) {
+      const target = nextStop(rental);
       try {
         const next = await get(`/v1/rentals/${id}/wait?state=${target}&timeout_s=25`, { signal: controller.signal });
         const changed = next.state !== rental.state;
@@ -85,7 +88,7 @@ export async function render(ctx) {
     const focused = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : null;
     replace(root,
       h("p", { class: "state-line" }, badge(rental.state), " ",
-        MOVING.includes(rental.state) ? h("span", { class: "loading inline" }, h("span", { class: "spin", "aria-hidden": "true" }), t("r.live")) : null),
+        moving(rental) ? h("span", { class: "loading inline" }, h("span", { class: "spin", "aria-hidden": "true" }), t("r.live")) : null),
       progress(rental),
       rental.waitlist ? h("p", { class: "alert info" }, t("r.waitlist", { position: rental.waitlist.position }),
         rental.waitlist.estimated_start ? ` ${t("r.waitlist_eta", { at: dateTime(rental.waitlist.estimated_start) })}` : "") : null,
@@ -147,21 +150,29 @@ export async function render(ctx) {
     return form;
   }
 
+  // What the server says the rental allows in its state (allowed_actions): the panel keeps
+  // no copy of the state machine.
   function actions() {
-    if (FINAL_STATES.includes(rental.state) || rental.state === "releasing" || !ctx.session.can("rentals:write")) return null;
-    const form = h("form", { class: "row", novalidate: true },
-      field({ label: t("r.extend_days"), name: "days", type: "number", value: "1", attrs: { min: 1, max: 365 } }),
-      h("div", { class: "field" }, h("button", { type: "submit" }, t("r.extend_submit"))));
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      const more = Number(form.querySelector('[name="days"]').value);
-      busy(form.querySelector("button[type=submit]"), async () => {
-        rental = await post(`/v1/rentals/${id}/extend`, { days: more }, { idempotencyKey: newIdempotencyKey() });
-        toast(t("r.extended", { end: dateTime(rental.period.end) }));
-        await refresh();
-      }, form);
-    });
-    const terminate = h("button", { type: "button", class: "danger", onclick: (e) => {
+    const allowed = rental.allowed_actions || [];
+    const canExtend = allowed.includes("extend");
+    const canTerminate = allowed.includes("terminate");
+    if ((!canExtend && !canTerminate) || !ctx.session.can("rentals:write")) return null;
+    let form = null;
+    if (canExtend) {
+      form = h("form", { class: "row", novalidate: true },
+        field({ label: t("r.extend_days"), name: "days", type: "number", value: "1", attrs: { min: 1, max: 365 } }),
+        h("div", { class: "field" }, h("button", { type: "submit" }, t("r.extend_submit"))));
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const more = Number(form.querySelector('[name="days"]').value);
+        busy(form.querySelector("button[type=submit]"), async () => {
+          rental = await post(`/v1/rentals/${id}/extend`, { days: more }, { idempotencyKey: newIdempotencyKey() });
+          toast(t("r.extended", { end: dateTime(rental.period.end) }));
+          await refresh();
+        }, form);
+      });
+    }
+    const terminate = canTerminate ? h("button", { type: "button", class: "danger", onclick: (e) => {
       if (!confirm(t("r.terminate_confirm"))) return;
       busy(e.currentTarget, async () => {
         rental = await post(`/v1/rentals/${id}/terminate`, {}, { idempotencyKey: newIdempotencyKey() });
@@ -169,9 +180,10 @@ export async function render(ctx) {
         await refresh();
         follow();
       });
-    } }, t("r.terminate"));
+    } }, t("r.terminate")) : null;
     return h("section", { class: "card", "aria-labelledby": "r-actions" },
-      h("h2", { id: "r-actions" }, t("r.extend")), form, h("p", {}, terminate));
+      h("h2", { id: "r-actions" }, t(canExtend ? "r.extend" : "r.terminate")), form,
+      terminate ? h("p", {}, terminate) : null);
   }
 
   // Declared before the first draw, which places it.

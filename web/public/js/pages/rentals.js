@@ -2,7 +2,7 @@
 import { get } from "../api.js";
 import { strings, t } from "../i18n.js";
 import { h, page, table, field } from "../ui.js";
-import { columns, LIVE_STATES, FINAL_STATES } from "../rentals-view.js";
+import { columns, STATES } from "../rentals-view.js";
 
 strings({
   en: { "rentals.title": "Rentals", "rentals.filter": "State", "rentals.all": "All",
@@ -27,7 +27,7 @@ export async function render(ctx) {
   const filter = field({
     label: t("rentals.filter"), name: "state", value: state,
     options: [{ value: "", label: t("rentals.all") },
-      ...[...LIVE_STATES, ...FINAL_STATES].map((s) => ({ value: s, label: t(`state.${s}`) }))],
+      ...STATES.map((s) => ({ value: s, label: t(`state.${s}`) }))],
   });
   filter.querySelector("select").addEventListener("change", (e) =>
     ctx.go(e.target.value ? `#/rentals?state=${e.target.value}` : "#/rentals"));

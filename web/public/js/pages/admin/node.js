@@ -164,13 +164,6 @@ strings({
   },
 });
 
-// Which admin action each state allows (inventory/node_state.cpp's next_state).
-const ACTIONS = [
-  ["maintenance", ["available", "draining", "failed"]],
-  ["drain", ["available"]],
-  ["activate", ["maintenance"]],
-  ["retire", ["enrolling", "available", "maintenance", "draining", "failed"]],
-];
 
 const none = () => t("admin.none");
 const gib = (mib) => t("admin.node.gib", { n: number(mib / 1024, 1) });
@@ -232,7 +225,8 @@ function facts(node, site) {
 
 function actions(ctx, node) {
   const slot = h("div", { class: "admin-action-slot" });
-  const allowed = ACTIONS.filter(([, from]) => from.includes(node.state)).map(([a]) => a);
+  // The server says which admin actions the node's state allows (allowed_actions).
+  const allowed = node.allowed_actions || [];
   const openForm = (action, opener) => {
     const form = h("form", { class: "admin-reason", novalidate: true },
       field({ label: t("admin.node.reason"), name: "reason", required: true, multiline: true,
