@@ -1,6 +1,8 @@
 // Daily prices, tax splits, SLA credits and rental days, in checked integer arithmetic.
 #include "billing/pricing.h"
 
+#include "core/limits.h"
+
 #include <charconv>
 #include <limits>
 #include <stdexcept>
@@ -10,8 +12,8 @@ namespace gpurent::billing {
 namespace pricing_rules {
 
 constexpr int kMaxBasisPoints = 10000;
-constexpr int kMinTierDays = 2;
-constexpr int kMaxTierDays = 365;
+constexpr int kMinTierDays = limits::kMinDiscountTierDays;
+constexpr int kMaxTierDays = limits::kMaxDiscountTierDays;
 constexpr std::int64_t kHoursPerBlock = 24;
 constexpr std::int64_t kSecondsPerHour = 3600;
 constexpr std::int64_t kMicrosPerDay = 24LL * 3600 * 1000 * 1000;

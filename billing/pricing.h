@@ -54,9 +54,9 @@ TaxSplit split_price(const PricingPolicy& policy, std::int64_t price_minor);
 TaxSplit split_gross(int vat_basis_points, std::int64_t gross_minor);
 
 // The discount tiers as configuration writes them: "7:5,30:10" (min_days:percent, comma
-// separated, strictly increasing min_days, percent 0..100, min_days 2..365, plain decimal
-// without signs, spaces or leading zeros); "" or "none" is no discount. std::nullopt when
-// malformed.
+// separated, strictly increasing min_days, percent 0..100, min_days within
+// limits::kMinDiscountTierDays..kMaxDiscountTierDays, plain decimal without signs, spaces or
+// leading zeros); "" or "none" is no discount. std::nullopt when malformed.
 std::optional<std::vector<DiscountTier>> parse_discount_tiers(std::string_view text);
 
 // SLA credits for an interruption: how much of the charged block is given back.

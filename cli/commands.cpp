@@ -4,6 +4,7 @@
 #include "cli/exit_codes.h"
 #include "cli/output.h"
 #include "cli/ssh_login.h"
+#include "core/limits.h"
 
 #include <fstream>
 #include <sstream>
@@ -80,8 +81,9 @@ json get_rental(CommandContext& ctx, const std::string& id) {
 
 int cmd_offers(CommandContext& ctx) {
   const auto& a = ctx.args;
-  if (auto c = a.get("gpu-count")) parse_int_option("gpu-count", *c, 1, 64);
-  if (auto d = a.get("days")) parse_int_option("days", *d, 1, 365);
+  if (auto c = a.get("gpu-count")) parse_int_option("gpu-count", *c, 1, limits::kMaxRentalGpus);
+  if (auto d = a.get("days"))
+    parse_int_option("days", *d, limits::kMinRentalDays, limits::kMaxRentalDays);
   json page = ctx.api
                   .get("/v1/offers" + query(a, {{"gpu-model", "gpu_model"},
                                                 {"gpu-count", "gpu_count"},
@@ -110,7 +112,7 @@ int cmd_offers(CommandContext& ctx) {
 int cmd_availability(CommandContext& ctx) {
   const auto& a = ctx.args;
   required(a, "gpu-model");
-  if (auto c = a.get("gpu-count")) parse_int_option("gpu-count", *c, 1, 64);
+  if (auto c = a.get("gpu-count")) parse_int_option("gpu-count", *c, 1, limits::kMaxRentalGpus);
   if (auto d = a.get("days")) parse_int_option("days", *d, 1, 90);
   json page = ctx.api
                   .get("/v1/availability" + query(a, {{"gpu-model", "gpu_model"},
@@ -241,7 +243,8 @@ int cmd_wait(CommandContext& ctx) {
 }
 
 int cmd_extend(CommandContext& ctx) {
-  int days = parse_int_option("days", required(ctx.args, "days"), 1, 365);
+  int days = parse_int_option("days", required(ctx.args, "days"), limits::kMinRentalDays,
+                              limits::kMaxRentalDays);
   json r =
       ctx.api
           .post("/v1/rentals/" + url_encode(ctx.args.positionals[0]) + "/extend", {{"days", days}})
@@ -348,8 +351,10 @@ int cmd_tokens_create(CommandContext& ctx) {
   }
   body["scopes"] = scopes;
   if (auto v = a.get("expires-in-days"))
-    body["expires_in_days"] = parse_int_option("expires-in-days", *v, 1, 3650);
-  if (auto v = a.get("max-days")) body["max_days"] = parse_int_option("max-days", *v, 1, 365);
+    body["expires_in_days"] =
+        parse_int_option("expires-in-days", *v, 1, limits::kMaxTokenExpiryDays);
+  if (auto v = a.get("max-days"))
+    body["max_days"] = parse_int_option("max-days", *v, 1, limits::kMaxGuardrailDays);
   if (auto v = a.get("max-gpus"))
     body["max_concurrent_gpus"] = parse_int_option("max-gpus", *v, 0, 100000);
   if (auto v = a.get("spend-limit")) {
@@ -455,8 +460,10 @@ int cmd_invoices_csv(CommandContext& ctx) {
 
 json booking_body(const ParsedArgs& a) {
   json body{{"gpu_model", required(a, "gpu-model")},
-            {"gpu_count", parse_int_option("gpu-count", required(a, "gpu-count"), 1, 64)},
-            {"days", parse_int_option("days", required(a, "days"), 1, 365)},
+            {"gpu_count",
+             parse_int_option("gpu-count", required(a, "gpu-count"), 1, limits::kMaxRentalGpus)},
+            {"days", parse_int_option("days", required(a, "days"), limits::kMinRentalDays,
+                                      limits::kMaxRentalDays)},
             {"image_id", required(a, "image")}};
   body["start"] = a.get("start").value_or("now");
   if (auto i = a.get("interconnect")) {

@@ -10,6 +10,8 @@ namespace gpurent::limits {
 // A rental: days booked at once, and the length an extension may bring it to.
 inline constexpr int kMinRentalDays = 1;
 inline constexpr int kMaxRentalDays = 365;
+// The availability calendar's window: days shown at once.
+inline constexpr int kMaxAvailabilityDays = 90;
 // GPUs in one booking (a whole node at most; the largest has 64).
 inline constexpr int kMaxRentalGpus = 64;
 // A volume discount's tier starts at a rental of this many days (the first tier at 2).

@@ -12,6 +12,7 @@
 #include "api/json_body.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "fuzz/http_refusal.h"
 
 #include <nlohmann/json.hpp>
@@ -200,7 +201,7 @@ void read_as_handler(const json& value) {
     return;
   }
   r->required_int("gpu_count", 1, 64);
-  r->optional_int("days", 1, 365);
+  r->optional_int("days", gpurent::limits::kMinRentalDays, gpurent::limits::kMaxRentalDays);
   r->optional_int("offset", -10, -1);
   r->optional_int("big", std::numeric_limits<std::int64_t>::min(),
                   std::numeric_limits<std::int64_t>::max());

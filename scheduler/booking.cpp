@@ -2,6 +2,7 @@
 #include "scheduler/booking.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/sql.h"
 #include "inventory/image_compat.h"
 #include "scheduler/lifecycle_rules.h"
@@ -27,8 +28,6 @@ constexpr Statement kSiteMidnights = {
 constexpr Statement kUtcMidnight = {
     "booking_utc_midnight", "SELECT " SQL_MICROS("(($1::date)::timestamp AT TIME ZONE 'UTC')")};
 
-constexpr int kMaxDays = 365;
-constexpr int kMaxGpus = 64;
 // A start this little in the past is taken as now: a client's clock, or the request's own
 // time on the wire, is not worth a refusal.
 constexpr auto kStartTolerance = std::chrono::minutes(5);
@@ -210,10 +209,14 @@ std::vector<Booking::Option> Booking::options_for(Tx& tx, const BookingRequest& 
 Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
   Checked c;
   c.now = clock_.now();
-  if (r.gpu_count < 1 || r.gpu_count > kMaxGpus) {
-    throw Error::invalid_field("gpu_count", "must be 1 to 64");
+  if (r.gpu_count < 1 || r.gpu_count > limits::kMaxRentalGpus) {
+    throw Error::invalid_field("gpu_count",
+                               "must be 1 to " + std::to_string(limits::kMaxRentalGpus));
   }
-  if (r.days < 1 || r.days > kMaxDays) throw Error::invalid_field("days", "must be 1 to 365");
+  if (r.days < limits::kMinRentalDays || r.days > limits::kMaxRentalDays) {
+    throw Error::invalid_field("days", "must be " + std::to_string(limits::kMinRentalDays) +
+                                           " to " + std::to_string(limits::kMaxRentalDays));
+  }
   if (auto limit = stricter(r.org_limits.max_days, r.token_limits.max_days);
       limit && r.days > *limit) {
     throw Error(ErrorCode::kQuotaExceeded,
@@ -530,7 +533,10 @@ RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
                 {{"state", to_string(r.state)}});
   }
   int days = r.days + more_days;
-  if (days > kMaxDays) throw Error::invalid_field("days", "would make it longer than 365 days");
+  if (days > limits::kMaxRentalDays) {
+    throw Error::invalid_field(
+        "days", "would make it longer than " + std::to_string(limits::kMaxRentalDays) + " days");
+  }
   if (max_days && days > *max_days) {
     throw Error(ErrorCode::kQuotaExceeded,
                 "A rental may last at most " + std::to_string(*max_days) + " days here.",

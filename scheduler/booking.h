@@ -145,12 +145,11 @@ class Booking {
 
   // Adds `more_days` to a rental that has not ended (scheduled, provisioning or active), on
   // the same GPUs: its period, the allocations' end and its days move together. Throws
-  // invalid_state for a rental in another state, invalid_request (days) past 365 days,
-  // quota_exceeded past `max_days`, and InsufficientCapacity when the GPUs are booked after
-  // it (nothing changed). The rental as extended. Not a state change, so no event row.
-  // With billing, the extension's days are held too (insufficient_funds, quota_exceeded
-  // past a monthly spend limit: `limits.spend_limit_minor` is the org's, `token_spend` the
-  // token's).
+  // invalid_state for a rental in another state, invalid_request (days) past
+  // limits::kMaxRentalDays, quota_exceeded past `max_days`, and InsufficientCapacity when the GPUs
+  // are booked after it (nothing changed). The rental as extended. Not a state change, so no event
+  // row. With billing, the extension's days are held too (insufficient_funds, quota_exceeded past a
+  // monthly spend limit: `limits.spend_limit_minor` is the org's, `token_spend` the token's).
   RentalRecord extend(Tx& tx, const RentalRecord& locked, int more_days,
                       std::optional<int> max_days, const billing::SpendLimits& spend = {},
                       const std::optional<std::string>& actor_user_id = std::nullopt);

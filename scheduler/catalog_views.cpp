@@ -2,6 +2,7 @@
 #include "scheduler/catalog_views.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/sql.h"
 #include "scheduler/candidate_prefetch.h"
 
@@ -156,7 +157,10 @@ class FitCounter {
 }  // namespace
 
 std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
-  if (q.days < 1 || q.days > 365) throw Error::invalid_field("days", "must be 1 to 365");
+  if (q.days < limits::kMinRentalDays || q.days > limits::kMaxRentalDays) {
+    throw Error::invalid_field("days", "must be " + std::to_string(limits::kMinRentalDays) +
+                                           " to " + std::to_string(limits::kMaxRentalDays));
+  }
   Timestamp now = std::max(clock_.now(), q.start.value_or(Timestamp::min()));
   std::vector<Offer> out;
   // Each site's midnights over the horizon, from the UTC day before now's (a site east of UTC

@@ -35,9 +35,7 @@ Error no_such_org() {
 
 // The org id from the path; a malformed one is simply an org that does not exist.
 std::string org_id_param(const Request& req) {
-  std::string id(req.path_param("id"));
-  if (!is_valid_id(id_prefix::kOrg, id)) throw no_such_org();
-  return id;
+  return path_id(req, "id", id_prefix::kOrg, no_such_org().what());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "api/json_body.h"
 #include "api/responses.h"
 #include "core/error.h"
+#include "core/limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -52,7 +53,8 @@ AdvisorRequest read_request(const Request& req) {
     r.sizing.context_tokens = static_cast<int>(*c);
   }
   if (auto b = in.optional_int("batch_size", 1, 4096)) r.sizing.batch_size = static_cast<int>(*b);
-  if (auto d = in.optional_int("days", 1, 365)) r.days = static_cast<int>(*d);
+  if (auto d = in.optional_int("days", limits::kMinRentalDays, limits::kMaxRentalDays))
+    r.days = static_cast<int>(*d);
   in.finish();
   return r;
 }

@@ -31,9 +31,7 @@ nlohmann::json ledger_row_json(const billing::LedgerRow& r) {
 }
 
 std::string path_org_id(const Request& req) {
-  std::string id(req.path_param("id"));
-  if (!is_valid_id(id_prefix::kOrg, id)) throw Error(ErrorCode::kNotFound, "No such organisation.");
-  return id;
+  return path_id(req, "id", id_prefix::kOrg, "No such organisation.");
 }
 
 void require_org(Tx& tx, const BillingRoutesState& state, const std::string& org_id) {
@@ -175,10 +173,7 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
        .pattern = "/v1/admin/invoices/{id}/credit-notes",
        .handler =
            [&state](const Request& req, const Principal& p) {
-             std::string invoice_id(req.path_param("id"));
-             if (!is_valid_id(id_prefix::kInvoice, invoice_id)) {
-               throw Error(ErrorCode::kNotFound, "No such invoice.");
-             }
+             std::string invoice_id = path_id(req, "id", id_prefix::kInvoice, "No such invoice.");
              auto body = parse_json_body(req);
              JsonObjectReader in(body);
              Money amount = read_money(in, "amount");

@@ -144,8 +144,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
               .pattern = "/v1/admin/images/{id}/deprecate",
               .handler =
                   [&state](const Request& req, const Principal& p) {
-                    std::string id(req.path_param("id"));
-                    if (!is_valid_id(id_prefix::kImage, id)) throw no_such_image();
+                    std::string id = path_id(req, "id", id_prefix::kImage, no_such_image().what());
                     auto [image, models] =
                         state.pool->transact("catalog_deprecate_image", [&](Tx& tx) {
                           auto record = state.catalog->deprecate_image(tx, id, actor_of(req, p));

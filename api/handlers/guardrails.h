@@ -3,6 +3,7 @@
 #pragma once
 
 #include "api/json_body.h"
+#include "core/limits.h"
 #include "identity/org_admin_store.h"
 #include "identity/token_store.h"
 
@@ -18,8 +19,8 @@ identity::LimitChange<T> change_of(const nlohmann::json& body, const char* field
   return {body.contains(field), std::move(value)};
 }
 
-inline constexpr int kMaxGuardrailGpus = 100000;
-inline constexpr int kMaxGuardrailDays = 3650;
+inline constexpr int kMaxGuardrailGpus = limits::kMaxGuardrailGpus;
+inline constexpr int kMaxGuardrailDays = limits::kMaxGuardrailDays;
 
 // The three fields, each optional: absent or null is no limit.
 identity::Guardrails read_guardrails(JsonObjectReader& in);

@@ -14,11 +14,7 @@ namespace {
 
 // The invoice id from the path; a malformed one is an invoice that does not exist.
 std::string invoice_id(const Request& req) {
-  std::string id(req.path_param("id"));
-  if (!is_valid_id(id_prefix::kInvoice, id)) {
-    throw Error(ErrorCode::kNotFound, "No such invoice.");
-  }
-  return id;
+  return path_id(req, "id", id_prefix::kInvoice, "No such invoice.");
 }
 
 nlohmann::json line_json(const billing::InvoiceLine& l, const std::string& currency) {

@@ -47,9 +47,7 @@ Error no_such_member() {
 
 // The user id from the path; a malformed one is simply a member that does not exist.
 std::string member_id(const Request& req) {
-  std::string id(req.path_param("user_id"));
-  if (!is_valid_id(id_prefix::kUser, id)) throw no_such_member();
-  return id;
+  return path_id(req, "user_id", id_prefix::kUser, no_such_member().what());
 }
 
 }  // namespace

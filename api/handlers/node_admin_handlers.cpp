@@ -23,9 +23,7 @@ Error no_such_node() {
 }
 
 std::string node_id_param(const Request& req) {
-  std::string id(req.path_param("id"));
-  if (!is_valid_id(id_prefix::kNode, id)) throw no_such_node();
-  return id;
+  return path_id(req, "id", id_prefix::kNode, no_such_node().what());
 }
 
 // A DNS name: letters, digits, '-' and '.', each label 1..63 and not starting with '-'.

@@ -163,4 +163,11 @@ std::optional<std::string> QueryParams::id(std::string_view name, std::string_vi
   return raw;
 }
 
+std::string path_id(const Request& request, std::string_view param, std::string_view prefix,
+                    std::string_view not_found) {
+  std::string id(request.path_param(param));
+  if (!is_valid_id(prefix, id)) throw Error(ErrorCode::kNotFound, std::string(not_found));
+  return id;
+}
+
 }  // namespace gpurent::http

@@ -23,6 +23,12 @@ inline constexpr int kMaxPageLimit = 500;
 // for anything else, including a leap second and years outside 0001..9999.
 std::optional<Timestamp> parse_rfc3339(std::string_view text);
 
+// The path parameter `param` as an id with `prefix`; anything else is 404 not_found with
+// `not_found` as its message ("No such rental."): a malformed id names no object, and a
+// caller must not learn more from it than from another org's.
+std::string path_id(const Request& request, std::string_view param, std::string_view prefix,
+                    std::string_view not_found);
+
 class QueryParams {
  public:
   // Throws invalid_request naming the first parameter not in `known`, given twice, or not

@@ -10,6 +10,7 @@
 #include "core/db_errors.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "core/limits.h"
 #include "identity/ssh_public_key.h"
 
 #include <nlohmann/json.hpp>
@@ -86,9 +87,7 @@ nlohmann::json with_ssh(RentalRoutesState& state, Tx& tx, const RentalRecord& r)
 
 // The rental id from the path; a malformed one is a rental that does not exist.
 std::string rental_id(const Request& req) {
-  std::string id(req.path_param("id"));
-  if (!is_valid_id(id_prefix::kRental, id)) throw Error(ErrorCode::kNotFound, "No such rental.");
-  return id;
+  return path_id(req, "id", id_prefix::kRental, "No such rental.");
 }
 
 scheduler::Start read_start(JsonObjectReader& in) {
@@ -147,7 +146,8 @@ scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
     r.link_need = *need;
   }
   r.start = read_start(in);
-  r.days = static_cast<int>(in.required_int("days", 1, 365));
+  r.days =
+      static_cast<int>(in.required_int("days", limits::kMinRentalDays, limits::kMaxRentalDays));
   r.image_id = in.required_string("image_id", 64);
   if (const auto* keys = in.optional_value("ssh_key_ids")) {
     if (!keys->is_array() || keys->size() > 20) {
@@ -460,7 +460,8 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
              std::string id = rental_id(req);
              auto body = parse_json_body(req);
              JsonObjectReader in(body);
-             int more = static_cast<int>(in.required_int("days", 1, 365));
+             int more = static_cast<int>(
+                 in.required_int("days", limits::kMinRentalDays, limits::kMaxRentalDays));
              in.finish();
              try {
                auto extended = state.pool->transact("rental_extend", [&](Tx& tx) {
@@ -572,7 +573,8 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                if (!need) throw Error::invalid_field("interconnect", "must be nvlink or any");
                q.link_need = *need;
              }
-             if (auto d = query.text("days")) q.days = small_int("days", *d, 365);
+             if (auto d = query.text("days"))
+               q.days = small_int("days", *d, limits::kMaxRentalDays);
              if (auto s = query.text("start"); s && *s != "now") {
                q.start = parse_rfc3339(s->size() == 10 ? *s + "T00:00:00Z" : *s);
                if (!q.start) {

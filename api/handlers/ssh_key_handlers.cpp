@@ -44,9 +44,7 @@ nlohmann::json key_json(const identity::SshKeyRecord& k) {
 
 // The key id from the path; a malformed one is simply a key that does not exist.
 std::string key_id(const Request& req) {
-  std::string id(req.path_param("id"));
-  if (!is_valid_id(id_prefix::kSshKey, id)) throw Error(ErrorCode::kNotFound, "No such SSH key.");
-  return id;
+  return path_id(req, "id", id_prefix::kSshKey, "No such SSH key.");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "api/responses.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +17,7 @@
 namespace gpurent::http {
 namespace {
 
-constexpr int kMaxExpiryDays = 3650;
+constexpr int kMaxExpiryDays = limits::kMaxTokenExpiryDays;
 
 nlohmann::json token_json(const identity::TokenRecord& t) {
   return {{"id", t.id},

@@ -55,11 +55,7 @@ nlohmann::json delivery_json(const webhooks::DeliveryRecord& d) {
 
 // The webhook id from the path; a malformed one is simply a webhook that does not exist.
 std::string webhook_id(const Request& req) {
-  std::string id(req.path_param("id"));
-  if (!is_valid_id(webhooks::kWebhookPrefix, id)) {
-    throw Error(ErrorCode::kNotFound, "No such webhook.");
-  }
-  return id;
+  return path_id(req, "id", webhooks::kWebhookPrefix, "No such webhook.");
 }
 
 bool is_local_name(const std::string& host) {

@@ -3,6 +3,7 @@
 
 #include "billing/pricing.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/log.h"
 
 namespace gpurent {
@@ -11,10 +12,12 @@ billing::RentalChargesOptions billing_options(const Config& config) {
   billing::RentalChargesOptions o;
   auto tiers = billing::parse_discount_tiers(config.rental_discounts);
   if (!tiers) {
-    throw ConfigError(
-        "config rental_discounts: expected min_days (2 to 365, increasing) and "
-        "percent (0 to 100) pairs such as 7:5,30:10, got " +
-        config.rental_discounts);
+    throw ConfigError("config rental_discounts: expected min_days (" +
+                      std::to_string(limits::kMinDiscountTierDays) + " to " +
+                      std::to_string(limits::kMaxDiscountTierDays) +
+                      ", increasing) and "
+                      "percent (0 to 100) pairs such as 7:5,30:10, got " +
+                      config.rental_discounts);
   }
   o.pricing = {.discounts = *tiers,
                .vat_basis_points = config.vat_basis_points,

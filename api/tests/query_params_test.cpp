@@ -153,5 +153,22 @@ TEST(AuditQueryParams, RefusalsNameTheParameter) {
   EXPECT_EQ(field_of(read("cursor=", cursor)), "cursor");
 }
 
+TEST(PathIds, AnIdOfTheRightKindIsReturnedAndAnythingElseIsNotFound) {
+  Request r;
+  r.path_params = {{"id", "rnt_0123456789abcdefghijkl"}, {"user_id", "org_0123456789abcdefghijkl"}};
+  EXPECT_EQ(path_id(r, "id", "rnt", "No such rental."), "rnt_0123456789abcdefghijkl");
+  for (auto [param, prefix] : {std::pair{"user_id", "usr"}, std::pair{"id", "org"}}) {
+    try {
+      path_id(r, param, prefix, "No such thing.");
+      ADD_FAILURE() << param << " read as " << prefix;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+      EXPECT_STREQ(e.what(), "No such thing.");
+    }
+  }
+  r.path_params = {{"id", "rnt_short"}};
+  EXPECT_THROW(path_id(r, "id", "rnt", "No such rental."), Error);
+}
+
 }  // namespace query_params_test
 }  // namespace gpurent::http

@@ -70,7 +70,7 @@ export async function render(ctx) {
             attrs: { min: new Date().toISOString().slice(0, 10) } }),
     h("div", { class: "field-error", role: "alert" }));
   const daysField = field({ label: t("book.days"), name: "days", type: "number", value: q.get("days") || "1",
-    required: true, attrs: { min: 1, max: 365, inputmode: "numeric" } });
+    required: true, attrs: { min: 1, inputmode: "numeric" } });
   const imageField = h("div");
   const keyBox = h("fieldset", { class: "field", dataset: { field: "ssh_key_ids" } },
     h("legend", {}, t("book.keys")),

@@ -160,7 +160,7 @@ export async function render(ctx) {
     let form = null;
     if (canExtend) {
       form = h("form", { class: "row", novalidate: true },
-        field({ label: t("r.extend_days"), name: "days", type: "number", value: "1", attrs: { min: 1, max: 365 } }),
+        field({ label: t("r.extend_days"), name: "days", type: "number", value: "1", attrs: { min: 1 } }),
         h("div", { class: "field" }, h("button", { type: "submit" }, t("r.extend_submit"))));
       form.addEventListener("submit", (event) => {
         event.preventDefault();
