@@ -51,6 +51,13 @@ gpurent::Actor actor_of(const Request& request, const Principal& principal) {
   return actor;
 }
 
+gpurent::Caller caller_of(const Request& request, const Principal& principal) {
+  return {.actor = actor_of(request, principal),
+          .org_id = principal.org_id.value_or(std::string()),
+          .role = principal.role,
+          .token_guardrails = principal.guardrails};
+}
+
 const std::string& require_org(const Principal& principal) {
   if (!principal.org_id) {
     throw Error(ErrorCode::kForbidden, "This needs an organisation; choose one first.");

@@ -6,6 +6,7 @@
 #include "api/http_types.h"
 #include "api/router.h"
 #include "core/audit.h"
+#include "core/caller.h"
 #include "identity/identity_store.h"
 #include "identity/token_store.h"
 
@@ -47,6 +48,10 @@ bool is_unsafe_method(Method method);
 // with one, its API token; the client's address and the request id. For anonymous routes
 // (an empty Principal) only the address and request id.
 gpurent::Actor actor_of(const Request& request, const Principal& principal);
+
+// What a use case is told of who asks: the actor above, the org acted for, the role in it
+// and an API token's guardrails.
+gpurent::Caller caller_of(const Request& request, const Principal& principal);
 
 // The org the principal acts for; Error(kForbidden) when it acts for none (a user with
 // no membership, or a platform admin outside any org).

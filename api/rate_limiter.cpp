@@ -124,4 +124,18 @@ std::optional<Response> admit(const Request& request, RateLimiters& limiters) {
   return std::nullopt;
 }
 
+int LoginThrottle::wait_before(const identity::LoginKeys& keys) {
+  auto account = per_account.check(keys.account);
+  auto ip = per_ip.check(keys.ip);
+  if (account.allowed && ip.allowed) return 0;
+  if (!account.allowed) per_account.record_refusal();
+  if (!ip.allowed) per_ip.record_refusal();
+  return std::max(1, std::max(account.retry_after_seconds, ip.retry_after_seconds));
+}
+
+void LoginThrottle::failed(const identity::LoginKeys& keys) {
+  per_account.take(keys.account);
+  per_ip.take(keys.ip);
+}
+
 }  // namespace gpurent::http

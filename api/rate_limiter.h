@@ -2,6 +2,7 @@
 #pragma once
 
 #include "api/http_types.h"
+#include "identity/sign_in.h"
 
 #include <array>
 #include <atomic>
@@ -91,11 +92,15 @@ struct RateLimiters {
   RateLimiter per_ip;
 };
 
-// Failed sign-ins, per account (lower-cased email) and per client address.
-struct LoginThrottle {
+// Failed sign-ins, per account (lower-cased email) and per client address: what
+// identity::SignIn's login asks before it checks a password.
+struct LoginThrottle : identity::LoginThrottling {
   explicit LoginThrottle(RateLimiter::TimeSource now = &std::chrono::steady_clock::now)
       : per_account(5.0 / 900, 5, RateLimiter::kDefaultMaxKeys, now),
         per_ip(20.0 / 900, 20, RateLimiter::kDefaultMaxKeys, now) {}
+
+  int wait_before(const identity::LoginKeys& keys) override;
+  void failed(const identity::LoginKeys& keys) override;
 
   RateLimiter per_account;  // 5 failures, then one more every 3 minutes
   RateLimiter per_ip;       // 20 failures, then one more every 45 seconds

@@ -37,7 +37,7 @@ constexpr Statement kSetGuardrails = {
 
 Guardrails guardrails_from(const pqxx::row& row, int first) {
   return {optional_field<int>(row[first]), optional_field<int>(row[first + 1]),
-          optional_field<long long>(row[first + 2])};
+          optional_field<std::int64_t>(row[first + 2])};
 }
 
 OrgRecord row_from(const pqxx::row& row) {
@@ -96,6 +96,11 @@ std::optional<OrgRecord> OrgAdminStore::get(Tx& tx, const std::string& org_id) {
   auto rows = tx.exec(kGetOrg, org_id);
   if (rows.empty()) return std::nullopt;
   return row_from(rows[0]);
+}
+
+Guardrails OrgAdminStore::guardrails_of(Tx& tx, const std::string& org_id) {
+  auto org = get(tx, org_id);
+  return org ? org->guardrails : Guardrails{};
 }
 
 std::optional<OrgRecord> OrgAdminStore::set_guardrails(Tx& tx, const std::string& org_id,

@@ -5,6 +5,7 @@
 #include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/org_directory.h"
 #include "core/paging.h"
 #include "identity/identity_store.h"
 #include "identity/token_store.h"
@@ -36,7 +37,7 @@ struct LimitChange {
 struct GuardrailsChange {
   LimitChange<int> max_concurrent_gpus;
   LimitChange<int> max_days;
-  LimitChange<long long> spend_limit_minor;
+  LimitChange<std::int64_t> spend_limit_minor;
 
   bool empty() const {
     return !max_concurrent_gpus.change && !max_days.change && !spend_limit_minor.change;
@@ -44,9 +45,15 @@ struct GuardrailsChange {
 };
 
 // Every method runs in the caller's transaction (see gpurent::Tx) and commits nothing.
-class OrgAdminStore {
+// It is also where other modules read an org's guardrails (gpurent::OrgDirectory).
+class OrgAdminStore : public OrgDirectory {
  public:
   explicit OrgAdminStore(const Clock& clock) : clock_(clock) {}
+
+  bool org_exists(Tx& tx, const std::string& org_id) override {
+    return get(tx, org_id).has_value();
+  }
+  Guardrails guardrails_of(Tx& tx, const std::string& org_id) override;
 
   // Orgs in (created_at, id) order, at most `limit`, after `cursor` (a next_cursor from an
   // earlier page). Throws invalid_request naming "cursor" when it is not one.

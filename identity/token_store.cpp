@@ -72,7 +72,7 @@ TokenRecord token_from(const pqxx::row& row) {
   r.prefix = row[2].as<std::string>();
   r.scopes = split_scopes(row[3].as<std::string>());
   r.guardrails = {optional_field<int>(row[4]), optional_field<int>(row[5]),
-                  optional_field<long long>(row[6])};
+                  optional_field<std::int64_t>(row[6])};
   r.created_at = read_timestamp(row[7]);
   r.expires_at = read_optional_timestamp(row[8]);
   r.last_used_at = read_optional_timestamp(row[9]);
@@ -160,7 +160,7 @@ std::optional<ResolvedToken> TokenStore::resolve(Tx& tx, const std::string& secr
   r.identity.org_id = row[1].as<std::string>();
   r.identity.scopes = split_scopes(row[2].as<std::string>());
   r.identity.guardrails = {optional_field<int>(row[3]), optional_field<int>(row[4]),
-                           optional_field<long long>(row[5])};
+                           optional_field<std::int64_t>(row[5])};
   r.identity.user = {row[6].as<std::string>(), row[7].as<std::string>(), row[8].as<bool>(),
                      read_timestamp(row[9])};
   r.role = optional_field<std::string>(row[10]);

@@ -4,6 +4,7 @@
 #include "core/audit.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/guardrails.h"
 #include "core/paging.h"
 #include "identity/identity_store.h"
 
@@ -20,11 +21,7 @@ inline constexpr const char* kScopes[] = {"rentals:read",   "rentals:write", "bi
 bool is_valid_scope(std::string_view scope);
 
 // Limits stored with a token for the rental and billing modules to enforce.
-struct Guardrails {
-  std::optional<int> max_concurrent_gpus;
-  std::optional<int> max_days;
-  std::optional<long long> spend_limit_minor;
-};
+using Guardrails = gpurent::Guardrails;
 
 struct TokenRecord {
   std::string id;

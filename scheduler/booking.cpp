@@ -52,13 +52,6 @@ bool is_date(std::string_view s) {
                           .ok();
 }
 
-// The stricter of two optional limits.
-std::optional<int> stricter(std::optional<int> a, std::optional<int> b) {
-  if (!a) return b;
-  if (!b) return a;
-  return std::min(*a, *b);
-}
-
 // One start instant and the candidates that would start then (one group per site time zone
 // for a date, one group otherwise).
 struct StartGroup {
@@ -82,6 +75,7 @@ struct Booking::Option {
 
 struct Booking::Checked {
   Timestamp now;
+  Guardrails org;  // the org's limits as they stand in this transaction
   inventory::ImageRecord image;
   std::vector<Option> options;  // in the order a booking tries them; never empty
 };
@@ -217,8 +211,8 @@ Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
     throw Error::invalid_field("days", "must be " + std::to_string(limits::kMinRentalDays) +
                                            " to " + std::to_string(limits::kMaxRentalDays));
   }
-  if (auto limit = stricter(r.org_limits.max_days, r.token_limits.max_days);
-      limit && r.days > *limit) {
+  c.org = orgs_.guardrails_of(tx, r.org_id);
+  if (auto limit = stricter(c.org.max_days, r.token_limits.max_days); limit && r.days > *limit) {
     throw Error(ErrorCode::kQuotaExceeded,
                 "A rental may last at most " + std::to_string(*limit) + " days here.",
                 {{"limit", "max_days"}, {"max_days", *limit}, {"requested", r.days}});
@@ -229,7 +223,7 @@ Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
   }
   c.image = *image;
   c.options = options_for(tx, r, c.image, c.now);
-  if (auto limit = stricter(r.org_limits.max_concurrent_gpus, r.token_limits.max_concurrent_gpus)) {
+  if (auto limit = stricter(c.org.max_concurrent_gpus, r.token_limits.max_concurrent_gpus)) {
     int held = rentals_.active_gpu_count(tx, r.org_id);
     if (held + r.gpu_count > *limit) {
       throw Error(ErrorCode::kQuotaExceeded,
@@ -339,7 +333,7 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
           return record;
         });
         if (attempt) {
-          hold_for(tx, attempt.value(), r);
+          hold_for(tx, attempt.value(), r, c.org);
           return attempt.value();
         }
         // Only a booking taken meanwhile is worth the next choice; anything else is a bug
@@ -367,7 +361,7 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
     // A waiting request holds its money too: when capacity appears it is placed without
     // asking the customer again, so the money must be there.
     RentalRecord record = rentals_.create(tx, rental);
-    hold_for(tx, record, r);
+    hold_for(tx, record, r, c.org);
     return record;
   }
   throw InsufficientCapacity(no_capacity(tx, r, c));
@@ -442,7 +436,8 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
   return out;
 }
 
-void Booking::hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& r) {
+void Booking::hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& r,
+                       const Guardrails& org) {
   if (!charges_) return;
   charges_->hold(tx,
                  {.rental_id = rental.id,
@@ -452,13 +447,12 @@ void Booking::hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest&
                   .description = rental.name,
                   .day_price_minor = rental.price_per_day.amount_minor(),
                   .days = rental.days},
-                 {.org_monthly_minor = r.org_limits.spend_limit_minor,
+                 {.org_monthly_minor = org.spend_limit_minor,
                   .token_monthly_minor = r.token_limits.spend_limit_minor});
 }
 
 bool Booking::within_limits(Tx& tx, const RentalRecord& r) {
-  if (!limits_of_) return true;
-  auto limit = limits_of_(tx, r.org_id).max_concurrent_gpus;
+  auto limit = orgs_.guardrails_of(tx, r.org_id).max_concurrent_gpus;
   return !limit || rentals_.active_gpu_count(tx, r.org_id) + r.gpu_count <= *limit;
 }
 
@@ -525,7 +519,7 @@ Quote Booking::quote(Tx& tx, const BookingRequest& r, NoCapacity* when_unavailab
 }
 
 RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
-                             std::optional<int> max_days, const billing::SpendLimits& spend,
+                             const Guardrails& token_limits,
                              const std::optional<std::string>& actor_user_id) {
   if (!allows(r.state, RentalAction::kExtend)) {
     throw Error(ErrorCode::kInvalidState,
@@ -537,7 +531,8 @@ RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
     throw Error::invalid_field(
         "days", "would make it longer than " + std::to_string(limits::kMaxRentalDays) + " days");
   }
-  if (max_days && days > *max_days) {
+  Guardrails org = orgs_.guardrails_of(tx, r.org_id);
+  if (auto max_days = stricter(org.max_days, token_limits.max_days); max_days && days > *max_days) {
     throw Error(ErrorCode::kQuotaExceeded,
                 "A rental may last at most " + std::to_string(*max_days) + " days here.",
                 {{"limit", "max_days"}, {"max_days", *max_days}, {"requested", days}});
@@ -553,7 +548,12 @@ RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
     throw InsufficientCapacity(
         {}, "The rental's GPUs are booked after it; it cannot be extended by that much.");
   }
-  if (charges_) charges_->extend(tx, r.id, more_days, spend, actor_user_id);
+  if (charges_) {
+    charges_->extend(tx, r.id, more_days,
+                     {.org_monthly_minor = org.spend_limit_minor,
+                      .token_monthly_minor = token_limits.spend_limit_minor},
+                     actor_user_id);
+  }
   return *rentals_.get_any(tx, r.id);
 }
 

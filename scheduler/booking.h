@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/money.h"
+#include "core/org_directory.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/candidate_store.h"
@@ -37,14 +38,6 @@ struct StartDate {
 };
 using Start = std::variant<StartNow, Timestamp, StartDate>;
 
-// Limits the caller is held to: the org's and, for an API token, the token's (the stricter
-// of each applies). Absent: no limit.
-struct BookingLimits {
-  std::optional<int> max_concurrent_gpus;
-  std::optional<int> max_days;
-  std::optional<std::int64_t> spend_limit_minor;  // per calendar month
-};
-
 struct BookingRequest {
   std::string org_id;
   Actor actor;  // the user (and token) booking
@@ -60,8 +53,9 @@ struct BookingRequest {
   std::vector<std::string> ssh_key_ids;  // already checked to be the org's
   std::string name;
   bool wait_for_capacity = false;
-  BookingLimits org_limits;
-  BookingLimits token_limits;
+  // An API token's own limits; the org's are read inside the booking's transaction
+  // (OrgDirectory), and the stricter of each holds.
+  Guardrails token_limits;
 };
 
 // What the booking would get now: the quote, and the rental's first choice of node.
@@ -112,13 +106,17 @@ struct BookingOptions {
 
 class Booking {
  public:
+  // `orgs` is where every check reads the org's limits as they stand in its
+  // transaction: a booking, an extension, and a waiting request when it comes up.
   Booking(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
-          RentalStore& rentals, CandidateStore& candidates, BookingOptions options)
+          RentalStore& rentals, CandidateStore& candidates, OrgDirectory& orgs,
+          BookingOptions options)
       : clock_(clock),
         catalog_(catalog),
         prices_(prices),
         rentals_(rentals),
         candidates_(candidates),
+        orgs_(orgs),
         options_(options) {}
 
   // Books the rental: a `scheduled` rental with its GPUs allocated, or, when nothing fits
@@ -146,23 +144,19 @@ class Booking {
   // Adds `more_days` to a rental that has not ended (scheduled, provisioning or active), on
   // the same GPUs: its period, the allocations' end and its days move together. Throws
   // invalid_state for a rental in another state, invalid_request (days) past
-  // limits::kMaxRentalDays, quota_exceeded past `max_days`, and InsufficientCapacity when the GPUs
-  // are booked after it (nothing changed). The rental as extended. Not a state change, so no event
-  // row. With billing, the extension's days are held too (insufficient_funds, quota_exceeded past a
-  // monthly spend limit: `limits.spend_limit_minor` is the org's, `token_spend` the token's).
+  // limits::kMaxRentalDays, quota_exceeded past the stricter max_days of the org and
+  // `token_limits`, and InsufficientCapacity when the GPUs are booked after it (nothing
+  // changed). The rental as extended. Not a state change, so no event row. With billing, the
+  // extension's days are held too (insufficient_funds, quota_exceeded past the org's or the
+  // token's monthly spend limit).
   RentalRecord extend(Tx& tx, const RentalRecord& locked, int more_days,
-                      std::optional<int> max_days, const billing::SpendLimits& spend = {},
+                      const Guardrails& token_limits = {},
                       const std::optional<std::string>& actor_user_id = std::nullopt);
 
   // A pending rental's place in the waitlist and its estimated start.
   WaitlistStanding standing(Tx& tx, const RentalRecord& rental);
 
   const BookingOptions& options() const { return options_; }
-
-  // Where within_limits reads an org's limits as they are when its request comes up (the
-  // identity module's, set by the wiring: the scheduler does not know orgs). Unset: none.
-  using LimitsOf = std::function<BookingLimits(Tx&, const std::string& org_id)>;
-  void read_org_limits_with(LimitsOf limits_of) { limits_of_ = std::move(limits_of); }
 
   // Billing, set by the process wiring: the discount for the days in the price snapshot, and
   // a hold for every booking and extension in its transaction. Unset: no money moves (the
@@ -187,11 +181,12 @@ class Booking {
   inventory::PriceStore& prices_;
   RentalStore& rentals_;
   CandidateStore& candidates_;
+  OrgDirectory& orgs_;
   BookingOptions options_;
-  LimitsOf limits_of_;
   billing::RentalCharges* charges_ = nullptr;
   // Holds the money for a rental just created (scheduled or waiting).
-  void hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& request);
+  void hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& request,
+                const Guardrails& org);
 };
 
 // Thrown by Booking::book when nothing fits now; the API answers 409 insufficient_capacity

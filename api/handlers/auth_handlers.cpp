@@ -1,5 +1,5 @@
-// Identity routes: each request is one use case, in one transaction of its own (login's
-// failed attempt aside, whose audit row must outlive the refusal).
+// Identity routes: sign-up and login are identity::SignIn's use cases; the session's own
+// routes (logout, /v1/me, switching org) are one store call each.
 #include "api/handlers/auth_handlers.h"
 #include "api/handlers/json_values.h"
 
@@ -9,7 +9,7 @@
 #include "core/clock.h"
 #include "core/crypto.h"
 #include "core/error.h"
-#include "identity/password.h"
+#include "identity/sign_in.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,13 +17,6 @@
 
 namespace gpurent::http {
 namespace {
-
-// A hash of nothing in particular: verifying against it when the email is unknown makes
-// "no such user" take as long as "wrong password".
-const std::string& dummy_hash() {
-  static const std::string kHash = identity::hash_password("no user has this password");
-  return kHash;
-}
 
 nlohmann::json user_json(const identity::User& u) {
   return {{"id", u.id},
@@ -54,28 +47,46 @@ std::string session_cookie(const Request& r, const std::string& value, long long
   return cookie;
 }
 
-// Failed sign-ins are counted per account and per address; once either has run out,
-// no password is checked at all, so guessing stops even when the guess would be right.
-struct LoginKeys {
-  std::string account;
-  std::string ip;
+struct SignUpForm {
+  std::string email;
+  std::string password;
+  std::string org_name;
 };
 
-LoginKeys login_keys(const Request& r, const std::string& email) {
-  LoginKeys keys{"acct:" + trimmed(email), "ip:" + std::string(r.remote_ip)};
-  for (char& c : keys.account) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+// {email, password, org_name}
+SignUpForm read_signup(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  SignUpForm f{.email = validated_email(in.required_string("email", 254)),
+               .password = in.required_string("password", 1024),
+               .org_name = trimmed(in.required_string("org_name", 200))};
+  in.finish();
+  if (f.org_name.empty() || has_control_characters(f.org_name)) {
+    throw Error::invalid_field("org_name", "must be 1 to 200 printable characters");
   }
-  return keys;
+  return f;
 }
 
-std::optional<Response> login_refused(LoginThrottle& throttle, const LoginKeys& keys) {
-  auto account = throttle.per_account.check(keys.account);
-  auto ip = throttle.per_ip.check(keys.ip);
-  if (account.allowed && ip.allowed) return std::nullopt;
-  if (!account.allowed) throttle.per_account.record_refusal();
-  if (!ip.allowed) throttle.per_ip.record_refusal();
-  return rate_limited_response(std::max(account.retry_after_seconds, ip.retry_after_seconds));
+// {email, password}: the email trimmed, as it was registered.
+std::pair<std::string, std::string> read_login(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  std::string email = trimmed(in.required_string("email", 254));
+  std::string password = in.required_string("password", 1024);
+  in.finish();
+  return {email, password};
+}
+
+nlohmann::json signed_in_json(const identity::SignedIn& s) {
+  nlohmann::json orgs = nlohmann::json::array();
+  for (const auto& m : s.memberships) {
+    orgs.push_back({{"id", m.org.id}, {"name", m.org.name}, {"role", m.role}});
+  }
+  return {{"user", user_json(s.user)},
+          {"orgs", orgs},
+          {"current_org_id",
+           s.current_org_id ? nlohmann::json(*s.current_org_id) : nlohmann::json(nullptr)},
+          {"csrf_token", s.session.csrf_token}};
 }
 
 }  // namespace
@@ -92,111 +103,45 @@ std::string validated_email(const std::string& raw) {
 }
 
 void add_auth_routes(Router& router, AuthRoutesState& state) {
-  router.add(
-      {.method = Method::kPost,
-       .pattern = "/v1/auth/signup",
-       .handler =
-           [&state](const Request& req, const Principal& p) {
-             if (!state.signup_enabled) {
-               throw Error(ErrorCode::kForbidden, "Sign-up is disabled on this service.");
-             }
-             auto body = parse_json_body(req);
-             JsonObjectReader in(body);
-             std::string email = validated_email(in.required_string("email", 254));
-             std::string password = in.required_string("password", 1024);
-             std::string org_name = trimmed(in.required_string("org_name", 200));
-             in.finish();
-             if (auto why = identity::password_policy_violation(password); !why.empty()) {
-               throw Error::invalid_field("password", why);
-             }
-             if (org_name.empty() || has_control_characters(org_name)) {
-               throw Error::invalid_field("org_name", "must be 1 to 200 printable characters");
-             }
-             // Hashed before the transaction: the connection is not held while it runs.
-             std::string hash = identity::hash_password(password);
-             auto [user, org] = state.pool->transact("identity_signup", [&](Tx& tx) {
-               return state.store->create_user_with_org(tx, email, hash, org_name,
-                                                        actor_of(req, p));
-             });
-             return json_response(
-                 201, {{"user", user_json(user)}, {"org", {{"id", org.id}, {"name", org.name}}}});
-           },
-       .access = Access::kAnyone,
-       .summary = "Create an account and its organisation.",
-       .tag = "identity",
-       .idempotency_key = false});
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/auth/signup",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    if (!state.signup_enabled) {
+                      throw Error(ErrorCode::kForbidden, "Sign-up is disabled on this service.");
+                    }
+                    auto f = read_signup(req);
+                    auto [user, org] =
+                        state.sign_in->signup(actor_of(req, p), f.email, f.password, f.org_name);
+                    return json_response(201, {{"user", user_json(user)},
+                                               {"org", {{"id", org.id}, {"name", org.name}}}});
+                  },
+              .access = Access::kAnyone,
+              .summary = "Create an account and its organisation.",
+              .tag = "identity",
+              .idempotency_key = false});
 
-  router.add(
-      {.method = Method::kPost,
-       .pattern = "/v1/auth/login",
-       .handler =
-           [&state](const Request& req, const Principal& p) {
-             auto body = parse_json_body(req);
-             JsonObjectReader in(body);
-             std::string email = in.required_string("email", 254);
-             std::string password = in.required_string("password", 1024);
-             in.finish();
-             LoginKeys keys = login_keys(req, email);
-             if (state.login_throttle) {
-               if (auto refused = login_refused(*state.login_throttle, keys)) return *refused;
-             }
-             auto login = state.pool->read("identity_find_login", [&](Tx& tx) {
-               return state.store->find_login(tx, trimmed(email));
-             });
-             // Verified outside any transaction: the connection is not held while it runs.
-             bool ok = identity::verify_password(password, login ? login->second : dummy_hash());
-             // Nobody is signed in: the row names the account tried, when there is one.
-             Actor actor = actor_of(req, p);
-             if (login) actor.user_id = login->first.id;
-             if (!login || !ok) {
-               if (state.login_throttle) {
-                 state.login_throttle->per_account.take(keys.account);
-                 state.login_throttle->per_ip.take(keys.ip);
-               }
-               // Committed on its own: the refusal below must not take the row with it.
-               state.pool->transact("identity_audit", [&](Tx& tx) {
-                 state.store->audit(tx, actor,
-                                    {.action = "user.login_failed",
-                                     .target = login ? login->first.id : std::string()});
-               });
-               throw Error(ErrorCode::kUnauthenticated, "The email or password is wrong.");
-             }
-             const auto& user = login->first;
-             struct SignedIn {
-               std::vector<identity::Membership> memberships;
-               std::optional<std::string> current;
-               identity::NewSession session;
-             };
-             auto signed_in = state.pool->transact("identity_login", [&](Tx& tx) {
-               SignedIn s;
-               s.memberships = state.store->memberships(tx, user.id);
-               if (!s.memberships.empty()) s.current = s.memberships.front().org.id;
-               s.session = state.store->create_session(tx, user.id, s.current, state.auth->policy(),
-                                                       std::string(req.remote_ip));
-               state.store->audit(tx, actor,
-                                  {.org_id = s.current, .action = "user.login", .target = user.id});
-               return s;
-             });
-             const auto& current = signed_in.current;
-             const auto& session = signed_in.session;
-             nlohmann::json orgs = nlohmann::json::array();
-             for (const auto& m : signed_in.memberships) {
-               orgs.push_back({{"id", m.org.id}, {"name", m.org.name}, {"role", m.role}});
-             }
-             Response r = json_response(200, {{"user", user_json(user)},
-                                              {"orgs", orgs},
-                                              {"current_org_id", current ? nlohmann::json(*current)
-                                                                         : nlohmann::json(nullptr)},
-                                              {"csrf_token", session.csrf_token}});
-             r.set_header("Set-Cookie", session_cookie(req, session.cookie_value,
-                                                       state.auth->policy().absolute.count()));
-             r.set_header("Cache-Control", "no-store");
-             return r;
-           },
-       .access = Access::kAnyone,
-       .summary = "Sign in; sets the session cookie and returns the CSRF token.",
-       .tag = "identity",
-       .idempotency_key = false});
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/auth/login",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    auto [email, password] = read_login(req);
+                    try {
+                      auto signed_in = state.sign_in->login(actor_of(req, p), email, password);
+                      Response r = json_response(200, signed_in_json(signed_in));
+                      r.set_header("Set-Cookie",
+                                   session_cookie(req, signed_in.session.cookie_value,
+                                                  state.auth->policy().absolute.count()));
+                      r.set_header("Cache-Control", "no-store");
+                      return r;
+                    } catch (const identity::TooManyLogins& e) {
+                      return rate_limited_response(e.retry_after_seconds());
+                    }
+                  },
+              .access = Access::kAnyone,
+              .summary = "Sign in; sets the session cookie and returns the CSRF token.",
+              .tag = "identity",
+              .idempotency_key = false});
 
   router.add({.method = Method::kPost,
               .pattern = "/v1/auth/logout",

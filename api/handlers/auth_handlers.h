@@ -5,17 +5,16 @@
 #include "api/router.h"
 #include "core/db_pool.h"
 #include "identity/identity_store.h"
+#include "identity/sign_in.h"
 
 namespace gpurent::http {
-
-struct LoginThrottle;
 
 struct AuthRoutesState {
   PgPool* pool = nullptr;
   identity::IdentityStore* store = nullptr;
+  identity::SignIn* sign_in = nullptr;  // sign-up and login
   Authenticator* auth = nullptr;
   bool signup_enabled = true;
-  LoginThrottle* login_throttle = nullptr;  // none: failed logins are not throttled
 };
 
 void add_auth_routes(Router& router, AuthRoutesState& state);

@@ -34,14 +34,49 @@ std::string path_org_id(const Request& req) {
   return path_id(req, "id", id_prefix::kOrg, "No such organisation.");
 }
 
-void require_org(Tx& tx, const BillingRoutesState& state, const std::string& org_id) {
-  if (!state.orgs->get(tx, org_id)) throw Error(ErrorCode::kNotFound, "No such organisation.");
-}
-
 Money read_money(JsonObjectReader& in, const std::string& field) {
   const auto* value = in.optional_value(field);
   if (!value) throw Error::invalid_field(field, "is required");
   return Money::from_json(*value, field);
+}
+
+std::string read_reason(JsonObjectReader& in) {
+  return printable_text("reason", in.required_string("reason", 500), 500);
+}
+
+// {amount, reason, kind?: top_up|goodwill}
+billing::Credit read_credit(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  billing::Credit c{.amount = read_money(in, "amount"), .reason = read_reason(in)};
+  if (auto k = in.optional_string("kind", 16)) {
+    if (*k == "goodwill") {
+      c.kind = billing::CreditKind::kGoodwill;
+    } else if (*k != "top_up") {
+      throw Error::invalid_field("kind", "must be top_up or goodwill");
+    }
+  }
+  in.finish();
+  return c;
+}
+
+// {credit_limit}
+Money read_credit_limit(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  Money limit = read_money(in, "credit_limit");
+  in.finish();
+  return limit;
+}
+
+// {amount, reason}
+std::pair<Money, std::string> read_credit_note(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  Money amount = read_money(in, "amount");
+  std::string reason = read_reason(in);
+  in.finish();
+  return {amount, reason};
 }
 
 }  // namespace
@@ -97,36 +132,9 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
        .handler =
            [&state](const Request& req, const Principal& p) {
              std::string org_id = path_org_id(req);
-             auto body = parse_json_body(req);
-             JsonObjectReader in(body);
-             Money amount = read_money(in, "amount");
-             std::string reason = printable_text("reason", in.required_string("reason", 500), 500);
-             auto kind = billing::CreditKind::kTopUp;
-             if (auto k = in.optional_string("kind", 16)) {
-               if (*k == "goodwill") {
-                 kind = billing::CreditKind::kGoodwill;
-               } else if (*k != "top_up") {
-                 throw Error::invalid_field("kind", "must be top_up or goodwill");
-               }
-             }
-             in.finish();
-             auto actor = actor_of(req, p);
-             auto [txn, balances] = state.pool->transact("billing_admin_credit", [&](Tx& tx) {
-               require_org(tx, state, org_id);
-               long long id =
-                   state.top_ups->credit(tx, org_id, amount, kind, reason, actor.user_id);
-               write_audit(tx, state.clock->now(), actor,
-                           {.org_id = org_id,
-                            .action = "billing.credit",
-                            .target = billing::transaction_id_text(id),
-                            .details = {{"amount", amount.to_json()},
-                                        {"kind", kind == billing::CreditKind::kTopUp ? "top_up"
-                                                                                     : "goodwill"},
-                                        {"reason", reason}}});
-               return std::make_pair(id, state.ledger->balances(tx, org_id));
-             });
-             auto out = balances_json(balances);
-             out["transaction_id"] = billing::transaction_id_text(txn);
+             auto credited = state.money->credit(caller_of(req, p), org_id, read_credit(req));
+             auto out = balances_json(credited.balances);
+             out["transaction_id"] = billing::transaction_id_text(credited.transaction_id);
              return json_response(201, out);
            },
        .platform_admin = true,
@@ -139,28 +147,8 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     std::string org_id = path_org_id(req);
-                    auto body = parse_json_body(req);
-                    JsonObjectReader in(body);
-                    Money limit = read_money(in, "credit_limit");
-                    in.finish();
-                    if (limit.currency() != state.ledger->currency()) {
-                      throw Error::invalid_field("credit_limit",
-                                                 "must be in " + state.ledger->currency());
-                    }
-                    if (limit.amount_minor() < 0) {
-                      throw Error::invalid_field("credit_limit", "must not be negative");
-                    }
-                    auto actor = actor_of(req, p);
-                    auto balances = state.pool->transact("billing_set_credit_limit", [&](Tx& tx) {
-                      require_org(tx, state, org_id);
-                      state.ledger->set_credit_limit(tx, org_id, limit.amount_minor());
-                      write_audit(tx, state.clock->now(), actor,
-                                  {.org_id = org_id,
-                                   .action = "billing.credit_limit_set",
-                                   .target = org_id,
-                                   .details = {{"credit_limit", limit.to_json()}}});
-                      return state.ledger->balances(tx, org_id);
-                    });
+                    auto balances = state.money->set_credit_limit(caller_of(req, p), org_id,
+                                                                  read_credit_limit(req));
                     return json_response(200, balances_json(balances));
                   },
               .platform_admin = true,
@@ -174,28 +162,8 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
        .handler =
            [&state](const Request& req, const Principal& p) {
              std::string invoice_id = path_id(req, "id", id_prefix::kInvoice, "No such invoice.");
-             auto body = parse_json_body(req);
-             JsonObjectReader in(body);
-             Money amount = read_money(in, "amount");
-             std::string reason = printable_text("reason", in.required_string("reason", 500), 500);
-             in.finish();
-             if (amount.currency() != state.ledger->currency()) {
-               throw Error::invalid_field("amount", "must be in " + state.ledger->currency());
-             }
-             auto actor = actor_of(req, p);
-             auto note = state.pool->transact("billing_credit_note", [&](Tx& tx) {
-               auto issued =
-                   state.invoices->issue_credit_note(tx, invoice_id, amount.amount_minor(), reason);
-               state.top_ups->refund_credit_note(tx, issued, actor.user_id);
-               write_audit(tx, state.clock->now(), actor,
-                           {.org_id = issued.org_id,
-                            .action = "billing.credit_note",
-                            .target = issued.id,
-                            .details = {{"invoice_id", invoice_id},
-                                        {"amount", amount.to_json()},
-                                        {"reason", reason}}});
-               return issued;
-             });
+             auto [amount, reason] = read_credit_note(req);
+             auto note = state.money->credit_note(caller_of(req, p), invoice_id, amount, reason);
              return json_response(201, invoice_json(note));
            },
        .platform_admin = true,
@@ -208,12 +176,8 @@ void add_billing_routes(Router& router, BillingRoutesState& state) {
               .pattern = "/v1/admin/orgs/{id}/balance",
               .handler =
                   [&state](const Request& req, const Principal&) {
-                    std::string org_id = path_org_id(req);
-                    auto b = state.pool->read("billing_admin_balance", [&](Tx& tx) {
-                      require_org(tx, state, org_id);
-                      return state.ledger->balances(tx, org_id);
-                    });
-                    return json_response(200, balances_json(b));
+                    return json_response(200,
+                                         balances_json(state.money->balances(path_org_id(req))));
                   },
               .platform_admin = true,
               .summary = "An organisation's balance (platform admins).",

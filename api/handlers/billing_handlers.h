@@ -3,11 +3,10 @@
 #pragma once
 
 #include "api/router.h"
-#include "billing/invoice_store.h"
+#include "billing/admin_money.h"
 #include "billing/ledger.h"
 #include "billing/top_ups.h"
 #include "core/db_pool.h"
-#include "identity/org_admin_store.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,9 +19,8 @@ struct BillingRoutesState {
   PgPool* pool = nullptr;
   const Clock* clock = nullptr;
   billing::Ledger* ledger = nullptr;
-  billing::TopUps* top_ups = nullptr;
-  billing::InvoiceStore* invoices = nullptr;  // credit notes
-  identity::OrgAdminStore* orgs = nullptr;
+  billing::TopUps* top_ups = nullptr;    // payments
+  billing::AdminMoney* money = nullptr;  // the admins' credits, credit limits and notes
   // Empty: the webhook route answers 404, as if it did not exist.
   std::string webhook_secret;
   std::chrono::seconds webhook_tolerance{300};

@@ -18,7 +18,7 @@ std::optional<int> read_max_days(JsonObjectReader& in) {
 }
 
 // A money object; only the amount is kept (the platform bills in one currency).
-std::optional<long long> read_spend_limit(JsonObjectReader& in) {
+std::optional<std::int64_t> read_spend_limit(JsonObjectReader& in) {
   const auto* limit = in.optional_value("spend_limit");
   if (!limit) return std::nullopt;
   long long minor = Money::from_json(*limit, "spend_limit").amount_minor();

@@ -11,7 +11,6 @@
 #include "core/id.h"
 
 #include <cctype>
-#include <charconv>
 
 namespace gpurent::http {
 namespace {
@@ -158,9 +157,6 @@ topology::Matrix read_topology_text(const Request& req) {
 }
 
 constexpr int kHealthEventsShown = 20;
-// The longest telemetry window one request reads, and its rows (a week of one-minute samples).
-constexpr auto kMaxTelemetryWindow = std::chrono::hours(24 * 7);
-constexpr int kMaxTelemetryRows = 7 * 24 * 60;
 
 nlohmann::json health_event_json(const inventory::HealthEvent& e) {
   return {{"id", std::to_string(e.id)},
@@ -170,6 +166,17 @@ nlohmann::json health_event_json(const inventory::HealthEvent& e) {
           {"severity", e.severity},
           {"xid", optional_json(e.xid)},
           {"reason", e.reason}};
+}
+
+// A node of the list, with its latest telemetry's time and hottest GPU.
+nlohmann::json node_list_item_json(const inventory::NodeListItem& n) {
+  auto item = node_json(n.node);
+  const auto& t = n.telemetry;
+  item["telemetry_at"] = t ? time_json(t->at) : nlohmann::json(nullptr);
+  item["hottest_gpu_temperature_c"] = t && t->hottest_gpu_temperature_c
+                                          ? nlohmann::json(*t->hottest_gpu_temperature_c)
+                                          : nlohmann::json(nullptr);
+  return item;
 }
 
 nlohmann::json telemetry_point_json(const inventory::TelemetryPoint& p) {
@@ -287,26 +294,12 @@ void add_health_routes(Router& router, NodeAdminRoutesState& state) {
            [&state](const Request& req, const Principal&) {
              std::string id = node_id_param(req);
              QueryParams query(req, {"from", "to"});
-             // Up to now inclusive, when not given: a sample taken this instant is shown.
-             Timestamp to =
-                 query.timestamp("to").value_or(state.clock->now() + std::chrono::microseconds(1));
-             Timestamp from = query.timestamp("from").value_or(to - std::chrono::hours(24));
-             if (from >= to) throw Error::invalid_field("from", "must be before `to`");
-             if (to - from > kMaxTelemetryWindow) {
-               throw Error::invalid_field("from", "must be at most 7 days before `to`");
-             }
-             auto points = state.pool->read(
-                 "node_telemetry",
-                 [&](Tx& tx) -> std::optional<std::vector<inventory::TelemetryPoint>> {
-                   if (!state.nodes->health_state(tx, id)) return std::nullopt;
-                   return state.health_log->history(tx, id, from, to, kMaxTelemetryRows);
-                 });
-             if (!points) throw no_such_node();
+             auto w = state.reports->telemetry(id, query.timestamp("from"), query.timestamp("to"));
              nlohmann::json items = nlohmann::json::array();
-             for (const auto& p : *points) items.push_back(telemetry_point_json(p));
+             for (const auto& p : w.points) items.push_back(telemetry_point_json(p));
              return json_response(200, {{"node_id", id},
-                                        {"from", time_json(from)},
-                                        {"to", time_json(to)},
+                                        {"from", time_json(w.from)},
+                                        {"to", time_json(w.to)},
                                         {"items", std::move(items)}});
            },
        .platform_admin = true,
@@ -321,31 +314,10 @@ void add_health_routes(Router& router, NodeAdminRoutesState& state) {
                   [&state](const Request& req, const Principal&) {
                     std::string id = node_id_param(req);
                     QueryParams query(req, {"limit", "cursor"});
-                    std::optional<std::int64_t> before;
-                    if (auto cursor = query.cursor()) {
-                      auto [end, ec] = std::from_chars(
-                          cursor->data(), cursor->data() + cursor->size(), before.emplace());
-                      if (ec != std::errc() || end != cursor->data() + cursor->size() ||
-                          *before <= 0) {
-                        throw Error::invalid_field("cursor", "is not a cursor of this list");
-                      }
-                    }
-                    int limit = query.limit();
-                    auto events = state.pool->read(
-                        "node_health_events",
-                        [&](Tx& tx) -> std::optional<std::vector<inventory::HealthEvent>> {
-                          if (!state.nodes->health_state(tx, id)) return std::nullopt;
-                          return state.health_log->events(tx, id, limit + 1, before);
-                        });
-                    if (!events) throw no_such_node();
-                    std::optional<std::string> next;
-                    if (static_cast<int>(events->size()) > limit) {
-                      events->pop_back();
-                      next = std::to_string(events->back().id);
-                    }
+                    auto page = state.reports->health_events(id, query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
-                    for (const auto& e : *events) items.push_back(health_event_json(e));
-                    return list_response(200, std::move(items), next);
+                    for (const auto& e : page.items) items.push_back(health_event_json(e));
+                    return list_response(200, std::move(items), page.next_cursor);
                   },
               .platform_admin = true,
               .summary = "The node's health history, newest first: each XID event its agent "
@@ -362,37 +334,12 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"site_id", "state", "gpu_model", "limit", "cursor"});
-                    inventory::NodeFilter filter;
-                    filter.site_id = query.id("site_id", id_prefix::kSite);
-                    filter.state = query.text("state");
-                    if (filter.state && !inventory::parse_node_state(*filter.state)) {
-                      throw Error::invalid_field("state", "is not a node state");
-                    }
-                    filter.gpu_model = query.text("gpu_model");
-                    std::map<std::string, inventory::TelemetrySummary> telemetry;
-                    auto page = state.pool->read("node_list", [&](Tx& tx) {
-                      auto page = state.nodes->list(tx, filter, query.limit(), query.cursor());
-                      if (state.health_log) {
-                        std::vector<std::string> ids;
-                        for (const auto& n : page.items) ids.push_back(n.id);
-                        telemetry = state.health_log->summaries(tx, ids);
-                      }
-                      return page;
-                    });
-                    // The fleet overview colours each node by its hottest GPU without asking for
-                    // every node's detail.
+                    inventory::NodeFilter filter{.site_id = query.id("site_id", id_prefix::kSite),
+                                                 .state = query.text("state"),
+                                                 .gpu_model = query.text("gpu_model")};
+                    auto page = state.reports->nodes(filter, query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
-                    for (const auto& n : page.items) {
-                      auto item = node_json(n);
-                      auto t = telemetry.find(n.id);
-                      item["telemetry_at"] =
-                          t == telemetry.end() ? nlohmann::json(nullptr) : time_json(t->second.at);
-                      item["hottest_gpu_temperature_c"] =
-                          t == telemetry.end() || !t->second.hottest_gpu_temperature_c
-                              ? nlohmann::json(nullptr)
-                              : nlohmann::json(*t->second.hottest_gpu_temperature_c);
-                      items.push_back(std::move(item));
-                    }
+                    for (const auto& n : page.items) items.push_back(node_list_item_json(n));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
               .platform_admin = true,
@@ -443,7 +390,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                          "and sshd host keys (platform admins).",
               .tag = "admin"});
 
-  if (state.health_log && state.clock) add_health_routes(router, state);
+  if (state.health_log) add_health_routes(router, state);
 
   router.add(
       {.method = Method::kPatch,

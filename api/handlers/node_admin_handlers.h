@@ -7,6 +7,7 @@
 #include "api/auth.h"
 #include "api/router.h"
 #include "core/db_pool.h"
+#include "inventory/fleet_reports.h"
 #include "inventory/node_health_log.h"
 #include "inventory/node_host_keys.h"
 #include "inventory/node_store.h"
@@ -27,7 +28,7 @@ struct NodeAdminRoutesState {
   // The latest telemetry and health events in the node view, and the routes of the
   // telemetry history and the health history, when set.
   inventory::NodeHealthLog* health_log = nullptr;
-  const Clock* clock = nullptr;  // "now" for the telemetry history's default window
+  inventory::FleetReports* reports = nullptr;  // the node list and the reports' histories
   // The node's rentals as the scheduler prints them, newest first, read in the same use
   // case; set by the process's wiring (inventory knows nothing of rentals). Unset: none.
   std::function<nlohmann::json(Tx&, const std::string& node_id)> rentals;

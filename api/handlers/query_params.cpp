@@ -140,6 +140,18 @@ int QueryParams::limit() const {
   return n;
 }
 
+std::optional<int> QueryParams::whole_number(std::string_view name, int min, int max) const {
+  auto raw = text(name);
+  if (!raw) return std::nullopt;
+  int n = 0;
+  auto [end, ec] = std::from_chars(raw->data(), raw->data() + raw->size(), n);
+  if (ec != std::errc() || end != raw->data() + raw->size() || n < min || n > max) {
+    throw Error::invalid_field(
+        name, "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  return n;
+}
+
 std::optional<Timestamp> QueryParams::timestamp(std::string_view name) const {
   auto raw = text(name);
   if (!raw) return std::nullopt;

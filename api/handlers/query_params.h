@@ -39,6 +39,8 @@ class QueryParams {
   std::optional<std::string> text(std::string_view name) const;
   // `limit`: 1..500, 50 when absent.
   int limit() const;
+  // A whole number from `min` to `max`; invalid_request saying so otherwise.
+  std::optional<int> whole_number(std::string_view name, int min, int max) const;
   // `cursor`: opaque here; the store that made it checks it.
   std::optional<std::string> cursor() const { return text("cursor"); }
   // An RFC 3339 time, clamped to 1970..9999 (no stored time lies outside).

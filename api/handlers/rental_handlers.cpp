@@ -1,6 +1,5 @@
-// Rental routes. Each is one use case in one transaction: booking reads the org's
-// guardrails and checks the SSH keys in the same transaction that allocates the GPUs, so a
-// key deleted or a limit lowered meanwhile cannot slip through.
+// Rental routes: each parses, makes one call to the scheduler's use cases
+// (scheduler/rentals.h) or views, and encodes the answer.
 #include "api/handlers/rental_handlers.h"
 
 #include "api/handlers/json_values.h"
@@ -78,10 +77,15 @@ nlohmann::json rental_json(const RentalRecord& r) {
           {"state_changed_at", time_json(r.state_changed_at)}};
 }
 
-// The rental as its owner sees it, with the SSH details of an active one.
-nlohmann::json with_ssh(RentalRoutesState& state, Tx& tx, const RentalRecord& r) {
-  auto out = rental_json(r);
-  if (state.ssh) out["ssh"] = ssh_json(state.ssh->details(tx, r));
+// The rental as its owner sees it: with the SSH details of an active one, and where a
+// waiting one stands when the use case says.
+nlohmann::json view_json(const scheduler::RentalView& v) {
+  auto out = rental_json(v.rental);
+  out["ssh"] = ssh_json(v.ssh);
+  if (v.waitlist) {
+    out["waitlist"] = {{"position", v.waitlist->position},
+                       {"estimated_start", optional_json(v.waitlist->estimated_start)}};
+  }
   return out;
 }
 
@@ -118,12 +122,10 @@ scheduler::ModelConstraints read_constraints(const nlohmann::json& value) {
 }
 
 // POST /v1/rentals and POST /v1/quotes take the same body.
-scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
+scheduler::BookingRequest read_booking(const Request& req) {
   auto body = parse_json_body(req);
   JsonObjectReader in(body);
   scheduler::BookingRequest r;
-  r.org_id = *p.org_id;
-  r.actor = actor_of(req, p);
   // A model by name, or constraints any model it takes must meet; one or the other.
   auto model = in.optional_string("gpu_model", 100);
   const auto* constraints = in.optional_value("constraints");
@@ -166,25 +168,7 @@ scheduler::BookingRequest read_booking(const Request& req, const Principal& p) {
   if (auto name = in.optional_string("name", 100)) r.name = printable_text("name", *name, 100);
   r.wait_for_capacity = in.optional_bool("wait_for_capacity").value_or(false);
   in.finish();
-  r.token_limits = {p.guardrails.max_concurrent_gpus, p.guardrails.max_days,
-                    p.guardrails.spend_limit_minor};
   return r;
-}
-
-// What the booking needs from identity, read in the booking's own transaction: the org's
-// limits, and that every SSH key is the org's (another org's key is as unknown as none).
-void complete_from_identity(Tx& tx, const RentalRoutesState& state, scheduler::BookingRequest& r) {
-  if (auto org = state.orgs->get(tx, r.org_id)) {
-    r.org_limits = {org->guardrails.max_concurrent_gpus, org->guardrails.max_days,
-                    org->guardrails.spend_limit_minor};
-  }
-  for (const auto& id : r.ssh_key_ids) {
-    if (!state.ssh_keys->get(tx, r.org_id, id)) {
-      throw Error(
-          ErrorCode::kInvalidRequest, "No such SSH key: " + id + ".",
-          {{"field", "ssh_key_ids"}, {"reason", "names an SSH key this org does not have"}});
-    }
-  }
 }
 
 nlohmann::json alternative_json(const scheduler::Alternative& a) {
@@ -205,48 +189,168 @@ Response no_capacity_response(const scheduler::InsufficientCapacity& refusal) {
   return r;
 }
 
-// The max_days guardrails of the org and of the caller's token, the stricter of the two.
-std::optional<int> max_days_for(Tx& tx, const RentalRoutesState& state, const Principal& p) {
-  std::optional<int> limit = p.guardrails.max_days;
-  if (auto org = state.orgs->get(tx, *p.org_id); org && org->guardrails.max_days) {
-    limit = limit ? std::min(*limit, *org->guardrails.max_days) : *org->guardrails.max_days;
+nlohmann::json quote_json(const scheduler::Quote& quote, const scheduler::NoCapacity& none) {
+  nlohmann::json alternatives = nlohmann::json::array();
+  for (const auto& a : none.alternatives) alternatives.push_back(alternative_json(a));
+  nlohmann::json preview = nullptr;
+  if (quote.preview) {
+    preview = {{"node_id", quote.preview->node_id}, {"gpu_indices", quote.preview->gpu_indices}};
   }
-  return limit;
+  return {{"gpu_model", quote.gpu_model},
+          {"price",
+           {{"per_day", quote.price_per_day.to_json()},
+            {"total", quote.total.to_json()},
+            {"list_per_day", quote.list_price_per_day.to_json()},
+            {"discount_percent", quote.discount_percent}}},
+          {"available", quote.available},
+          {"period", period_json(quote.period)},
+          {"earliest_start", optional_json(quote.earliest_start)},
+          {"node_preview", preview},
+          {"alternatives", alternatives}};
 }
 
-// A query parameter that is a whole number from 1 to `max`.
-int small_int(std::string_view field, const std::string& text, int max) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > max) {
-    throw Error::invalid_field(field, "must be a whole number from 1 to " + std::to_string(max));
+nlohmann::json events_json(const std::vector<scheduler::RentalEvent>& events) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& e : events) {
+    items.push_back(
+        {{"at", time_json(e.at)},
+         {"from_state", e.from_state ? nlohmann::json(scheduler::to_string(*e.from_state))
+                                     : nlohmann::json(nullptr)},
+         {"to_state", scheduler::to_string(e.to_state)},
+         {"reason", e.reason}});
   }
-  return value;
+  return {{"items", items}};
 }
 
-// This replica's own change is in its next calendar: the announcement that tells every
-// replica reaches this one's listener only a moment after the commit.
-// After the commit (the Idempotency-Key guard commits the booking with its response): a
-// reload before it would see the node without the booking.
-void capacity_changed(const RentalRoutesState& state, const scheduler::RentalRecord& rental) {
-  if (!state.capacity || !rental.node_id) return;
-  state.pool->after_commit(
-      [capacity = state.capacity, node = *rental.node_id] { capacity->node_changed(node); });
+nlohmann::json certificate_json(const scheduler::IssuedUserCertificate& issued) {
+  return {{"certificate", issued.certificate},
+          {"serial", std::to_string(issued.serial)},
+          {"key_id", issued.key_id},
+          {"principals", issued.principals},
+          {"user", issued.user},
+          {"valid_after", time_json(issued.valid_after)},
+          {"valid_before", time_json(issued.valid_before)}};
 }
 
-// How long GET …/wait holds a request at most, and how often it looks again meanwhile.
+// `state` as a query parameter: a rental state by name.
+std::optional<RentalState> state_param(const QueryParams& query) {
+  auto s = query.text("state");
+  if (!s) return std::nullopt;
+  auto state = scheduler::parse_rental_state(*s);
+  if (!state) throw Error::invalid_field("state", "is not a rental state");
+  return state;
+}
+
+// {} or {"reason": "…"}, or no body at all.
+std::string terminate_reason(const Request& req) {
+  std::string reason = "terminated by the customer";
+  if (req.body.empty()) return reason;
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  if (auto given = in.optional_string("reason", 500))
+    reason = printable_text("reason", *given, 500);
+  in.finish();
+  return reason;
+}
+
+// {"days": n}
+int extend_days(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  auto days = in.required_int("days", limits::kMinRentalDays, limits::kMaxRentalDays);
+  in.finish();
+  return static_cast<int>(days);
+}
+
+// {"public_key": "ssh-ed25519 …"}
+identity::SshPublicKey certificate_key(const Request& req) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  std::string text = in.required_string("public_key", identity::kMaxSshPublicKeyTextBytes);
+  in.finish();
+  return identity::parse_ssh_public_key(text);
+}
+
+scheduler::LinkNeed link_need_param(const QueryParams& query, scheduler::LinkNeed otherwise) {
+  auto i = query.text("interconnect");
+  if (!i) return otherwise;
+  auto need = scheduler::parse_link_need(*i);
+  if (!need) throw Error::invalid_field("interconnect", "must be nvlink or any");
+  return *need;
+}
+
+scheduler::OfferQuery offer_query(const Request& req) {
+  QueryParams query(req, {"gpu_model", "gpu_count", "interconnect", "start", "days"});
+  scheduler::OfferQuery q;
+  q.gpu_model = query.text("gpu_model");
+  q.gpu_count = query.whole_number("gpu_count", 1, limits::kMaxRentalGpus);
+  q.link_need = link_need_param(query, q.link_need);
+  q.days = query.whole_number("days", limits::kMinRentalDays, limits::kMaxRentalDays).value_or(1);
+  if (auto s = query.text("start"); s && *s != "now") {
+    q.start = parse_rfc3339(s->size() == 10 ? *s + "T00:00:00Z" : *s);
+    if (!q.start) throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
+  }
+  return q;
+}
+
+nlohmann::json offers_json(const std::vector<scheduler::Offer>& offers) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& o : offers) {
+    items.push_back({{"gpu_model", o.gpu_model},
+                     {"gpu_count", o.gpu_count},
+                     {"interconnect", o.interconnect},
+                     {"vram_total_gb", o.vram_total_gb},
+                     {"price_per_day", o.price_per_day.to_json()},
+                     {"available_now", o.available_now},
+                     {"earliest_start", optional_json(o.earliest_start)},
+                     {"earliest_date", optional_json(o.earliest_date)},
+                     {"site", o.site}});
+  }
+  return {{"items", items}};
+}
+
+struct AvailabilityQuery {
+  std::string gpu_model;
+  int gpu_count = 1;
+  scheduler::LinkNeed link_need = scheduler::LinkNeed::kNvlink;
+  std::string from;  // YYYY-MM-DD; today (UTC) when not asked
+  int days = 30;
+};
+
+AvailabilityQuery availability_query(const Request& req, const Clock& clock) {
+  QueryParams query(req, {"gpu_model", "gpu_count", "interconnect", "from", "days"});
+  auto model = query.text("gpu_model");
+  if (!model) throw Error::invalid_field("gpu_model", "is required");
+  AvailabilityQuery q{.gpu_model = *model};
+  q.gpu_count = query.whole_number("gpu_count", 1, limits::kMaxRentalGpus).value_or(1);
+  q.link_need = link_need_param(query, q.link_need);
+  q.days = query.whole_number("days", 1, limits::kMaxAvailabilityDays).value_or(q.days);
+  q.from = query.text("from").value_or(format_rfc3339(clock.now()).substr(0, 10));
+  return q;
+}
+
+nlohmann::json admin_rental_json(const RentalRecord& r) {
+  auto item = rental_json(r);
+  item["org_id"] = r.org_id;
+  return item;
+}
+
+// How long GET …/wait holds a request at most (seconds), 60 when not asked.
 constexpr int kMaxWaitSeconds = 300;
+
+CallAgain wait_again(const QueryParams& query) {
+  int timeout_s = query.whole_number("timeout_s", 0, kMaxWaitSeconds).value_or(60);
+  return CallAgain{.delay = std::chrono::milliseconds(250),
+                   .max_delay = std::chrono::milliseconds(2000),
+                   .patience = std::chrono::seconds(timeout_s)};
+}
 
 }  // namespace
 
 nlohmann::json node_rentals_json(Tx& tx, scheduler::RentalStore& rentals,
                                  const std::string& node_id) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : rentals.node_rentals(tx, node_id, 50)) {
-    auto item = rental_json(r);
-    item["org_id"] = r.org_id;
-    out.push_back(std::move(item));
-  }
+  for (const auto& r : rentals.node_rentals(tx, node_id, 50)) out.push_back(admin_rental_json(r));
   return out;
 }
 
@@ -256,13 +360,9 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
        .pattern = "/v1/rentals",
        .handler =
            [&state](const Request& req, const Principal& p) {
-             auto request = read_booking(req, p);
+             auto request = read_booking(req);
              try {
-               auto rental = state.pool->transact("rental_book", [&](Tx& tx) {
-                 complete_from_identity(tx, state, request);
-                 return state.booking->book(tx, request);
-               });
-               capacity_changed(state, rental);
+               auto rental = state.rentals->book(caller_of(req, p), std::move(request));
                return json_response(201, rental_json(rental));
              } catch (const scheduler::InsufficientCapacity& e) {
                return no_capacity_response(e);
@@ -277,33 +377,10 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .pattern = "/v1/quotes",
               .handler =
                   [&state](const Request& req, const Principal& p) {
-                    auto request = read_booking(req, p);
+                    auto request = read_booking(req);
                     scheduler::NoCapacity none;
-                    auto quote = state.pool->read("rental_quote", [&](Tx& tx) {
-                      complete_from_identity(tx, state, request);
-                      return state.booking->quote(tx, request, &none);
-                    });
-                    nlohmann::json alternatives = nlohmann::json::array();
-                    for (const auto& a : none.alternatives) {
-                      alternatives.push_back(alternative_json(a));
-                    }
-                    nlohmann::json preview = nullptr;
-                    if (quote.preview) {
-                      preview = {{"node_id", quote.preview->node_id},
-                                 {"gpu_indices", quote.preview->gpu_indices}};
-                    }
-                    return json_response(200,
-                                         {{"gpu_model", quote.gpu_model},
-                                          {"price",
-                                           {{"per_day", quote.price_per_day.to_json()},
-                                            {"total", quote.total.to_json()},
-                                            {"list_per_day", quote.list_price_per_day.to_json()},
-                                            {"discount_percent", quote.discount_percent}}},
-                                          {"available", quote.available},
-                                          {"period", period_json(quote.period)},
-                                          {"earliest_start", optional_json(quote.earliest_start)},
-                                          {"node_preview", preview},
-                                          {"alternatives", alternatives}});
+                    auto quote = state.rentals->quote(caller_of(req, p), std::move(request), &none);
+                    return json_response(200, quote_json(quote, none));
                   },
               .needs_org = true,
               .scope = "rentals:read",
@@ -315,18 +392,10 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     QueryParams query(req, {"state", "limit", "cursor"});
-                    std::optional<RentalState> filter;
-                    if (auto s = query.text("state")) {
-                      filter = scheduler::parse_rental_state(*s);
-                      if (!filter) throw Error::invalid_field("state", "is not a rental state");
-                    }
+                    auto page = state.rentals->list(caller_of(req, p), state_param(query),
+                                                    query.limit(), query.cursor());
                     nlohmann::json items = nlohmann::json::array();
-                    auto page = state.pool->read("rental_list", [&](Tx& tx) {
-                      auto rentals =
-                          state.rentals->list(tx, *p.org_id, filter, query.limit(), query.cursor());
-                      for (const auto& r : rentals.items) items.push_back(with_ssh(state, tx, r));
-                      return rentals;
-                    });
+                    for (const auto& v : page.items) items.push_back(view_json(v));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
               .needs_org = true,
@@ -338,53 +407,23 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .pattern = "/v1/rentals/{id}",
               .handler =
                   [&state](const Request& req, const Principal& p) {
-                    std::string id = rental_id(req);
-                    nlohmann::json out;
-                    state.pool->read("rental_get", [&](Tx& tx) {
-                      auto rental = state.rentals->get(tx, *p.org_id, id);
-                      if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
-                      out = with_ssh(state, tx, *rental);
-                      if (rental->state == RentalState::kPending) {
-                        auto standing = state.booking->standing(tx, *rental);
-                        out["waitlist"] = {
-                            {"position", standing.position},
-                            {"estimated_start", optional_json(standing.estimated_start)}};
-                      }
-                      return 0;
-                    });
-                    return json_response(200, out);
+                    return json_response(
+                        200, view_json(state.rentals->show(caller_of(req, p), rental_id(req))));
                   },
               .needs_org = true,
               .scope = "rentals:read",
               .summary = "One rental.",
               .tag = "rentals"});
 
-  if (state.ssh) {
+  if (state.rentals->issues_certificates()) {
     router.add({.method = Method::kPost,
                 .pattern = "/v1/rentals/{id}/ssh-certificate",
                 .handler =
                     [&state](const Request& req, const Principal& p) {
                       std::string id = rental_id(req);
-                      auto body = parse_json_body(req);
-                      JsonObjectReader in(body);
-                      std::string text =
-                          in.required_string("public_key", identity::kMaxSshPublicKeyTextBytes);
-                      in.finish();
-                      auto key = identity::parse_ssh_public_key(text);
-                      scheduler::CertificateRequester requester{p.user.id, std::nullopt};
-                      if (!p.token_id.empty()) requester.token_id = p.token_id;
-                      auto issued = state.pool->transact("rental_ssh_certificate", [&](Tx& tx) {
-                        auto r = state.rentals->get(tx, *p.org_id, id);
-                        if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
-                        return state.ssh->issue(tx, *r, key, requester);
-                      });
-                      return json_response(200, {{"certificate", issued.certificate},
-                                                 {"serial", std::to_string(issued.serial)},
-                                                 {"key_id", issued.key_id},
-                                                 {"principals", issued.principals},
-                                                 {"user", issued.user},
-                                                 {"valid_after", time_json(issued.valid_after)},
-                                                 {"valid_before", time_json(issued.valid_before)}});
+                      auto issued =
+                          state.rentals->certificate(caller_of(req, p), id, certificate_key(req));
+                      return json_response(200, certificate_json(issued));
                     },
                 .needs_org = true,
                 .scope = "rentals:write",
@@ -398,24 +437,8 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .pattern = "/v1/rentals/{id}/events",
               .handler =
                   [&state](const Request& req, const Principal& p) {
-                    std::string id = rental_id(req);
-                    auto [rental, events] = state.pool->transact("rental_events", [&](Tx& tx) {
-                      auto r = state.rentals->get(tx, *p.org_id, id);
-                      return std::make_pair(r, r ? state.rentals->events(tx, *p.org_id, id)
-                                                 : std::vector<scheduler::RentalEvent>{});
-                    });
-                    if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
-                    nlohmann::json items = nlohmann::json::array();
-                    for (const auto& e : events) {
-                      items.push_back(
-                          {{"at", time_json(e.at)},
-                           {"from_state", e.from_state
-                                              ? nlohmann::json(scheduler::to_string(*e.from_state))
-                                              : nlohmann::json(nullptr)},
-                           {"to_state", scheduler::to_string(e.to_state)},
-                           {"reason", e.reason}});
-                    }
-                    return json_response(200, {{"items", items}});
+                    auto events = state.rentals->events(caller_of(req, p), rental_id(req));
+                    return json_response(200, events_json(events));
                   },
               .needs_org = true,
               .scope = "rentals:read",
@@ -427,24 +450,8 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     std::string id = rental_id(req);
-                    // The body is optional: {} or {"reason": "…"}.
-                    std::string reason = "terminated by the customer";
-                    if (!req.body.empty()) {
-                      auto body = parse_json_body(req);
-                      JsonObjectReader in(body);
-                      if (auto given = in.optional_string("reason", 500)) {
-                        reason = printable_text("reason", *given, 500);
-                      }
-                      in.finish();
-                    }
-                    auto actor = actor_of(req, p);
-                    auto rental = state.pool->transact("rental_terminate", [&](Tx& tx) {
-                      auto r = state.rentals->lock(tx, *p.org_id, id);
-                      if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
-                      state.lifecycle->terminate(tx, *r, state.clock->now(), reason, actor.user_id);
-                      return *state.rentals->get(tx, *p.org_id, id);
-                    });
-                    capacity_changed(state, rental);
+                    auto rental =
+                        state.rentals->terminate(caller_of(req, p), id, terminate_reason(req));
                     return json_response(200, rental_json(rental));
                   },
               .needs_org = true,
@@ -458,24 +465,10 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
        .handler =
            [&state](const Request& req, const Principal& p) {
              std::string id = rental_id(req);
-             auto body = parse_json_body(req);
-             JsonObjectReader in(body);
-             int more = static_cast<int>(
-                 in.required_int("days", limits::kMinRentalDays, limits::kMaxRentalDays));
-             in.finish();
+             int more = extend_days(req);
              try {
-               auto extended = state.pool->transact("rental_extend", [&](Tx& tx) {
-                 auto r = state.rentals->lock(tx, *p.org_id, id);
-                 if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
-                 billing::SpendLimits spend{.token_monthly_minor = p.guardrails.spend_limit_minor};
-                 if (auto org = state.orgs->get(tx, *p.org_id)) {
-                   spend.org_monthly_minor = org->guardrails.spend_limit_minor;
-                 }
-                 return state.booking->extend(tx, *r, more, max_days_for(tx, state, p), spend,
-                                              actor_of(req, p).user_id);
-               });
-               capacity_changed(state, extended);
-               return json_response(200, rental_json(extended));
+               return json_response(
+                   200, rental_json(state.rentals->extend(caller_of(req, p), id, more)));
              } catch (const scheduler::InsufficientCapacity& e) {
                return no_capacity_response(e);
              }
@@ -493,38 +486,13 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
            [&state](const Request& req, const Principal& p) {
              std::string id = rental_id(req);
              QueryParams query(req, {"state", "timeout_s"});
-             RentalState target = RentalState::kActive;
-             if (auto s = query.text("state")) {
-               auto parsed = scheduler::parse_rental_state(*s);
-               if (!parsed) throw Error::invalid_field("state", "is not a rental state");
-               target = *parsed;
-             }
-             int timeout_s = 60;
-             if (auto t = query.text("timeout_s")) {
-               int value = -1;
-               auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), value);
-               if (ec != std::errc() || end != t->data() + t->size() || value < 0 ||
-                   value > kMaxWaitSeconds) {
-                 throw Error::invalid_field("timeout_s", "must be 0 to 300 seconds");
-               }
-               timeout_s = value;
-             }
-             nlohmann::json out;
-             auto rental = state.pool->read("rental_wait", [&](Tx& tx) {
-               auto found = state.rentals->get(tx, *p.org_id, id);
-               if (found) out = with_ssh(state, tx, *found);
-               return found;
-             });
-             if (!rental) throw Error(ErrorCode::kNotFound, "No such rental.");
-             Response r = json_response(200, out);
-             // Reached, or never will be: answer now. Otherwise look again later, holding no
-             // worker meanwhile (the server calls the handler again from a timer), until the
-             // timeout; then this answer, the rental as it is, goes out.
-             if (rental->state != target && scheduler::can_reach(rental->state, target)) {
-               r.call_again = CallAgain{.delay = std::chrono::milliseconds(250),
-                                        .max_delay = std::chrono::milliseconds(2000),
-                                        .patience = std::chrono::seconds(timeout_s)};
-             }
+             auto target = state_param(query).value_or(RentalState::kActive);
+             CallAgain again = wait_again(query);
+             auto answer = state.rentals->wait(caller_of(req, p), id, target);
+             Response r = json_response(200, view_json(answer.view));
+             // Not there yet: the server calls the handler again from a timer, holding
+             // no worker meanwhile, until the timeout; then this answer goes out.
+             if (answer.keep_waiting) r.call_again = again;
              return r;
            },
        .needs_org = true,
@@ -537,100 +505,50 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal&) {
                     QueryParams query(req, {"org_id", "state", "node_id", "limit", "cursor"});
-                    scheduler::RentalFilter filter;
-                    filter.org_id = query.id("org_id", id_prefix::kOrg);
-                    filter.node_id = query.id("node_id", id_prefix::kNode);
-                    if (auto s = query.text("state")) {
-                      filter.state = scheduler::parse_rental_state(*s);
-                      if (!filter.state)
-                        throw Error::invalid_field("state", "is not a rental state");
-                    }
+                    scheduler::RentalFilter filter{
+                        .org_id = query.id("org_id", id_prefix::kOrg),
+                        .state = state_param(query),
+                        .node_id = query.id("node_id", id_prefix::kNode)};
                     auto page = state.pool->read("rental_list_all", [&](Tx& tx) {
-                      return state.rentals->list_all(tx, filter, query.limit(), query.cursor());
+                      return state.store->list_all(tx, filter, query.limit(), query.cursor());
                     });
                     nlohmann::json items = nlohmann::json::array();
-                    for (const auto& r : page.items) {
-                      auto item = rental_json(r);
-                      item["org_id"] = r.org_id;
-                      items.push_back(std::move(item));
-                    }
+                    for (const auto& r : page.items) items.push_back(admin_rental_json(r));
                     return list_response(200, std::move(items), page.next_cursor);
                   },
               .platform_admin = true,
               .summary = "Every org's rentals, newest first, filtered by org, state or node.",
               .tag = "admin"});
+
   router.add(
       {.method = Method::kGet,
        .pattern = "/v1/offers",
        .handler =
            [&state](const Request& req, const Principal&) {
-             QueryParams query(req, {"gpu_model", "gpu_count", "interconnect", "start", "days"});
-             scheduler::OfferQuery q;
-             q.gpu_model = query.text("gpu_model");
-             if (auto c = query.text("gpu_count")) q.gpu_count = small_int("gpu_count", *c, 64);
-             if (auto i = query.text("interconnect")) {
-               auto need = scheduler::parse_link_need(*i);
-               if (!need) throw Error::invalid_field("interconnect", "must be nvlink or any");
-               q.link_need = *need;
-             }
-             if (auto d = query.text("days"))
-               q.days = small_int("days", *d, limits::kMaxRentalDays);
-             if (auto s = query.text("start"); s && *s != "now") {
-               q.start = parse_rfc3339(s->size() == 10 ? *s + "T00:00:00Z" : *s);
-               if (!q.start) {
-                 throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
-               }
-             }
+             auto q = offer_query(req);
              auto offers = state.pool->read("catalog_offers",
                                             [&](Tx& tx) { return state.views->offers(tx, q); });
-             nlohmann::json items = nlohmann::json::array();
-             for (const auto& o : offers) {
-               items.push_back({{"gpu_model", o.gpu_model},
-                                {"gpu_count", o.gpu_count},
-                                {"interconnect", o.interconnect},
-                                {"vram_total_gb", o.vram_total_gb},
-                                {"price_per_day", o.price_per_day.to_json()},
-                                {"available_now", o.available_now},
-                                {"earliest_start", optional_json(o.earliest_start)},
-                                {"earliest_date", optional_json(o.earliest_date)},
-                                {"site", o.site}});
-             }
-             return json_response(200, {{"items", items}});
+             return json_response(200, offers_json(offers));
            },
        .summary = "Rental shapes on sale, with whether they fit now and their earliest start.",
        .tag = "catalog"});
 
-  router.add(
-      {.method = Method::kGet,
-       .pattern = "/v1/availability",
-       .handler =
-           [&state](const Request& req, const Principal&) {
-             QueryParams query(req, {"gpu_model", "gpu_count", "interconnect", "from", "days"});
-             auto model = query.text("gpu_model");
-             if (!model) throw Error::invalid_field("gpu_model", "is required");
-             int count = 1;
-             if (auto c = query.text("gpu_count")) count = small_int("gpu_count", *c, 64);
-             scheduler::LinkNeed need = scheduler::LinkNeed::kNvlink;
-             if (auto i = query.text("interconnect")) {
-               auto parsed = scheduler::parse_link_need(*i);
-               if (!parsed) throw Error::invalid_field("interconnect", "must be nvlink or any");
-               need = *parsed;
-             }
-             int days = 30;
-             if (auto d = query.text("days")) days = small_int("days", *d, 90);
-             std::string from =
-                 query.text("from").value_or(format_rfc3339(state.clock->now()).substr(0, 10));
-             auto calendar = state.pool->read("catalog_availability", [&](Tx& tx) {
-               return state.views->availability(tx, *model, count, need, from, days);
-             });
-             nlohmann::json out = nlohmann::json::array();
-             for (const auto& d : calendar) {
-               out.push_back({{"date", d.date}, {"available", d.available}});
-             }
-             return json_response(200, {{"days", out}});
-           },
-       .summary = "How many rentals of a shape could start on each coming day.",
-       .tag = "catalog"});
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/availability",
+              .handler =
+                  [&state](const Request& req, const Principal&) {
+                    auto q = availability_query(req, *state.clock);
+                    auto calendar = state.pool->read("catalog_availability", [&](Tx& tx) {
+                      return state.views->availability(tx, q.gpu_model, q.gpu_count, q.link_need,
+                                                       q.from, q.days);
+                    });
+                    nlohmann::json out = nlohmann::json::array();
+                    for (const auto& d : calendar)
+                      out.push_back({{"date", d.date}, {"available", d.available}});
+                    return json_response(200, {{"days", out}});
+                  },
+              .summary = "How many rentals of a shape could start on each coming day.",
+              .tag = "catalog"});
 }
 
 }  // namespace gpurent::http

@@ -5,30 +5,18 @@
 #include "api/auth.h"
 #include "api/router.h"
 #include "core/db_pool.h"
-#include "identity/org_admin_store.h"
-#include "identity/ssh_key_store.h"
-#include "scheduler/booking.h"
 #include "scheduler/catalog_views.h"
-#include "scheduler/lifecycle.h"
 #include "scheduler/rental_store.h"
-#include "scheduler/ssh_access.h"
+#include "scheduler/rentals.h"
 
 namespace gpurent::http {
 
 struct RentalRoutesState {
   PgPool* pool = nullptr;
   const Clock* clock = nullptr;
-  scheduler::Booking* booking = nullptr;
-  scheduler::Lifecycle* lifecycle = nullptr;
-  scheduler::RentalStore* rentals = nullptr;
-  identity::SshKeyStore* ssh_keys = nullptr;
-  identity::OrgAdminStore* orgs = nullptr;
+  scheduler::Rentals* rentals = nullptr;    // the customer's use cases
+  scheduler::RentalStore* store = nullptr;  // every org's rentals, for platform admins
   scheduler::CatalogViews* views = nullptr;
-  // The copy of capacity the views count from; told at once of this replica's own bookings,
-  // extensions and terminations (other changes arrive as announcements).
-  scheduler::CapacityIndex* capacity = nullptr;
-  // Certificates and the rentals' SSH details; unset: `ssh` is null and no certificates.
-  scheduler::SshAccess* ssh = nullptr;
 };
 
 void add_rental_routes(Router& router, RentalRoutesState& state);

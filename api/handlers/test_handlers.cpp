@@ -48,6 +48,25 @@ nlohmann::json task_json(const scheduler::AgentTask& t) {
            t.result_message ? nlohmann::json(*t.result_message) : nlohmann::json(nullptr)}};
 }
 
+// Reports the task's outcome as the agent module does with an agent's report: recorded,
+// and the lifecycle told in the same transaction (it makes the next task, install_access
+// after the provision). not_found for no such task, invalid_state for a finished one.
+scheduler::AgentTask report_task(const TestRoutesState& state, const std::string& id, bool ok,
+                                 const std::string& message) {
+  return state.pool->transact("test_complete_task", [&](Tx& tx) {
+    if (!state.tasks->complete(tx, id, ok, message)) {
+      auto existing = state.tasks->get(tx, id);
+      if (!existing) throw Error(ErrorCode::kNotFound, "No such task.");
+      throw Error(ErrorCode::kInvalidState, "The task is already finished.",
+                  {{"state", scheduler::to_string(existing->state)}});
+    }
+    auto done = *state.tasks->get(tx, id);
+    if (state.lifecycle && state.clock)
+      state.lifecycle->task_finished(tx, done, ok, state.clock->now());
+    return done;
+  });
+}
+
 }  // namespace
 
 void add_test_routes(Router& router, TestRoutesState& state) {
@@ -171,23 +190,7 @@ void add_test_routes(Router& router, TestRoutesState& state) {
                     auto message = reader.optional_string("message", 1000).value_or("");
                     reader.finish();
                     if (!ok) throw Error::invalid_field("ok", "is required");
-                    auto task = state.pool->transact("test_complete_task", [&](Tx& tx) {
-                      if (!state.tasks->complete(tx, id, *ok, message)) {
-                        auto existing = state.tasks->get(tx, id);
-                        if (!existing) throw Error(ErrorCode::kNotFound, "No such task.");
-                        throw Error(ErrorCode::kInvalidState, "The task is already finished.",
-                                    {{"state", scheduler::to_string(existing->state)}});
-                      }
-                      auto done = *state.tasks->get(tx, id);
-                      // As the agent module does with an agent's report: the lifecycle makes
-                      // the next task (install_access after the provision) in the same
-                      // transaction.
-                      if (state.lifecycle && state.clock) {
-                        state.lifecycle->task_finished(tx, done, *ok, state.clock->now());
-                      }
-                      return done;
-                    });
-                    return json_response(200, task_json(task));
+                    return json_response(200, task_json(report_task(state, id, *ok, message)));
                   },
               .execution = Execution::kWorker,
               .access = Access::kAnyone,

@@ -58,6 +58,31 @@ std::vector<std::string> read_scopes(const nlohmann::json& body, const Principal
   return scopes;
 }
 
+struct NewToken {
+  std::string name;
+  std::vector<std::string> scopes;
+  std::optional<int> expires_in_days;
+  identity::Guardrails guardrails;
+};
+
+// {name, scopes, expires_in_days?, guardrails…}: scopes the caller has, nothing more.
+NewToken read_new_token(const Request& req, const Principal& caller) {
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  NewToken t{.name = in.required_string("name", 200)};
+  if (t.name.empty() || has_control_characters(t.name)) {
+    throw Error::invalid_field("name", "must be 1 to 200 printable characters");
+  }
+  in.optional_value("scopes");  // validated by read_scopes
+  t.scopes = read_scopes(body, caller);
+  if (auto days = in.optional_int("expires_in_days", 1, kMaxExpiryDays)) {
+    t.expires_in_days = static_cast<int>(*days);
+  }
+  t.guardrails = read_guardrails(in);
+  in.finish();
+  return t;
+}
+
 }  // namespace
 
 void add_token_routes(Router& router, TokenRoutesState& state) {
@@ -82,22 +107,10 @@ void add_token_routes(Router& router, TokenRoutesState& state) {
               .pattern = "/v1/api-tokens",
               .handler =
                   [&state](const Request& req, const Principal& p) {
-                    const auto& org = *p.org_id;
-                    auto body = parse_json_body(req);
-                    JsonObjectReader in(body);
-                    std::string name = in.required_string("name", 200);
-                    if (name.empty() || std::any_of(name.begin(), name.end(), [](unsigned char c) {
-                          return c < 0x20 || c == 0x7f;
-                        })) {
-                      throw Error::invalid_field("name", "must be 1 to 200 printable characters");
-                    }
-                    in.optional_value("scopes");  // validated by read_scopes
-                    auto scopes = read_scopes(body, p);
-                    auto days = in.optional_int("expires_in_days", 1, kMaxExpiryDays);
-                    identity::Guardrails g = read_guardrails(in);
-                    in.finish();
+                    auto t = read_new_token(req, p);
                     auto [record, token] = state.pool->transact("token_create", [&](Tx& tx) {
-                      return state.store->create(tx, org, name, scopes, days, g, actor_of(req, p));
+                      return state.store->create(tx, *p.org_id, t.name, t.scopes, t.expires_in_days,
+                                                 t.guardrails, actor_of(req, p));
                     });
                     auto out = token_json(record);
                     out["token"] = token;

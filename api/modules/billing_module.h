@@ -6,6 +6,7 @@
 #include "api/handlers/billing_handlers.h"
 #include "api/handlers/invoice_handlers.h"
 #include "api/modules/module_context.h"
+#include "billing/admin_money.h"
 #include "billing/invoice_store.h"
 #include "billing/ledger.h"
 #include "billing/rental_charges.h"
@@ -40,6 +41,7 @@ class BillingModule {
   billing::RentalCharges charges_;
   billing::TopUps top_ups_;
   identity::OrgAdminStore orgs_;
+  billing::AdminMoney money_;
   http::BillingRoutesState billing_routes_;
   http::InvoiceRoutesState invoice_routes_;
 };

@@ -60,6 +60,7 @@ class IdentityModule {
   http::CredentialCache credentials_;
   http::Authenticator authenticator_;
   http::LoginThrottle login_throttle_;
+  identity::SignIn sign_in_;
   http::AuthRoutesState auth_routes_;
   http::TokenRoutesState token_routes_;
   http::SshKeyRoutesState ssh_key_routes_;

@@ -9,6 +9,7 @@
 #include "api/modules/module_context.h"
 #include "inventory/catalog_store.h"
 #include "inventory/demo_fleet.h"
+#include "inventory/fleet_reports.h"
 #include "inventory/node_store.h"
 #include "inventory/price_store.h"
 #include "inventory/site_store.h"
@@ -50,6 +51,7 @@ class InventoryModule {
   inventory::NodeHealthLog health_log_;
   inventory::PriceStore price_store_;
   http::CatalogCache catalog_cache_;
+  inventory::FleetReports fleet_reports_;
   http::CatalogRoutesState catalog_routes_;
   http::NodeAdminRoutesState node_admin_routes_;
   http::CatalogAdminRoutesState catalog_admin_routes_;

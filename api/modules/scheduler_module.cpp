@@ -20,7 +20,7 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
       tasks_(ctx.clock),
       ssh_ca_(identity::SshCertificateAuthority::load_or_create(ctx.config.ssh_ca_dir)),
       ssh_access_(ssh_ca_, ctx.clock),
-      booking_(ctx.clock, catalog_, prices_, rentals_, candidates_,
+      booking_(ctx.clock, catalog_, prices_, rentals_, candidates_, orgs_,
                {.cleaning_window = ctx.config.rental_cleaning_window}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
       lifecycle_(rentals_, tasks_, nodes_, booking_,
@@ -30,16 +30,13 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
       capacity_(ctx.clock, candidates_,
                 [&listener = ctx.listener] { return listener.connected(); }),
       views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window),
+      customer_rentals_(ctx.pool, ctx.clock, booking_, lifecycle_, rentals_, ssh_keys_,
+                        &ssh_access_, &capacity_),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
-                     .booking = &booking_,
-                     .lifecycle = &lifecycle_,
-                     .rentals = &rentals_,
-                     .ssh_keys = &ssh_keys_,
-                     .orgs = &orgs_,
-                     .views = &views_,
-                     .capacity = &capacity_,
-                     .ssh = &ssh_access_},
+                     .rentals = &customer_rentals_,
+                     .store = &rentals_,
+                     .views = &views_},
       advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_} {
   // Each announcement names a node, or '*' for everything (migrations/0010).
   ctx.listener.subscribe("gpurent_capacity", [this](const std::string& node) {
@@ -68,14 +65,6 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx)
   // node's sshd judges it by its own.
   lifecycle_.make_probes_with([this](Tx& tx, const scheduler::RentalRecord& r, Timestamp) {
     return ssh_access_.probe_for(tx, r, SystemClock().now());
-  });
-  // A waiting request is held to its org's limit when it comes up, not only when it queued.
-  booking_.read_org_limits_with([this](Tx& tx, const std::string& org_id) {
-    scheduler::BookingLimits limits;
-    if (auto org = orgs_.get(tx, org_id)) {
-      limits = {org->guardrails.max_concurrent_gpus, org->guardrails.max_days};
-    }
-    return limits;
   });
 }
 

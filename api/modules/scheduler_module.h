@@ -17,6 +17,7 @@
 #include "scheduler/capacity_index.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/rental_store.h"
+#include "scheduler/rentals.h"
 #include "scheduler/ssh_access.h"
 #include "scheduler/task_store.h"
 
@@ -91,6 +92,7 @@ class SchedulerModule {
   // Before views_, which counts from it.
   scheduler::CapacityIndex capacity_;
   scheduler::CatalogViews views_;
+  scheduler::Rentals customer_rentals_;
   http::RentalRoutesState rental_routes_;
   http::AdvisorRoutesState advisor_routes_;
 

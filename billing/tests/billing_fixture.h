@@ -3,6 +3,7 @@
 // server wires them; plus the invariants every test may check after any step.
 #pragma once
 
+#include "billing/admin_money.h"
 #include "billing/invoice_store.h"
 #include "billing/ledger.h"
 #include "billing/rental_charges.h"
@@ -11,6 +12,7 @@
 #include "core/db_pool.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "identity/org_admin_store.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -155,6 +157,9 @@ class BillingTest : public ::testing::Test {
   InvoiceStore invoices_{clock_, "RUB", 2000, "UTC"};
   RentalCharges charges_;
   TopUps top_ups_{clock_, ledger_};
+  // Identity's own store answers what billing asks of an org, as in the server.
+  identity::OrgAdminStore orgs_{clock_};
+  AdminMoney money_{pool_, clock_, ledger_, top_ups_, invoices_, orgs_};
   std::unique_ptr<pqxx::connection> checker_;
 };
 

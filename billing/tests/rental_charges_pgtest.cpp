@@ -344,13 +344,16 @@ TEST_F(RentalChargesTest, ACreditNoteCorrectsAnIssuedInvoiceWithoutEditingIt) {
   auto draft = read([&](Tx& tx) { return invoices_.list(tx, acme, 10, std::nullopt); }).items;
   ASSERT_EQ(draft.size(), 1u);
   std::string invoice = draft[0].id;
+  // As a platform admin asks for one (AdminMoney: the note, its money and its audit row).
+  const Caller admin{.actor = {.user_id = new_id(id_prefix::kUser), .request_id = "req-note"}};
+  exec("INSERT INTO users (id, email, password_hash, is_platform_admin) VALUES ('" +
+       *admin.actor.user_id + "', 'root@example.com', 'x', true)");
   auto note_of = [&](const std::string& id, std::int64_t amount) {
-    return transact([&](Tx& tx) {
-      auto note = invoices_.issue_credit_note(tx, id, amount, "goodwill for a slow start");
-      top_ups_.refund_credit_note(tx, note, std::nullopt);
-      return note;
-    });
+    return money_.credit_note(admin, id, Money(amount, "RUB"), "goodwill for a slow start");
   };
+  EXPECT_EQ(code_of([&] { money_.credit_note(admin, invoice, Money(1'000, "EUR"), "x"); }),
+            "invalid_request")
+      << "another currency";
   EXPECT_EQ(code_of([&] { note_of(invoice, 1'000); }), "invalid_state") << "a draft still grows";
   clock_.advance(hours(24 * 40));
   EXPECT_GE(invoices_.finalise_due(pool_, clock_.now()), 1);
@@ -387,6 +390,11 @@ TEST_F(RentalChargesTest, ACreditNoteCorrectsAnIssuedInvoiceWithoutEditingIt) {
            " tax_minor = 0, unit_net_minor = -1, unit_tax_minor = 0,"
            " unit_gross_minor = -1 WHERE kind = 'correction'"));
   EXPECT_EQ(balances(acme).balance().amount_minor(), 1'000'000);
+  EXPECT_EQ(count("SELECT count(*) FROM audit_log WHERE action = 'billing.credit_note'"
+                  " AND org_id = '" +
+                  acme + "' AND actor_user_id = '" + *admin.actor.user_id + "'"),
+            2)
+      << "one audit row for each note issued, none for a refused one";
   expect_ledger_sound();
 }
 

@@ -3,6 +3,7 @@
 // as the agent module does.
 #pragma once
 
+#include "identity/org_admin_store.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/booking.h"
@@ -132,7 +133,9 @@ class LifecycleTest : public SchedulerTest {
   Timestamp t0_;
   inventory::CatalogStore catalog_{clock_};
   inventory::PriceStore prices_{clock_, "RUB"};
-  Booking booking_{clock_, catalog_, prices_, rentals_, candidates_, {.cleaning_window = kWindow}};
+  identity::OrgAdminStore orgs_{clock_};
+  Booking booking_{
+      clock_, catalog_, prices_, rentals_, candidates_, orgs_, {.cleaning_window = kWindow}};
   Lifecycle lifecycle_{rentals_,
                        tasks_,
                        nodes_,

@@ -208,15 +208,18 @@ TEST_F(LifecycleTest, AWaitingRequestIsHeldToItsOrgsLimitWhenItComesUp) {
   std::string n = node("n1");
   std::string booked = book(a_, n, {0, 1, 2, 3}, from_now(H(24), H(48)));  // tomorrow
   std::string waiting = pending(a_, t0_ + H(12));
-  std::optional<int> limit = 4;
-  booking_.read_org_limits_with([&](Tx&, const std::string& org) {
-    EXPECT_EQ(org, a_.org_id);
-    return BookingLimits{.max_concurrent_gpus = limit};
-  });
+  auto limit_to = [&](int gpus) {
+    transact([&](Tx& tx) {
+      identity::GuardrailsChange change;
+      change.max_concurrent_gpus = {.change = true, .value = gpus};
+      ASSERT_TRUE(orgs_.set_guardrails(tx, a_.org_id, change, admin_));
+    });
+  };
+  limit_to(4);
   EXPECT_EQ(run(t0_), 0) << "four GPUs held and one more asked: over the limit of four";
   EXPECT_EQ(rental(waiting).state, RentalState::kPending);
   EXPECT_TRUE(read([&](Tx& tx) { return rentals_.allocations(tx, waiting); }).empty());
-  limit = 5;
+  limit_to(5);
   EXPECT_EQ(run(t0_), 1);
   EXPECT_EQ(rental(waiting).state, RentalState::kScheduled);
   EXPECT_EQ(rental(booked).state, RentalState::kScheduled);
@@ -369,8 +372,9 @@ TEST_F(LifecycleTest, TerminateInEachState) {
 TEST_F(LifecycleTest, ExtendInEachState) {
   std::string n = node("n1");
   auto extend = [&](const std::string& id, int days, std::optional<int> max_days = {}) {
-    return transact(
-        [&](Tx& tx) { return booking_.extend(tx, *rentals_.lock_any(tx, id), days, max_days); });
+    return transact([&](Tx& tx) {
+      return booking_.extend(tx, *rentals_.lock_any(tx, id), days, {.max_days = max_days});
+    });
   };
   auto code_of = [&](auto&& fn) {
     try {
