@@ -113,7 +113,7 @@ int cmd_availability(CommandContext& ctx) {
   const auto& a = ctx.args;
   required(a, "gpu-model");
   if (auto c = a.get("gpu-count")) parse_int_option("gpu-count", *c, 1, limits::kMaxRentalGpus);
-  if (auto d = a.get("days")) parse_int_option("days", *d, 1, 90);
+  if (auto d = a.get("days")) parse_int_option("days", *d, 1, limits::kMaxAvailabilityDays);
   json page = ctx.api
                   .get("/v1/availability" + query(a, {{"gpu-model", "gpu_model"},
                                                       {"gpu-count", "gpu_count"},

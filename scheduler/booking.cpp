@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/sql.h"
+#include "core/time.h"
 #include "inventory/image_compat.h"
 #include "scheduler/lifecycle_rules.h"
 
@@ -34,22 +35,6 @@ constexpr auto kStartTolerance = std::chrono::minutes(5);
 
 Timestamp plus_days(Timestamp t, int days) {
   return t + hours(24) * days;
-}
-
-// YYYY-MM-DD, a real calendar date: the days of its month, leap years included. Checked
-// here, not left to PostgreSQL: a statement refusing "2027-02-30" would abort the whole
-// transaction, and inside an Idempotency-Key unit that is the request's transaction.
-bool is_date(std::string_view s) {
-  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
-  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u}) {
-    if (s[i] < '0' || s[i] > '9') return false;
-  }
-  int year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
-  unsigned month = (s[5] - '0') * 10 + (s[6] - '0');
-  unsigned day = (s[8] - '0') * 10 + (s[9] - '0');
-  return year >= 1 && std::chrono::year_month_day(std::chrono::year(year),
-                                                  std::chrono::month(month), std::chrono::day(day))
-                          .ok();
 }
 
 // One start instant and the candidates that would start then (one group per site time zone
@@ -102,7 +87,7 @@ std::vector<std::pair<Timestamp, std::vector<std::string>>> starts_for(Tx& tx,
     return starts;
   }
   const auto& date = std::get<StartDate>(requested).date;
-  if (!is_date(date))
+  if (!parse_civil_date(date))
     throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
   std::map<Timestamp, std::vector<std::string>> by_start;
   pqxx::result rows;

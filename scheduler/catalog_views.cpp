@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/sql.h"
+#include "core/time.h"
 #include "scheduler/candidate_prefetch.h"
 
 #include <algorithm>
@@ -34,14 +35,6 @@ bool fits(const std::vector<const NodeCandidate*>& nodes, const std::string& mod
           LinkNeed need, const Period& occupies) {
   return fits_any({.gpu_model = model, .gpu_count = count, .link_need = need, .occupies = occupies},
                   nodes);
-}
-
-bool is_calendar_date(std::string_view s) {
-  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
-  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u}) {
-    if (s[i] < '0' || s[i] > '9') return false;
-  }
-  return true;
 }
 
 // The calendar below counts, per node, how many rentals placement would put there one after
@@ -230,7 +223,7 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
                                                         int cap) {
   if (gpu_count < 1 || gpu_count > 64) throw Error::invalid_field("gpu_count", "must be 1 to 64");
   if (days < 1 || days > 90) throw Error::invalid_field("days", "must be 1 to 90");
-  if (!is_calendar_date(from)) throw Error::invalid_field("from", "must be a date (YYYY-MM-DD)");
+  if (!parse_civil_date(from)) throw Error::invalid_field("from", "must be a date (YYYY-MM-DD)");
   if (!catalog_.gpu_model(tx, gpu_model)) {
     throw Error::invalid_field("gpu_model", "is not a GPU model of the catalog");
   }

@@ -5,6 +5,7 @@
 
 #include "api/http_types.h"
 #include "core/clock.h"
+#include "core/time.h"
 
 #include <initializer_list>
 #include <optional>
@@ -18,10 +19,8 @@ namespace gpurent::http {
 inline constexpr int kDefaultPageLimit = 50;
 inline constexpr int kMaxPageLimit = 500;
 
-// An RFC 3339 date-time (`2026-12-01T00:00:00Z`, `2026-12-01T03:00:00.25+03:00`): 'T' or
-// 't', a fraction of up to 9 digits (kept to the microsecond), 'Z', 'z' or ±HH:MM. Nullopt
-// for anything else, including a leap second and years outside 0001..9999.
-std::optional<Timestamp> parse_rfc3339(std::string_view text);
+// The product's one RFC 3339 reader (core/time.h), by the name the routes have used.
+using gpurent::parse_rfc3339;
 
 // The path parameter `param` as an id with `prefix`; anything else is 404 not_found with
 // `not_found` as its message ("No such rental."): a malformed id names no object, and a
