@@ -71,11 +71,18 @@ int run_server(const Config& config) {
   IdentityModule identity(context);
   InventoryModule inventory(context);
   // Before the scheduler, which books and moves rentals through it.
-  BillingModule billing(context);
-  SchedulerModule scheduler(context);
+  BillingModule billing(context, identity.org_directory());
+  SchedulerModule scheduler(context, {.orgs = identity.org_directory(),
+                                      .ssh_keys = identity.ssh_keys(),
+                                      .nodes = inventory.nodes(),
+                                      .catalog = inventory.catalog(),
+                                      .prices = inventory.prices()});
   scheduler.bill_with(billing.charges());
   billing.run_jobs_in(scheduler.lifecycle());
-  AgentModule agents(context, workers);
+  AgentModule agents(context, workers,
+                     {.nodes = inventory.nodes(),
+                      .host_keys = inventory.host_keys(),
+                      .tasks = scheduler.task_store()});
   WebhookModule webhooks(context);
   webhooks.watch_rentals(scheduler.rentals(), scheduler.lifecycle());
   webhooks.watch_balances(billing.ledger());

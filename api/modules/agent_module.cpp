@@ -96,17 +96,17 @@ constexpr int kSamplesPurgedPerPoll = 10000;
 
 }  // namespace
 
-AgentModule::AgentModule(const ModuleContext& ctx, WorkerPool& workers)
+AgentModule::AgentModule(const ModuleContext& ctx, WorkerPool& workers, const Peers& peers)
     : config_(ctx.config),
       pool_(ctx.pool),
       clock_(ctx.clock),
       workers_(workers),
       ca_(CertificateAuthority::load_or_create(ctx.config.agent_pki_dir, "gpurent agents CA",
                                                ctx.clock)),
-      nodes_(ctx.clock, ctx.config.enrollment_token_ttl),
-      host_keys_(ctx.clock),
+      nodes_(peers.nodes),
+      host_keys_(peers.host_keys),
       identity_(ctx.clock, nodes_, ca_, ctx.config.agent_certificate_validity),
-      tasks_(ctx.clock) {
+      tasks_(peers.tasks) {
   // A task made on any replica names its node; the replica holding that agent sends it.
   ctx.listener.subscribe("gpurent_agent_tasks", [this](const std::string& node_id) {
     if (!channel_of(node_id)) return;

@@ -34,7 +34,14 @@ namespace gpurent {
 class AgentModule final : public http::AgentEndpoint {
  public:
   // Loads or makes the CA in config.agent_pki_dir. The listener starts with start().
-  AgentModule(const ModuleContext& ctx, WorkerPool& workers);
+  // The stores it reads and writes, one instance each per process: inventory's (nodes and
+  // their host keys) and the scheduler's (agent tasks).
+  struct Peers {
+    inventory::NodeStore& nodes;
+    inventory::NodeHostKeys& host_keys;
+    scheduler::TaskStore& tasks;
+  };
+  AgentModule(const ModuleContext& ctx, WorkerPool& workers, const Peers& peers);
   ~AgentModule() override;
   AgentModule(const AgentModule&) = delete;
   AgentModule& operator=(const AgentModule&) = delete;
@@ -86,11 +93,11 @@ class AgentModule final : public http::AgentEndpoint {
   const Clock& clock_;
   WorkerPool& workers_;
   CertificateAuthority ca_;
-  inventory::NodeStore nodes_;
-  inventory::NodeHostKeys host_keys_;
+  inventory::NodeStore& nodes_;
+  inventory::NodeHostKeys& host_keys_;
   inventory::NodeHealthLog health_log_;
   inventory::NodeIdentity identity_;
-  scheduler::TaskStore tasks_;
+  scheduler::TaskStore& tasks_;
   std::optional<http::AgentListener> listener_;
   HeartbeatLag heartbeat_lag_;
   std::optional<HeartbeatBatcher> heartbeats_;  // while the listener runs

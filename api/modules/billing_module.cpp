@@ -29,14 +29,13 @@ billing::RentalChargesOptions billing_options(const Config& config) {
   return o;
 }
 
-BillingModule::BillingModule(const ModuleContext& ctx)
+BillingModule::BillingModule(const ModuleContext& ctx, OrgDirectory& orgs)
     : ledger_(ctx.config.currency),
       invoices_(ctx.clock, ctx.config.currency, ctx.config.vat_basis_points,
                 ctx.config.billing_time_zone),
       charges_(ctx.clock, ledger_, invoices_, billing_options(ctx.config)),
       top_ups_(ctx.clock, ledger_),
-      orgs_(ctx.clock),
-      money_(ctx.pool, ctx.clock, ledger_, top_ups_, invoices_, orgs_),
+      money_(ctx.pool, ctx.clock, ledger_, top_ups_, invoices_, orgs),
       billing_routes_{.pool = &ctx.pool,
                       .clock = &ctx.clock,
                       .ledger = &ledger_,

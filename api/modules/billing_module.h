@@ -11,7 +11,7 @@
 #include "billing/ledger.h"
 #include "billing/rental_charges.h"
 #include "billing/top_ups.h"
-#include "identity/org_admin_store.h"
+#include "core/org_directory.h"
 #include "scheduler/lifecycle.h"
 
 namespace gpurent {
@@ -23,7 +23,8 @@ billing::RentalChargesOptions billing_options(const Config& config);
 class BillingModule {
  public:
   // Checks the billing time zone against PostgreSQL's time zone database.
-  explicit BillingModule(const ModuleContext& ctx);
+  // `orgs`: identity's, where the admins' money use cases check that an org exists.
+  BillingModule(const ModuleContext& ctx, OrgDirectory& orgs);
   BillingModule(const BillingModule&) = delete;
   BillingModule& operator=(const BillingModule&) = delete;
 
@@ -40,7 +41,6 @@ class BillingModule {
   billing::InvoiceStore invoices_;
   billing::RentalCharges charges_;
   billing::TopUps top_ups_;
-  identity::OrgAdminStore orgs_;
   billing::AdminMoney money_;
   http::BillingRoutesState billing_routes_;
   http::InvoiceRoutesState invoice_routes_;

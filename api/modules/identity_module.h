@@ -48,6 +48,9 @@ class IdentityModule {
   const http::LoginThrottle& login_throttle() const { return login_throttle_; }
   identity::IdentityStore& identity_store() { return identity_store_; }
   identity::IdempotencyStore& idempotency_store() { return idempotency_store_; }
+  // What other modules read of identity's tables, through identity's own stores.
+  identity::OrgAdminStore& org_directory() { return org_admin_store_; }
+  identity::SshKeyStore& ssh_keys() { return ssh_key_store_; }
 
  private:
   identity::IdentityStore identity_store_;

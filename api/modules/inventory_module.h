@@ -35,6 +35,13 @@ class InventoryModule {
   }
   void add_metrics(http::Metrics& metrics) const;
 
+  // Inventory's stores, the one instance of each in the process, for the modules that read
+  // nodes, the catalog and prices (the scheduler, the agents' control plane).
+  inventory::NodeStore& nodes() { return node_store_; }
+  inventory::NodeHostKeys& host_keys() { return host_keys_; }
+  inventory::CatalogStore& catalog() { return catalog_store_; }
+  inventory::PriceStore& prices() { return price_store_; }
+
   // For `make run`'s demo fleet.
   inventory::DemoFleetStores demo_fleet_stores() {
     return {.sites = &site_store_,

@@ -7,15 +7,15 @@
 
 namespace gpurent {
 
-SchedulerModule::SchedulerModule(const ModuleContext& ctx)
+SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers& peers)
     : pool_(ctx.pool),
       clock_(ctx.clock),
       interval_(ctx.config.lifecycle_interval),
-      catalog_(ctx.clock),
-      prices_(ctx.clock, ctx.config.currency),
-      ssh_keys_(ctx.clock),
-      orgs_(ctx.clock),
-      nodes_(ctx.clock, ctx.config.enrollment_token_ttl),
+      catalog_(peers.catalog),
+      prices_(peers.prices),
+      ssh_keys_(peers.ssh_keys),
+      orgs_(peers.orgs),
+      nodes_(peers.nodes),
       rentals_(ctx.clock),
       tasks_(ctx.clock),
       ssh_ca_(identity::SshCertificateAuthority::load_or_create(ctx.config.ssh_ca_dir)),

@@ -6,7 +6,7 @@
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module_context.h"
 #include "billing/rental_charges.h"
-#include "identity/org_admin_store.h"
+#include "core/org_directory.h"
 #include "identity/ssh_certificate_authority.h"
 #include "identity/ssh_key_store.h"
 #include "inventory/catalog_store.h"
@@ -29,9 +29,19 @@
 
 namespace gpurent {
 
+// The other modules' stores the scheduler reads through, one instance each per process
+// (their owners' modules hold them).
+struct SchedulerPeers {
+  OrgDirectory& orgs;                // identity: an org's guardrails
+  identity::SshKeyStore& ssh_keys;   // identity: the keys a booking names
+  inventory::NodeStore& nodes;       // inventory: a drained node through its own machine
+  inventory::CatalogStore& catalog;  // inventory: models and images
+  inventory::PriceStore& prices;     // inventory: the price list
+};
+
 class SchedulerModule {
  public:
-  explicit SchedulerModule(const ModuleContext& ctx);
+  SchedulerModule(const ModuleContext& ctx, const SchedulerPeers& peers);
   ~SchedulerModule();
   SchedulerModule(const SchedulerModule&) = delete;
   SchedulerModule& operator=(const SchedulerModule&) = delete;
@@ -75,12 +85,12 @@ class SchedulerModule {
   const Clock& clock_;
   std::chrono::seconds interval_;
   // The stores of other modules a booking reads inside its own transaction.
-  inventory::CatalogStore catalog_;
-  inventory::PriceStore prices_;
-  identity::SshKeyStore ssh_keys_;
-  identity::OrgAdminStore orgs_;
+  inventory::CatalogStore& catalog_;
+  inventory::PriceStore& prices_;
+  identity::SshKeyStore& ssh_keys_;
+  OrgDirectory& orgs_;
   // The lifecycle moves a drained node through inventory's own state machine.
-  inventory::NodeStore nodes_;
+  inventory::NodeStore& nodes_;
   scheduler::RentalStore rentals_;
   scheduler::CandidateStore candidates_;
   scheduler::TaskStore tasks_;
