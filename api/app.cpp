@@ -82,7 +82,10 @@ int run_server(const Config& config) {
   AgentModule agents(context, workers,
                      {.nodes = inventory.nodes(),
                       .host_keys = inventory.host_keys(),
-                      .tasks = scheduler.task_store()});
+                      .health_log = inventory.health_log(),
+                      .tasks = scheduler.task_store(),
+                      .lifecycle = scheduler.lifecycle(),
+                      .ssh_access = scheduler.ssh_access()});
   WebhookModule webhooks(context);
   webhooks.watch_rentals(scheduler.rentals(), scheduler.lifecycle());
   webhooks.watch_balances(billing.ledger());
@@ -100,19 +103,6 @@ int run_server(const Config& config) {
       [&scheduler](Tx& tx, const std::string& node_id, inventory::NodeAction action) {
         scheduler.check_node_transition(tx, node_id, action);
       });
-  agents.when_node_fails(
-      [&scheduler, &clock](Tx& tx, const std::string& node_id, const std::string& reason) {
-        scheduler.lifecycle().interrupt_node(tx, node_id, reason, clock.now());
-      });
-  agents.when_task_finishes(
-      [&scheduler, &clock](Tx& tx, const scheduler::AgentTask& task, bool ok) {
-        scheduler.lifecycle().task_finished(tx, task, ok, clock.now());
-      });
-  agents.certify_host_keys_with([&scheduler](Tx& tx, const std::string& node_id,
-                                             const std::string& hostname,
-                                             std::vector<inventory::HostKey>& keys) {
-    scheduler.ssh_access().certify_host_keys(tx, node_id, hostname, keys);
-  });
   AnnouncementBarrier barrier(listener, pool);
 
   http::Router router;
@@ -126,7 +116,8 @@ int run_server(const Config& config) {
   http::TestRoutesState test_state{.pool = &pool,
                                    .clock = &test_clock,
                                    .tasks = &scheduler.task_store(),
-                                   .lifecycle = &scheduler.lifecycle()};
+                                   .lifecycle = &scheduler.lifecycle(),
+                                   .fleet = &agents.control_plane()};
   if (config.test_mode) {
     log::warn("test mode: test clock and test-only routes are enabled");
     http::add_test_routes(router, test_state);

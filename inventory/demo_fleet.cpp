@@ -79,7 +79,7 @@ bool seed_demo_fleet(PgPool& pool, const DemoFleetStores& stores, const Actor& a
       const auto& id = created.node.node.id;
       stores.nodes->transition(tx, id, NodeAction::kEnrolled, "demo fleet: simulated agent",
                                std::nullopt);
-      stores.nodes->set_health(tx, id, "ok");
+      stores.nodes->set_health(tx, id, Health::kOk);
     }
     for (const auto& image : demo_images()) stores.catalog->create_image(tx, image, actor);
     std::vector<PriceEntry> prices;

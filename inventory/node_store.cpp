@@ -13,6 +13,11 @@
 namespace gpurent::inventory {
 namespace {
 
+// A health column's value; its CHECK admits only the names parse_health knows.
+Health health_of(const pqxx::field& f) {
+  return parse_health(f.as<std::string>()).value_or(Health::kUnknown);
+}
+
 #define NODE_COLUMNS \
   "id, site_id, hostname, gpu_model, gpu_count, interconnect, cpu_model, cpu_cores, ram_gb,"  \
   " disk_gb, labels::text, ssh_port, ssh_probe_key, state, " SQL_MICROS("state_changed_at") ", health, driver_version," \
@@ -112,6 +117,11 @@ constexpr Statement kSetHealthy = {
 constexpr Statement kSetGpusHealthy = {
     "node_set_gpus_healthy",
     "UPDATE gpus SET health = 'ok' WHERE node_id = ANY($1::text[]) AND health <> 'ok'"};
+constexpr Statement kLockSilent = {
+    "node_lock_silent",
+    "SELECT id, " SQL_MICROS("last_heartbeat_at") " FROM nodes"
+    " WHERE state = ANY ($2::text[]) AND last_heartbeat_at < $1::timestamptz"
+    " ORDER BY last_heartbeat_at LIMIT $3 FOR UPDATE SKIP LOCKED"};
 constexpr Statement kSetHealth = {"node_set_health", "UPDATE nodes SET health = $2 WHERE id = $1"};
 constexpr Statement kSetGpuHealth = {"node_set_gpu_health",
                                      "UPDATE gpus SET health = $2 WHERE node_id = $1"};
@@ -436,6 +446,15 @@ void NodeStore::record_heartbeat(Tx& tx, const std::string& id) {
   tx.exec(kRecordHeartbeat, id, sql_timestamp(clock_.now()));
 }
 
+std::vector<NodeStore::Silent> NodeStore::lock_silent(Tx& tx, Timestamp before, int limit) {
+  std::vector<Silent> out;
+  for (const auto& row :
+       tx.exec(kLockSilent, sql_timestamp(before), kNodesInService.sql(), limit)) {
+    out.push_back({row[0].as<std::string>(), read_timestamp(row[1])});
+  }
+  return out;
+}
+
 std::map<std::string, NodeHealthState> NodeStore::record_healthy_heartbeats(
     Tx& tx, const std::vector<HeartbeatSeen>& beats) {
   std::map<std::string, NodeHealthState> before;
@@ -457,12 +476,12 @@ std::map<std::string, NodeHealthState> NodeStore::record_healthy_heartbeats(
   if (rows.empty()) return before;
   for (const auto& row : rows) {
     // A node listed for its GPUs alone was ok itself.
-    auto& state =
-        before.try_emplace(row[0].as<std::string>(), NodeHealthState{"ok", {}}).first->second;
+    auto& state = before.try_emplace(row[0].as<std::string>(), NodeHealthState{Health::kOk, {}})
+                      .first->second;
     if (row[1].is_null()) {
-      state.node = row[2].as<std::string>();
+      state.node = health_of(row[2]);
     } else {
-      state.gpus[row[1].as<int>()] = row[2].as<std::string>();
+      state.gpus[row[1].as<int>()] = health_of(row[2]);
     }
   }
   std::vector<std::string> unhealthy;
@@ -479,29 +498,30 @@ std::optional<NodeHealthState> NodeStore::health_state(Tx& tx, const std::string
   NodeHealthState state;
   for (const auto& row : rows) {
     if (row[0].is_null()) {
-      state.node = row[1].as<std::string>();
+      state.node = health_of(row[1]);
     } else {
-      state.gpus[row[0].as<int>()] = row[1].as<std::string>();
+      state.gpus[row[0].as<int>()] = health_of(row[1]);
     }
   }
   return state;
 }
 
 void NodeStore::set_health(Tx& tx, const std::string& id, const NodeHealthState& health) {
-  tx.exec(kSetNodeHealthIfChanged, id, health.node);
+  tx.exec(kSetNodeHealthIfChanged, id, std::string(to_string(health.node)));
   if (health.gpus.empty()) return;
   std::vector<int> indexes;
   std::vector<std::string> values;
   for (const auto& [index, value] : health.gpus) {
     indexes.push_back(index);
-    values.push_back(value);
+    values.emplace_back(to_string(value));
   }
   tx.exec(kSetGpusHealthIfChanged, id, pg_array_literal(indexes), pg_array_literal(values));
 }
 
-void NodeStore::set_health(Tx& tx, const std::string& id, const std::string& health) {
-  tx.exec(kSetHealth, id, health);
-  tx.exec(kSetGpuHealth, id, health);
+void NodeStore::set_health(Tx& tx, const std::string& id, Health health) {
+  std::string name(to_string(health));
+  tx.exec(kSetHealth, id, name);
+  tx.exec(kSetGpuHealth, id, name);
 }
 
 }  // namespace gpurent::inventory

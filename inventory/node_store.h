@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/paging.h"
+#include "inventory/health.h"
 #include "inventory/node_state.h"
 #include "inventory/records.h"
 
@@ -62,10 +63,10 @@ struct NodeFilter {
   std::optional<std::string> gpu_model;
 };
 
-// A node's health and its GPUs' by index: unknown | ok | warning | critical.
+// A node's health and its GPUs' by index.
 struct NodeHealthState {
-  std::string node = "unknown";
-  std::map<int, std::string> gpus;
+  Health node = Health::kUnknown;
+  std::map<int, Health> gpus;
 
   bool operator==(const NodeHealthState&) const = default;
 };
@@ -130,6 +131,15 @@ class NodeStore {
   void record_agent(Tx& tx, const std::string& id, const std::string& agent_version,
                     const std::string& driver_version);
   void record_heartbeat(Tx& tx, const std::string& id);
+  // Nodes in service (kNodesInService) whose agent was last heard from before `before`,
+  // longest silent first, at most `limit`, locked for the caller's transaction (skipping
+  // those another holds): each with when it was last heard from. Nodes that never heard
+  // from an agent are not among them.
+  struct Silent {
+    std::string node_id;
+    Timestamp last_heartbeat_at;
+  };
+  std::vector<Silent> lock_silent(Tx& tx, Timestamp before, int limit);
   // The agent's probe key from its hello ("ssh-ed25519 BASE64", no comment), or none when
   // the hello carried none: a later hello without one clears it.
   void record_ssh_probe_key(Tx& tx, const std::string& id,
@@ -147,13 +157,13 @@ class NodeStore {
   std::map<std::string, NodeHealthState> record_healthy_heartbeats(
       Tx& tx, const std::vector<HeartbeatSeen>& beats);
 
-  // The node's health and its GPUs' (unknown | ok | warning | critical).
+  // The node's health and its GPUs'.
   std::optional<NodeHealthState> health_state(Tx& tx, const std::string& id);
   // Sets the node's health and that of the GPUs named (by index), writing only what differs.
   void set_health(Tx& tx, const std::string& id, const NodeHealthState& health);
   // Sets the node's health and all its GPUs': the silence rule, and the demo fleet for its
   // simulated nodes.
-  void set_health(Tx& tx, const std::string& id, const std::string& health);
+  void set_health(Tx& tx, const std::string& id, Health health);
 
  private:
   EnrollmentToken insert_enrollment_token(Tx& tx, const std::string& id, Timestamp now);

@@ -26,16 +26,15 @@ constexpr Statement kLiveOnNode = {"lifecycle_live_on_node",
 constexpr Statement kNodeStateShared = {"lifecycle_node_state",
                                         "SELECT state FROM nodes WHERE id = $1 FOR SHARE"};
 
-// $3 the rental state of those not started (scheduled), $4 the node states they leave
-// (kNodesOutOfService), $5 the node states whose agents' silence counts (kNodesInService).
+// $2 the rental state of those not started (scheduled), $3 the node states they leave
+// (kNodesOutOfService). A silent node is the fleet control plane's to fail
+// (fleet/control_plane.h); the rentals it strands are found here once it has.
 constexpr Statement kAnyWork = {
     "lifecycle_any_work",
     "SELECT EXISTS (SELECT 1 FROM rentals WHERE due_at <= $1::timestamptz)"
     " OR EXISTS (SELECT 1 FROM rentals WHERE " GPURENT_SQL_RENTAL_WAITING_FOR_CAPACITY("state") ")"
     " OR EXISTS (SELECT 1 FROM rentals r JOIN nodes n ON n.id = r.node_id"
-    " WHERE r.state = $3::text AND n.state = ANY ($4::text[]))"
-    " OR EXISTS (SELECT 1 FROM nodes WHERE state = ANY ($5::text[])"
-    " AND last_heartbeat_at < $2::timestamptz)"};
+    " WHERE r.state = $2::text AND n.state = ANY ($3::text[]))"};
 
 // The wipe gate (migrations/0019). A GPU is unwiped from its rental's start on: a tenant may
 // reach it from then.
@@ -56,14 +55,6 @@ constexpr Statement kAnyUnwiped = {
 constexpr Statement kNodeUnwiped = {
     "lifecycle_node_unwiped",
     "SELECT idx FROM gpus WHERE node_id = $1 AND unwiped_since IS NOT NULL ORDER BY idx"};
-// Nodes in service ($2, kNodesInService) whose agent fell silent, locked; another replica's
-// claims are skipped.
-constexpr Statement kSilentNodes = {
-    "lifecycle_silent_nodes",
-    "SELECT id, " SQL_MICROS("last_heartbeat_at") " FROM nodes"
-    " WHERE state = ANY ($2::text[]) AND last_heartbeat_at < $1::timestamptz"
-    " ORDER BY last_heartbeat_at LIMIT 50 FOR UPDATE SKIP LOCKED"};
-
 bool is_provisioning_kind(TaskKind k) {
   return k == TaskKind::kProvision || k == TaskKind::kInstallAccess;
 }
@@ -104,9 +95,8 @@ bool is_state(const std::string& text, inventory::NodeState state) {
 int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
   bool work = pool.read("lifecycle_any_work", [&](Tx& tx) {
     return tx
-        .exec(kAnyWork, sql_timestamp(now), sql_timestamp(now - options_.agent_silence_limit),
-              std::string(to_string(RentalState::kScheduled)), inventory::kNodesOutOfService.sql(),
-              inventory::kNodesInService.sql())[0][0]
+        .exec(kAnyWork, sql_timestamp(now), std::string(to_string(RentalState::kScheduled)),
+              inventory::kNodesOutOfService.sql())[0][0]
         .as<bool>();
   });
   int moved = work ? steps(pool, now, stopping) : 0;
@@ -127,8 +117,6 @@ int Lifecycle::steps(PgPool& pool, Timestamp now, const std::atomic<bool>* stopp
   auto stop = [stopping] { return stopping && stopping->load(); };
   int moved = expire_waitlist(pool, now);
   if (stop()) return moved;
-  moved += fail_silent_nodes(pool, now);
-  if (stop()) return moved;
   moved += replace_stranded(pool, now);
   if (stop()) return moved;
   moved += place_waitlist(pool);
@@ -138,30 +126,6 @@ int Lifecycle::steps(PgPool& pool, Timestamp now, const std::atomic<bool>* stopp
     if (*step_moved) ++moved;
   }
   return moved;
-}
-
-int Lifecycle::fail_silent_nodes(PgPool& pool, Timestamp now) {
-  if (now.time_since_epoch().count() < silence_judged_from_us_.load(std::memory_order_relaxed)) {
-    return 0;
-  }
-  return pool.transact("lifecycle_silent_nodes", [&](Tx& tx) {
-    int moved = 0;
-    for (const auto& row : tx.exec(kSilentNodes, sql_timestamp(now - options_.agent_silence_limit),
-                                   inventory::kNodesInService.sql())) {
-      std::string node = row[0].as<std::string>();
-      std::string reason =
-          "agent silent since " + format_rfc3339(read_timestamp(row[1])) + ": node unreachable";
-      nodes_.set_health(tx, node, "critical");
-      health_log_.record_events(tx, {{.node_id = node,
-                                      .at = now,
-                                      .kind = "health",
-                                      .severity = "critical",
-                                      .reason = reason}});
-      nodes_.transition(tx, node, inventory::NodeAction::kFail, reason, std::nullopt);
-      moved += static_cast<int>(interrupt_node(tx, node, reason, now).size());
-    }
-    return moved;
-  });
 }
 
 int Lifecycle::expire_waitlist(PgPool& pool, Timestamp now) {

@@ -7,7 +7,6 @@
 
 #include "core/clock.h"
 #include "core/db_pool.h"
-#include "inventory/node_health_log.h"
 #include "inventory/node_store.h"
 #include "scheduler/booking.h"
 #include "scheduler/records.h"
@@ -39,9 +38,6 @@ struct LifecycleOptions {
   int max_steps = 500;
   // How many waiting rentals one run considers.
   int waitlist_batch = 200;
-  // A node whose agent has said nothing for longer is unreachable: failed, and what runs on
-  // it interrupted. Nodes that never heard from an agent are not judged.
-  std::chrono::seconds agent_silence_limit{60};
   // The SSH user CA's public key lines each node's sshd trusts (install_access writes them
   // to TrustedUserCAKeys).
   std::vector<std::string> user_ca_keys;
@@ -72,14 +68,6 @@ class Lifecycle {
   // to run on several replicas at once; its failure is logged and retried on the next run.
   using JobFn = std::function<void(PgPool&, Timestamp now, const std::atomic<bool>* stopping)>;
   void add_job(std::string name, JobFn run) { jobs_.push_back({std::move(name), std::move(run)}); }
-
-  // Silence is judged from `t` on (before it no node is failed for it): a replica that has
-  // just started, after an outage of the control plane, has not been listening for the
-  // agents long enough to tell a silent node from one that has yet to reconnect. The process
-  // wiring sets it to its start plus agent_silence_limit.
-  void judge_silence_from(Timestamp t) {
-    silence_judged_from_us_.store(t.time_since_epoch().count(), std::memory_order_relaxed);
-  }
 
   // Reads the public keys (one line each) of a rental's registered SSH keys, inside the
   // lifecycle's transaction, for its install_access task. The process wiring hands it the
@@ -112,7 +100,7 @@ class Lifecycle {
   // them. The task, when one was made.
   std::optional<AgentTask> node_activated(Tx& tx, const std::string& node_id);
 
-  // The node failed under its rentals (a critical health verdict): every rental running on
+  // The node failed under its rentals (fleet::ControlPlane::fail_node): every rental running on
   // it (provisioning or active) becomes `interrupted` with `reason` — the event billing
   // credits — its allocations cut to now, and revoke_access and wipe tasks queued should the
   // agent still answer (its GPUs stay unwiped until the wipe succeeds). Rentals that have not
@@ -132,7 +120,6 @@ class Lifecycle {
  private:
   int steps(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping);
   int expire_waitlist(PgPool& pool, Timestamp now);
-  int fail_silent_nodes(PgPool& pool, Timestamp now);
   int place_waitlist(PgPool& pool);
   int replace_stranded(PgPool& pool, Timestamp now);
   // Claims one due rental and steps it: whether it moved, nullopt when none is due.
@@ -162,13 +149,11 @@ class Lifecycle {
   AuthorizedKeysOf keys_of_;
   HostCertificatesOf host_certificates_of_;
   ProbeOf probe_of_;
-  inventory::NodeHealthLog health_log_;
   struct Job {
     std::string name;
     JobFn run;
   };
   std::vector<Job> jobs_;
-  std::atomic<Timestamp::rep> silence_judged_from_us_{Timestamp::min().time_since_epoch().count()};
 };
 
 }  // namespace gpurent::scheduler

@@ -151,6 +151,7 @@ void add_test_routes(Router& router, TestRoutesState& state) {
               .pattern = "/v1/test/lifecycle/run",
               .handler =
                   [&state](const Request&, const Principal&) {
+                    if (state.fleet) state.fleet->fail_silent_nodes(state.clock->now());
                     int moved = state.lifecycle->run_once(*state.pool, state.clock->now());
                     return json_response(200, {{"moved", moved}});
                   },

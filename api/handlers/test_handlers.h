@@ -6,6 +6,7 @@
 #include "api/router.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "fleet/control_plane.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/task_store.h"
 
@@ -20,6 +21,8 @@ struct TestRoutesState {
   // Until the node agent exists, e2e tests report its tasks through these.
   scheduler::TaskStore* tasks = nullptr;
   scheduler::Lifecycle* lifecycle = nullptr;
+  // A lifecycle run judges the agents' silence first, as the agents' poll does.
+  fleet::ControlPlane* fleet = nullptr;
   // Where the router and api/openapi/ disagree (api/openapi.h), set before serving.
   std::vector<std::string> openapi_disagreements;
 };

@@ -1,38 +1,15 @@
-// The agents' side of the control plane: enrolment, admission, and each message's use case.
+// The agents' transport: enrolment, admission, channels, and each message handed to the fleet.
 #include "api/modules/agent_module.h"
 
-#include "agent_proto/health_rules.h"
 #include "agent_proto/messages.h"
 #include "api/json_body.h"
-#include "api/modules/heartbeat_health.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "identity/ssh_public_key.h"
 
 #include <sstream>
 
 namespace gpurent {
 namespace {
-
-// The hello's sshd host keys with their fingerprints, each parsed as a registered SSH key is
-// (the decoder checked only their shape); one that does not parse is left out with a log
-// line rather than refusing the agent. Stored without the comment.
-std::vector<inventory::HostKey> read_host_keys(const std::string& node,
-                                               const std::vector<std::string>& lines) {
-  std::vector<inventory::HostKey> out;
-  for (const auto& line : lines) {
-    try {
-      auto key = identity::parse_ssh_public_key(line);
-      std::string canonical = key.canonical();
-      auto comment = canonical.find(' ', canonical.find(' ') + 1);
-      out.push_back({key.type, canonical.substr(0, comment), key.fingerprint, {}});
-    } catch (const Error& e) {
-      log::warn("agent of node {} reported an SSH host key that does not parse: {}", node,
-                e.what());
-    }
-  }
-  return out;
-}
 
 namespace proto = agent_proto;
 
@@ -41,21 +18,6 @@ namespace proto = agent_proto;
 int version_for(const std::map<std::string, int>& versions, const std::string& node) {
   auto it = versions.find(node);
   return it == versions.end() ? proto::kProtocolVersion : it->second;
-}
-
-// The hello's probe key ("ssh-ed25519 BASE64", without its comment) when it parses as a
-// registered SSH key does; one that does not is left out with a log line, as a host key is.
-std::optional<std::string> read_probe_key(const std::string& node,
-                                          const std::optional<std::string>& line) {
-  if (!line) return std::nullopt;
-  try {
-    auto key = identity::parse_ssh_public_key(*line);
-    if (key.type != "ssh-ed25519") throw Error::invalid_field("ssh_probe_key", "not Ed25519");
-    return key.type + " " + identity::ssh_base64(key.blob);
-  } catch (const Error& e) {
-    log::warn("agent of node {} reported an SSH probe key that does not parse: {}", node, e.what());
-    return std::nullopt;
-  }
 }
 
 std::vector<std::string> split_names(const std::string& text) {
@@ -83,13 +45,6 @@ std::chrono::microseconds since(Timestamp sent_at) {
                                                                sent_at);
 }
 
-// The heartbeat's GPUs whole, as they become the node's latest telemetry.
-nlohmann::json telemetry_json(const proto::Heartbeat& beat) {
-  nlohmann::json gpus = nlohmann::json::array();
-  for (const auto& g : beat.gpus) gpus.push_back(proto::to_json(g));
-  return gpus;
-}
-
 // Samples older than the retention deleted per poll: ahead of what 10,000 nodes add in one
 // (a sample a minute each: ~2,500 rows in 15 s).
 constexpr int kSamplesPurgedPerPoll = 10000;
@@ -103,10 +58,20 @@ AgentModule::AgentModule(const ModuleContext& ctx, WorkerPool& workers, const Pe
       workers_(workers),
       ca_(CertificateAuthority::load_or_create(ctx.config.agent_pki_dir, "gpurent agents CA",
                                                ctx.clock)),
-      nodes_(peers.nodes),
-      host_keys_(peers.host_keys),
-      identity_(ctx.clock, nodes_, ca_, ctx.config.agent_certificate_validity),
-      tasks_(peers.tasks) {
+      identity_(ctx.clock, peers.nodes, ca_, ctx.config.agent_certificate_validity),
+      tasks_(peers.tasks),
+      fleet_(ctx.pool, ctx.clock,
+             {.nodes = peers.nodes,
+              .host_keys = peers.host_keys,
+              .health_log = peers.health_log,
+              .tasks = peers.tasks,
+              .lifecycle = peers.lifecycle,
+              .host_certificates = &peers.ssh_access},
+             {.telemetry_interval = ctx.config.agent_telemetry_interval,
+              .telemetry_retention = ctx.config.agent_telemetry_retention,
+              .silence_limit = ctx.config.agent_silence_limit}) {
+  // Agents reconnect after this replica starts: silence counts from a full limit later.
+  fleet_.judge_silence_from(ctx.clock.now() + ctx.config.agent_silence_limit);
   // A task made on any replica names its node; the replica holding that agent sends it.
   ctx.listener.subscribe("gpurent_agent_tasks", [this](const std::string& node_id) {
     if (!channel_of(node_id)) return;
@@ -125,6 +90,8 @@ AgentModule::~AgentModule() {
 }
 
 unsigned short AgentModule::start() {
+  // Every replica judges silence and purges telemetry, whether or not agents connect to it.
+  poller_ = std::thread([this] { poll_loop(); });
   if (config_.agent_listen_host.empty()) return 0;
   auto server = ca_.issue_server_certificate(split_names(config_.agent_hostnames),
                                              kServerCertificateValidity);
@@ -137,12 +104,16 @@ unsigned short AgentModule::start() {
                                  .max_outbox_messages = config_.agent_outbox_max_messages,
                                  .max_outbox_bytes = config_.agent_outbox_max_bytes},
       *this, workers_);
-  heartbeats_.emplace(
-      kHeartbeatWindow, kHeartbeatBatch, config_.agent_heartbeat_max_pending,
-      [this](const std::vector<HeartbeatBatcher::Beat>& batch) { write_heartbeats(batch); });
-  unsigned short port = listener_->start();
-  poller_ = std::thread([this] { poll_loop(); });
-  return port;
+  heartbeats_.emplace(kHeartbeatWindow, kHeartbeatBatch, config_.agent_heartbeat_max_pending,
+                      [this](const std::vector<HeartbeatBatcher::Beat>& batch) {
+                        std::vector<fleet::ControlPlane::Routine> routine;
+                        routine.reserve(batch.size());
+                        for (const auto& b : batch)
+                          routine.push_back({b.node_id, b.received_at, b.sample});
+                        fleet_.record_routine(routine);
+                        for (const auto& b : batch) heartbeat_lag_.record(since(b.sent_at));
+                      });
+  return listener_->start();
 }
 
 void AgentModule::stop() {
@@ -192,30 +163,36 @@ void AgentModule::send_to(http::AgentChannel& channel, proto::Body body) {
 }
 
 void AgentModule::poll_loop() {
-  constexpr int kNodesPerPoll = 1000;
   std::unique_lock lock(mutex_);
   while (!poll_wake_.wait_for(lock, config_.agent_task_poll, [this] { return stopping_; })) {
     lock.unlock();
-    try {
-      auto nodes = pool_.read("agent_task_poll",
-                              [&](Tx& tx) { return tasks_.nodes_with_queued(tx, kNodesPerPoll); });
-      for (const auto& node : nodes) {
-        if (!channel_of(node)) continue;  // another replica's agent, or none connected
-        log::info("sending the agent of node {} tasks its notification did not bring", node);
-        deliver_tasks(node, /*resend_delivered=*/false);
-      }
-    } catch (const std::exception& e) {
-      log::warn("looking for tasks not sent to agents: {}", e.what());
-    }
-    try {
-      pool_.transact("agent_telemetry_purge", [&](Tx& tx) {
-        return health_log_.purge_samples(tx, clock_.now() - config_.agent_telemetry_retention,
-                                         kSamplesPurgedPerPoll);
-      });
-    } catch (const std::exception& e) {
-      log::warn("deleting GPU telemetry older than the retention: {}", e.what());
-    }
+    poll_once();
     lock.lock();
+  }
+}
+
+void AgentModule::poll_once() {
+  constexpr int kNodesPerPoll = 1000;
+  try {
+    auto nodes = pool_.read("agent_task_poll",
+                            [&](Tx& tx) { return tasks_.nodes_with_queued(tx, kNodesPerPoll); });
+    for (const auto& node : nodes) {
+      if (!channel_of(node)) continue;  // another replica's agent, or none connected
+      log::info("sending the agent of node {} tasks its notification did not bring", node);
+      deliver_tasks(node, /*resend_delivered=*/false);
+    }
+  } catch (const std::exception& e) {
+    log::warn("looking for tasks not sent to agents: {}", e.what());
+  }
+  try {
+    fleet_.fail_silent_nodes(clock_.now());
+  } catch (const std::exception& e) {
+    log::warn("looking for nodes whose agents fell silent: {}", e.what());
+  }
+  try {
+    fleet_.purge_telemetry(clock_.now(), kSamplesPurgedPerPoll);
+  } catch (const std::exception& e) {
+    log::warn("deleting GPU telemetry older than the retention: {}", e.what());
   }
 }
 
@@ -267,8 +244,8 @@ void AgentModule::closed(const std::shared_ptr<http::AgentChannel>& channel) {
   auto it = channels_.find(channel->node_id());
   if (it != channels_.end() && it->second == channel) {
     channels_.erase(it);
-    seen_.erase(channel->node_id());
     versions_.erase(channel->node_id());
+    fleet_.forget(channel->node_id());
   }
 }
 
@@ -294,57 +271,13 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
     reply(proto::Error{std::string(proto::kErrorMalformed), e.what(), std::nullopt});
     return;
   }
-  Actor agent{.ip = channel->remote_ip()};
-  if (const auto* hello = std::get_if<proto::Hello>(&message.body)) {
-    {
-      // The version decode() accepted: the connection speaks it from here on.
-      std::lock_guard lock(mutex_);
-      versions_[node] = message.protocol_version;
-    }
-    auto host_keys = read_host_keys(node, hello->ssh_host_keys);
-    auto probe_key = read_probe_key(node, hello->ssh_probe_key);
-    std::optional<std::string> mismatch;
-    pool_.transact("agent_hello", [&](Tx& tx) {
-      mismatch.reset();
-      auto current = nodes_.get(tx, node);
-      if (!current) throw Error(ErrorCode::kNotFound, "No such node.");
-      if (hello->gpus.count != current->node.gpu_count) {
-        mismatch = "the node has " + std::to_string(current->node.gpu_count) +
-                   " GPUs on record and the agent found " + std::to_string(hello->gpus.count);
-        return;
-      }
-      nodes_.record_agent(tx, node, hello->agent_version, hello->gpus.driver_version);
-      // None in this hello clears an earlier one: the agent has nothing to probe with now.
-      nodes_.record_ssh_probe_key(tx, node, probe_key);
-      nodes_.set_topology(tx, node, hello->topology, "agent", agent);
-      auto certified = host_keys;
-      if (certify_) certify_(tx, node, current->node.hostname, certified);
-      host_keys_.replace(tx, node, certified);
-      if (current->node.state == "enrolling") {
-        nodes_.transition(tx, node, inventory::NodeAction::kEnrolled,
-                          "agent " + hello->agent_version + " connected", std::nullopt);
-      }
-    });
-    if (mismatch) {
-      log::warn("agent of node {}: {}", node, *mismatch);
-      reply(proto::Error{"inventory_mismatch", *mismatch, message.id});
-      return;
-    }
-    reply(proto::Ack{message.id});
-    // A new connection: everything unfinished, since a task sent on the old one may have
-    // been lost with it (the agent runs each id once).
-    deliver_tasks(node, /*resend_delivered=*/true);
+  if (const auto* hello_body = std::get_if<proto::Hello>(&message.body)) {
+    hello(channel, message, *hello_body);
   } else if (const auto* beat = std::get_if<proto::Heartbeat>(&message.body)) {
     heartbeat(channel, message.id, *beat);
   } else if (const auto* result = std::get_if<proto::TaskResult>(&message.body)) {
-    pool_.transact("agent_task_result", [&](Tx& tx) {
-      auto task = tasks_.get(tx, result->task_id);
-      // Another node's task is as unknown as none: an agent reports on its own work only.
-      if (!task || task->node_id != node) return;
-      // A repeated report changes nothing.
-      if (!tasks_.complete(tx, result->task_id, result->ok, result->message)) return;
-      if (on_task_finished_) on_task_finished_(tx, *task, result->ok);
-    });
+    // Acked whether or not it changed anything: a repeat, or another node's task, is settled.
+    fleet_.task_reported(node, *result);
     reply(proto::Ack{message.id});
   } else if (std::holds_alternative<proto::TaskProgress>(message.body)) {
     reply(proto::Ack{message.id});
@@ -357,58 +290,35 @@ void AgentModule::received(const std::shared_ptr<http::AgentChannel>& channel, s
   }
 }
 
-void AgentModule::write_heartbeats(const std::vector<HeartbeatBatcher::Beat>& batch) {
-  std::vector<inventory::NodeStore::HeartbeatSeen> seen;
-  std::vector<inventory::TelemetrySample> samples;
-  seen.reserve(batch.size());
-  for (const auto& b : batch) {
-    seen.push_back({b.node_id, b.received_at});
-    if (b.sample) samples.push_back(*b.sample);
+void AgentModule::hello(const std::shared_ptr<http::AgentChannel>& channel,
+                        const proto::Message& message, const proto::Hello& hello) {
+  const std::string& node = channel->node_id();
+  {
+    // The version decode() accepted: the connection speaks it from here on.
+    std::lock_guard lock(mutex_);
+    versions_[node] = message.protocol_version;
   }
-  pool_.transact("agent_heartbeats", [&](Tx& tx) {
-    // Nodes or GPUs that were not ok are ok again: each change is in the health history.
-    std::vector<inventory::HealthEvent> events;
-    auto before = nodes_.record_healthy_heartbeats(tx, seen);
-    for (const auto& [node, health] : before) {
-      HeartbeatVerdict now{.node = {"ok", ""}};
-      for (const auto& [index, _] : health.gpus) now.gpus[index] = {"ok", ""};
-      auto at = std::find_if(batch.begin(), batch.end(), [&](const auto& b) {
-                  return b.node_id == node;
-                })->received_at;
-      for (auto& e : health_changes(node, at, health, now)) events.push_back(std::move(e));
-    }
-    health_log_.record_events(tx, events);
-    health_log_.record_samples(tx, samples);
-  });
-  for (const auto& b : batch) heartbeat_lag_.record(since(b.sent_at));
+  auto mismatch = fleet_.hello(node, hello, Actor{.ip = channel->remote_ip()});
+  if (mismatch) {
+    log::warn("agent of node {}: {}", node, *mismatch);
+    send_to(*channel, proto::Error{"inventory_mismatch", *mismatch, message.id});
+    return;
+  }
+  send_to(*channel, proto::Ack{message.id});
+  // A new connection: everything unfinished, since a task sent on the old one may have been
+  // lost with it (the agent runs each id once).
+  deliver_tasks(node, /*resend_delivered=*/true);
 }
 
 void AgentModule::heartbeat(const std::shared_ptr<http::AgentChannel>& channel,
                             const std::string& message_id, const proto::Heartbeat& beat) {
-  const std::string& node = channel->node_id();
-  auto now = clock_.now();
-  std::optional<HeartbeatCounters> previous;
-  bool sample_due = false;
-  {
-    std::lock_guard lock(mutex_);
-    auto& seen = seen_[node];
-    previous = std::exchange(seen.counters, counters_of(beat));
-    sample_due = !seen.sampled_at || now - *seen.sampled_at >= config_.agent_telemetry_interval;
-  }
-  auto verdict = judge_heartbeat(node, now, beat, previous);
-  std::optional<inventory::TelemetrySample> sample;
-  // Every unhealthy heartbeat is kept: what the GPUs looked like when it went wrong.
-  if (sample_due || !verdict.routine()) {
-    sample = inventory::TelemetrySample{node, now, telemetry_json(beat), points_of(beat)};
-    std::lock_guard lock(mutex_);
-    seen_[node].sampled_at = now;
-  }
+  auto judged = fleet_.judge(channel->node_id(), beat);
   // A healthy heartbeat changes no state: it is written with others, and acked once written.
-  if (verdict.routine() && heartbeats_) {
-    auto added = heartbeats_->add({.node_id = node,
-                                   .received_at = now,
+  if (judged.routine() && heartbeats_) {
+    auto added = heartbeats_->add({.node_id = judged.node_id,
+                                   .received_at = judged.received_at,
                                    .sent_at = beat.sent_at,
-                                   .sample = sample,
+                                   .sample = judged.sample,
                                    .done = [this, channel, message_id](bool committed) {
                                      if (committed)
                                        return send_to(*channel, proto::Ack{message_id});
@@ -428,33 +338,7 @@ void AgentModule::heartbeat(const std::shared_ptr<http::AgentChannel>& channel,
                                             message_id});
     }
   }
-  const std::string& why = verdict.node.reason;
-  pool_.transact("agent_heartbeat", [&](Tx& tx) {
-    nodes_.record_heartbeat(tx, node);
-    auto stored = nodes_.health_state(tx, node);
-    if (!stored) return;
-    auto events = verdict.xid_events;
-    for (auto& e : health_changes(node, now, *stored, verdict)) events.push_back(std::move(e));
-    inventory::NodeHealthState health{verdict.node.health, {}};
-    for (const auto& [index, gpu] : verdict.gpus) health.gpus[index] = gpu.health;
-    nodes_.set_health(tx, node, health);
-    health_log_.record_events(tx, events);
-    if (sample) health_log_.record_samples(tx, {*sample});
-    auto current = nodes_.get(tx, node);
-    if (!current) return;
-    const std::string& state = current->node.state;
-    if (verdict.node.health == "critical" && state != "failed" && state != "retired") {
-      // The node's GPUs cannot be trusted with work: out of service now, and what runs on
-      // it is interrupted (and credited by billing).
-      nodes_.transition(tx, node, inventory::NodeAction::kFail, why, std::nullopt);
-      if (on_failed_) on_failed_(tx, node, why);
-      log::warn("node {} failed: {}", node, why);
-    } else if (verdict.node.health == "warning" && state == "available") {
-      // Keep what runs; take no new work; maintenance once the rentals have ended.
-      nodes_.transition(tx, node, inventory::NodeAction::kDrain, why, std::nullopt);
-      log::warn("node {} draining: {}", node, why);
-    }
-  });
+  fleet_.record(judged);
   heartbeat_lag_.record(since(beat.sent_at));
   send_to(*channel, proto::Ack{message_id});
 }

@@ -39,6 +39,7 @@ class InventoryModule {
   // nodes, the catalog and prices (the scheduler, the agents' control plane).
   inventory::NodeStore& nodes() { return node_store_; }
   inventory::NodeHostKeys& host_keys() { return host_keys_; }
+  inventory::NodeHealthLog& health_log() { return health_log_; }
   inventory::CatalogStore& catalog() { return catalog_store_; }
   inventory::PriceStore& prices() { return price_store_; }
 

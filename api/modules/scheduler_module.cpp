@@ -23,10 +23,9 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       booking_(ctx.clock, catalog_, prices_, rentals_, candidates_, orgs_,
                {.cleaning_window = ctx.config.rental_cleaning_window}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
-      lifecycle_(rentals_, tasks_, nodes_, booking_,
-                 {.poll = ctx.config.lifecycle_interval,
-                  .agent_silence_limit = ctx.config.agent_silence_limit,
-                  .user_ca_keys = {ssh_ca_.user_ca_public_key()}}),
+      lifecycle_(
+          rentals_, tasks_, nodes_, booking_,
+          {.poll = ctx.config.lifecycle_interval, .user_ca_keys = {ssh_ca_.user_ca_public_key()}}),
       capacity_(ctx.clock, candidates_,
                 [&listener = ctx.listener] { return listener.connected(); }),
       views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window),
@@ -105,8 +104,6 @@ void SchedulerModule::add_routes(http::Router& router) {
 
 void SchedulerModule::start() {
   if (thread_.joinable()) return;
-  // Agents reconnect after this replica starts: silence counts from a full limit later.
-  lifecycle_.judge_silence_from(clock_.now() + lifecycle_.options().agent_silence_limit);
   thread_ = std::thread([this] { loop(); });
 }
 

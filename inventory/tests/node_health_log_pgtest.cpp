@@ -157,23 +157,26 @@ TEST_F(NodeHealthLogTest, HealthyHeartbeatsPutBackToOkWhatWasNotAndSayWhatItWas)
   std::string b = new_node("gpu-b", 2);
   std::string c = new_node("gpu-c", 2);
   transact([&](Tx& tx) {
-    nodes_.set_health(tx, a, "ok");
-    nodes_.set_health(tx, b, NodeHealthState{"warning", {{0, "ok"}, {1, "warning"}}});
-    nodes_.set_health(tx, c, NodeHealthState{"ok", {{0, "ok"}, {1, "critical"}}});
+    nodes_.set_health(tx, a, Health::kOk);
+    nodes_.set_health(tx, b,
+                      NodeHealthState{Health::kWarning, {{0, Health::kOk}, {1, Health::kWarning}}});
+    nodes_.set_health(tx, c,
+                      NodeHealthState{Health::kOk, {{0, Health::kOk}, {1, Health::kCritical}}});
   });
   EXPECT_EQ(read([&](Tx& tx) { return nodes_.health_state(tx, b); }),
-            (NodeHealthState{"warning", {{0, "ok"}, {1, "warning"}}}))
+            (NodeHealthState{Health::kWarning, {{0, Health::kOk}, {1, Health::kWarning}}}))
       << "the node's own write and each GPU's";
   auto before = transact([&](Tx& tx) {
     return nodes_.record_healthy_heartbeats(
         tx, {{a, clock_.now()}, {b, clock_.now()}, {c, clock_.now()}});
   });
   ASSERT_EQ(before.size(), 2u) << "a was ok throughout";
-  EXPECT_EQ(before.at(b), (NodeHealthState{"warning", {{1, "warning"}}})) << "what was not ok";
-  EXPECT_EQ(before.at(c), (NodeHealthState{"ok", {{1, "critical"}}}));
+  EXPECT_EQ(before.at(b), (NodeHealthState{Health::kWarning, {{1, Health::kWarning}}}))
+      << "what was not ok";
+  EXPECT_EQ(before.at(c), (NodeHealthState{Health::kOk, {{1, Health::kCritical}}}));
   for (const auto& id : {a, b, c}) {
     EXPECT_EQ(read([&](Tx& tx) { return nodes_.health_state(tx, id); }),
-              (NodeHealthState{"ok", {{0, "ok"}, {1, "ok"}}}))
+              (NodeHealthState{Health::kOk, {{0, Health::kOk}, {1, Health::kOk}}}))
         << id;
   }
   EXPECT_EQ(read([&](Tx& tx) { return nodes_.health_state(tx, "nod_missing"); }), std::nullopt);

@@ -387,7 +387,7 @@ TEST_F(NodeStoreTest, EachHelloSetsOrClearsTheProbeKey) {
 
 TEST_F(NodeStoreTest, HealthIsSetForTheNodeAndItsGpus) {
   std::string id = create("health-01", "L4-24GB", 2);
-  transact([&](Tx& tx) { nodes_.set_health(tx, id, "ok"); });
+  transact([&](Tx& tx) { nodes_.set_health(tx, id, Health::kOk); });
   auto d = get(id);
   EXPECT_EQ(d->node.health, "ok");
   for (const auto& g : d->gpus) EXPECT_EQ(g.health, "ok");
@@ -398,8 +398,8 @@ TEST_F(NodeStoreTest, HealthyHeartbeatsOfManyNodesAreRecordedInOneCall) {
   std::string b = create("beat-02", "L4-24GB", 2);
   std::string quiet = create("beat-03", "L4-24GB", 2);
   transact([&](Tx& tx) {
-    nodes_.set_health(tx, a, "ok");
-    nodes_.set_health(tx, b, "warning");
+    nodes_.set_health(tx, a, Health::kOk);
+    nodes_.set_health(tx, b, Health::kWarning);
   });
   Timestamp at_a = timestamp_from_micros(1'780'000'000'123'456);
   Timestamp at_b = timestamp_from_micros(1'780'000'001'000'000);

@@ -423,21 +423,6 @@ TEST_F(LifecycleTest, ExtendInEachState) {
 // A node failing under its rentals: the running ones are interrupted with the reason, their
 // GPUs let go at once and the agent asked to revoke access; one not started yet moves to
 // another node on the next run; one already releasing goes on.
-TEST_F(LifecycleTest, SilenceIsJudgedOnlyOnceTheReplicaCouldHaveHeardTheAgents) {
-  std::string quiet = node("quiet");
-  // Its agent last spoke ten minutes ago, before this replica started (an outage of the
-  // control plane): it has a full silence limit to reconnect.
-  exec("UPDATE nodes SET last_heartbeat_at = now() - interval '10 minutes' WHERE id = '" + quiet +
-       "'");
-  lifecycle_.judge_silence_from(clock_.now() + lifecycle_.options().agent_silence_limit);
-  run(clock_.now() + std::chrono::seconds(30));
-  EXPECT_EQ(read([&](Tx& tx) { return nodes_.get(tx, quiet); })->node.state, "available");
-  run(clock_.now() + std::chrono::seconds(31));
-  auto failed = read([&](Tx& tx) { return nodes_.get(tx, quiet); });
-  EXPECT_EQ(failed->node.state, "failed");
-  EXPECT_EQ(failed->node.health, "critical");
-}
-
 TEST_F(LifecycleTest, ANodeFailingInterruptsWhatRunsOnIt) {
   std::string n1 = node("n1");
   std::string n2 = node("n2");

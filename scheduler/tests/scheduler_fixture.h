@@ -109,7 +109,7 @@ class SchedulerTest : public ::testing::Test {
     return transact([&](Tx& tx) {
       std::string id = nodes_.create(tx, n, admin_).node.node.id;
       nodes_.transition(tx, id, inventory::NodeAction::kEnrolled, "enrolled", std::nullopt);
-      nodes_.set_health(tx, id, "ok");
+      nodes_.set_health(tx, id, inventory::Health::kOk);
       return id;
     });
   }

@@ -1,16 +1,32 @@
 // The health rules over one heartbeat, and what changed against what is stored.
-#include "api/modules/heartbeat_health.h"
+#include "fleet/heartbeat_verdict.h"
 
 #include <algorithm>
 
-namespace gpurent {
+namespace gpurent::fleet {
 namespace {
 
 namespace proto = agent_proto;
 
+using inventory::Health;
+
+// A verdict's severity as a recorded health: what asks nothing of anyone (info) is ok.
+Health health_of(proto::Severity severity) {
+  switch (severity) {
+    case proto::Severity::kWarning:
+      return Health::kWarning;
+    case proto::Severity::kCritical:
+      return Health::kCritical;
+    case proto::Severity::kOk:
+    case proto::Severity::kInfo:
+      break;
+  }
+  return Health::kOk;
+}
+
 JudgedHealth judged(const proto::HealthVerdict& v) {
-  JudgedHealth out{std::string(proto::to_string(v.severity)), ""};
-  if (v.severity == proto::Severity::kOk) return out;
+  JudgedHealth out{health_of(v.severity), ""};
+  if (out.health == Health::kOk) return out;
   for (const auto& f : v.findings) {
     if (f.severity != v.severity) continue;
     out.reason += (out.reason.empty() ? "" : "; ") + f.reason;
@@ -101,19 +117,22 @@ std::vector<inventory::HealthEvent> health_changes(const std::string& node_id, T
                                                    const StoredHealth& stored,
                                                    const HeartbeatVerdict& now) {
   std::vector<inventory::HealthEvent> out;
-  auto change = [&](std::optional<int> gpu, const std::string& before, const JudgedHealth& after) {
-    if (before == after.health || (before == "unknown" && after.health == "ok")) return;
+  auto change = [&](std::optional<int> gpu, Health before, const JudgedHealth& after) {
+    if (before == after.health || (before == Health::kUnknown && after.health == Health::kOk))
+      return;
     out.push_back({.node_id = node_id,
                    .at = at,
                    .gpu_index = gpu,
                    .kind = "health",
-                   .severity = after.health,
-                   .reason = after.health == "ok" ? "back to ok from " + before : after.reason});
+                   .severity = std::string(to_string(after.health)),
+                   .reason = after.health == Health::kOk
+                                 ? "back to ok from " + std::string(to_string(before))
+                                 : after.reason});
   };
   change(std::nullopt, stored.node, now.node);
   for (const auto& [index, health] : now.gpus) {
     auto it = stored.gpus.find(index);
-    change(index, it == stored.gpus.end() ? "unknown" : it->second, health);
+    change(index, it == stored.gpus.end() ? Health::kUnknown : it->second, health);
   }
   return out;
 }
@@ -131,4 +150,4 @@ std::vector<inventory::GpuPoint> points_of(const proto::Heartbeat& beat) {
   return out;
 }
 
-}  // namespace gpurent
+}  // namespace gpurent::fleet

@@ -6,6 +6,7 @@
 
 #include "agent_proto/health_rules.h"
 #include "agent_proto/messages.h"
+#include "inventory/health.h"
 #include "inventory/node_health_log.h"
 #include "inventory/node_store.h"
 
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace gpurent {
+namespace gpurent::fleet {
 
 // What the control plane keeps of a node's last heartbeat between two: the counters whose
 // rise the rules judge (volatile double-bit ECC, NVLink CRC errors, PCIe replays).
@@ -34,7 +35,7 @@ using StoredHealth = inventory::NodeHealthState;
 
 // A health and why: the findings of its severity, "; "-joined ("" for ok).
 struct JudgedHealth {
-  std::string health;  // ok | warning | critical
+  inventory::Health health = inventory::Health::kOk;  // ok, warning or critical: never unknown
   std::string reason;
 };
 
@@ -45,7 +46,7 @@ struct HeartbeatVerdict {
   std::vector<inventory::HealthEvent> xid_events;
   // Healthy and without events: nothing to record but the heartbeat itself (the batched
   // path, which also puts back to ok what was not).
-  bool routine() const { return node.health == "ok" && xid_events.empty(); }
+  bool routine() const { return node.health == inventory::Health::kOk && xid_events.empty(); }
 };
 
 // `previous` is the node's last heartbeat's counters, if this replica saw one; events are
@@ -64,4 +65,4 @@ std::vector<inventory::HealthEvent> health_changes(const std::string& node_id, T
 // The charted values of a heartbeat's GPUs, for the telemetry history.
 std::vector<inventory::GpuPoint> points_of(const agent_proto::Heartbeat& beat);
 
-}  // namespace gpurent
+}  // namespace gpurent::fleet

@@ -1,13 +1,15 @@
 // What a heartbeat does to a node's recorded health, without a database: the verdicts of
 // each GPU (with and without the previous heartbeat's counters), the XID events with their
 // GPU and severity, and the health events of each change against what is stored.
-#include "api/modules/heartbeat_health.h"
+#include "fleet/heartbeat_verdict.h"
 #include "core/sql.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace gpurent::heartbeat_health_test {
+namespace gpurent::fleet::heartbeat_verdict_test {
+
+using inventory::Health;
 
 namespace proto = agent_proto;
 using ::testing::HasSubstr;
@@ -41,10 +43,10 @@ proto::XidEvent xid(const std::string& pci, int code, const std::string& message
 TEST(JudgeHeartbeat, AHealthyHeartbeatIsRoutine) {
   auto v = judge_heartbeat("nod_1", kAt, beat(), std::nullopt);
   EXPECT_TRUE(v.routine());
-  EXPECT_EQ(v.node.health, "ok");
+  EXPECT_EQ(v.node.health, Health::kOk);
   EXPECT_EQ(v.node.reason, "");
   ASSERT_EQ(v.gpus.size(), 4u);
-  for (const auto& [index, g] : v.gpus) EXPECT_EQ(g.health, "ok") << index;
+  for (const auto& [index, g] : v.gpus) EXPECT_EQ(g.health, Health::kOk) << index;
   EXPECT_TRUE(v.xid_events.empty());
 }
 
@@ -53,10 +55,10 @@ TEST(JudgeHeartbeat, AnXidFindsItsGpuByBusAddressAndSetsItsHealth) {
   b.events.push_back(xid("0000:12:00", 79, "GPU has fallen off the bus."));
   auto v = judge_heartbeat("nod_1", kAt, b, std::nullopt);
   EXPECT_FALSE(v.routine());
-  EXPECT_EQ(v.node.health, "critical");
+  EXPECT_EQ(v.node.health, Health::kCritical);
   EXPECT_THAT(v.node.reason, HasSubstr("GPU 2: XID 79"));
-  EXPECT_EQ(v.gpus.at(2).health, "critical");
-  EXPECT_EQ(v.gpus.at(1).health, "ok");
+  EXPECT_EQ(v.gpus.at(2).health, Health::kCritical);
+  EXPECT_EQ(v.gpus.at(1).health, Health::kOk);
   ASSERT_EQ(v.xid_events.size(), 1u);
   const auto& e = v.xid_events[0];
   EXPECT_EQ(e.node_id, "nod_1");
@@ -74,9 +76,9 @@ TEST(JudgeHeartbeat, AnXidOnNoReportedGpuStillCountsForTheNode) {
   b.events.push_back(xid("0000:ab:00", 48, "DBE (double bit error) ECC error"));
   b.events.back().at = line_time;
   auto v = judge_heartbeat("nod_1", kAt, b, std::nullopt);
-  EXPECT_EQ(v.node.health, "critical");
+  EXPECT_EQ(v.node.health, Health::kCritical);
   EXPECT_THAT(v.node.reason, HasSubstr("PCI 0000:ab:00: XID 48"));
-  for (const auto& [index, g] : v.gpus) EXPECT_EQ(g.health, "ok") << index;
+  for (const auto& [index, g] : v.gpus) EXPECT_EQ(g.health, Health::kOk) << index;
   ASSERT_EQ(v.xid_events.size(), 1u);
   EXPECT_EQ(v.xid_events[0].gpu_index, std::nullopt);
   EXPECT_EQ(v.xid_events[0].at, line_time) << "the line's own time";
@@ -86,8 +88,8 @@ TEST(JudgeHeartbeat, AnApplicationsXidIsRecordedAndChangesNothing) {
   auto b = beat();
   b.events.push_back(xid("0000:10:00", 13, "Graphics SM Warp Exception"));
   auto v = judge_heartbeat("nod_1", kAt, b, std::nullopt);
-  EXPECT_EQ(v.node.health, "ok");
-  EXPECT_EQ(v.gpus.at(0).health, "ok");
+  EXPECT_EQ(v.node.health, Health::kOk);
+  EXPECT_EQ(v.gpus.at(0).health, Health::kOk);
   EXPECT_FALSE(v.routine()) << "the event is to be recorded";
   ASSERT_EQ(v.xid_events.size(), 1u);
   EXPECT_EQ(v.xid_events[0].severity, "info");
@@ -97,27 +99,30 @@ TEST(JudgeHeartbeat, CountersAreJudgedAgainstThePreviousHeartbeat) {
   auto first = beat();
   first.gpus[0].ecc_volatile_dbe = 2;  // GPU 3: a DBE since the driver loaded
   // Without a previous heartbeat a non-zero DBE count is critical: it rose since the load.
-  EXPECT_EQ(judge_heartbeat("nod_1", kAt, first, std::nullopt).gpus.at(3).health, "critical");
+  EXPECT_EQ(judge_heartbeat("nod_1", kAt, first, std::nullopt).gpus.at(3).health,
+            Health::kCritical);
 
   auto second = first;
   second.sent_at = kAt + std::chrono::seconds(10);
   second.gpus[1].nvlink_crc_errors = 50;  // GPU 2: 5 CRC errors a second
   auto v = judge_heartbeat("nod_1", second.sent_at, second, counters_of(first));
-  EXPECT_EQ(v.gpus.at(3).health, "ok") << "the same DBE count as before";
-  EXPECT_EQ(v.gpus.at(2).health, "warning");
+  EXPECT_EQ(v.gpus.at(3).health, Health::kOk) << "the same DBE count as before";
+  EXPECT_EQ(v.gpus.at(2).health, Health::kWarning);
   EXPECT_THAT(v.gpus.at(2).reason, HasSubstr("NVLink CRC errors rose by 50 (5/s)"));
-  EXPECT_EQ(v.node.health, "warning");
+  EXPECT_EQ(v.node.health, Health::kWarning);
 
   // Without the previous counters a rise cannot be seen.
-  EXPECT_EQ(judge_heartbeat("nod_1", kAt, second, std::nullopt).gpus.at(2).health, "ok");
+  EXPECT_EQ(judge_heartbeat("nod_1", kAt, second, std::nullopt).gpus.at(2).health, Health::kOk);
 }
 
 TEST(HealthChanges, EachChangeIsAnEventAndAFirstOkIsNot) {
-  HeartbeatVerdict now{.node = {"warning", "GPU 1: clocks slowed down: hw_thermal_slowdown"}};
-  now.gpus[0] = {"ok", ""};
-  now.gpus[1] = {"warning", "GPU 1: clocks slowed down: hw_thermal_slowdown"};
-  now.gpus[2] = {"ok", ""};
-  StoredHealth stored{"ok", {{0, "unknown"}, {1, "ok"}, {2, "critical"}}};
+  HeartbeatVerdict now{
+      .node = {Health::kWarning, "GPU 1: clocks slowed down: hw_thermal_slowdown"}};
+  now.gpus[0] = {Health::kOk, ""};
+  now.gpus[1] = {Health::kWarning, "GPU 1: clocks slowed down: hw_thermal_slowdown"};
+  now.gpus[2] = {Health::kOk, ""};
+  StoredHealth stored{Health::kOk,
+                      {{0, Health::kUnknown}, {1, Health::kOk}, {2, Health::kCritical}}};
   auto events = health_changes("nod_1", kAt, stored, now);
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].gpu_index, std::nullopt);
@@ -134,7 +139,7 @@ TEST(HealthChanges, EachChangeIsAnEventAndAFirstOkIsNot) {
     EXPECT_EQ(e.xid, std::nullopt);
   }
   // Nothing changed, nothing recorded; a GPU never stored counts as unknown.
-  StoredHealth same{"warning", {{1, "warning"}}};
+  StoredHealth same{Health::kWarning, {{1, Health::kWarning}}};
   EXPECT_TRUE(health_changes("nod_1", kAt, same, now).empty());
 }
 
@@ -147,4 +152,4 @@ TEST(PointsOf, TheChartedValuesInIndexOrder) {
   EXPECT_EQ(points[2], (inventory::GpuPoint{2, 42, std::nullopt, 20, 1024}));
 }
 
-}  // namespace gpurent::heartbeat_health_test
+}  // namespace gpurent::fleet::heartbeat_verdict_test
