@@ -47,7 +47,10 @@ CredentialCache::CredentialCache(PgPool& pool, identity::IdentityStore& sessions
       tokens_(tokens),
       clock_(clock),
       caught_up_(std::move(caught_up)),
-      options_(options) {}
+      options_(options),
+      // flush() logs its own failures and keeps what it could not write for the next round.
+      flusher_("recording credential uses", options.flush_every, [this] { flush(); },
+               {.tick_at_start = false}) {}
 
 CredentialCache::~CredentialCache() {
   stop();
@@ -208,28 +211,12 @@ void CredentialCache::flush(bool everything) {
 }
 
 void CredentialCache::start() {
-  thread_ = std::thread([this] { run(); });
-}
-
-void CredentialCache::run() {
-  std::unique_lock lock(run_mutex_);
-  while (!stopping_) {
-    run_cv_.wait_for(lock, options_.flush_every, [this] { return stopping_; });
-    if (stopping_) break;
-    lock.unlock();
-    flush();
-    lock.lock();
-  }
+  flusher_.start();
 }
 
 void CredentialCache::stop() {
-  {
-    std::lock_guard lock(run_mutex_);
-    if (stopping_) return;
-    stopping_ = true;
-  }
-  run_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (stopped_.exchange(true)) return;
+  flusher_.stop();
   flush(/*everything=*/true);
 }
 

@@ -20,18 +20,17 @@
 
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "core/periodic_worker.h"
 #include "identity/identity_store.h"
 #include "identity/token_store.h"
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -111,8 +110,6 @@ class CredentialCache {
     if (map.size() >= options_.capacity) map.clear();
     map[hash] = std::move(entry);
   }
-  void run();
-
   PgPool& pool_;
   identity::IdentityStore& sessions_;
   identity::TokenStore& tokens_;
@@ -131,12 +128,11 @@ class CredentialCache {
   Uses pending_token_uses_;
   Uses pending_sessions_seen_;
 
-  std::mutex run_mutex_;
-  std::condition_variable run_cv_;
-  bool stopping_ = false;
-  std::thread thread_;
-
   std::atomic<std::uint64_t> hits_{0}, misses_{0}, invalidations_{0};
+
+  std::atomic<bool> stopped_{false};  // the last flush is written once
+  // Last: stopped before what its ticks use is destroyed.
+  PeriodicWorker flusher_;
 };
 
 }  // namespace gpurent::http

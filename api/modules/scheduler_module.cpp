@@ -10,7 +10,6 @@ namespace gpurent {
 SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers& peers)
     : pool_(ctx.pool),
       clock_(ctx.clock),
-      interval_(ctx.config.lifecycle_interval),
       catalog_(peers.catalog),
       prices_(peers.prices),
       ssh_keys_(peers.ssh_keys),
@@ -36,7 +35,12 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
                      .rentals = &customer_rentals_,
                      .store = &rentals_,
                      .views = &views_},
-      advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_} {
+      advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_},
+      // A database outage or a cancelled statement throws (the worker logs it): the next run
+      // tries again, and every step it did not finish was rolled back whole.
+      lifecycle_worker_("rental lifecycle run", ctx.config.lifecycle_interval, [this] {
+        lifecycle_.run_once(pool_, clock_.now(), &lifecycle_worker_.stopping());
+      }) {
   // Each announcement names a node, or '*' for everything (migrations/0010).
   ctx.listener.subscribe("gpurent_capacity", [this](const std::string& node) {
     if (node == "*") {
@@ -103,33 +107,11 @@ void SchedulerModule::add_routes(http::Router& router) {
 }
 
 void SchedulerModule::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { loop(); });
+  lifecycle_worker_.start();
 }
 
 void SchedulerModule::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void SchedulerModule::loop() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    lock.unlock();
-    try {
-      lifecycle_.run_once(pool_, clock_.now(), &stopping_);
-    } catch (const std::exception& e) {
-      // A database outage or a cancelled statement: the next run tries again, and every
-      // step it did not finish was rolled back whole.
-      log::warn("rental lifecycle run failed: {}", e.what());
-    }
-    lock.lock();
-    wake_.wait_for(lock, interval_, [this] { return stopping_.load(); });
-  }
+  lifecycle_worker_.stop();
 }
 
 }  // namespace gpurent

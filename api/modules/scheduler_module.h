@@ -7,6 +7,7 @@
 #include "api/modules/module_context.h"
 #include "billing/rental_charges.h"
 #include "core/org_directory.h"
+#include "core/periodic_worker.h"
 #include "identity/ssh_certificate_authority.h"
 #include "identity/ssh_key_store.h"
 #include "inventory/catalog_store.h"
@@ -20,12 +21,6 @@
 #include "scheduler/rentals.h"
 #include "scheduler/ssh_access.h"
 #include "scheduler/task_store.h"
-
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 namespace gpurent {
 
@@ -79,11 +74,8 @@ class SchedulerModule {
   scheduler::RentalStore& rentals() { return rentals_; }
 
  private:
-  void loop();
-
   PgPool& pool_;
   const Clock& clock_;
-  std::chrono::seconds interval_;
   // The stores of other modules a booking reads inside its own transaction.
   inventory::CatalogStore& catalog_;
   inventory::PriceStore& prices_;
@@ -105,11 +97,9 @@ class SchedulerModule {
   scheduler::Rentals customer_rentals_;
   http::RentalRoutesState rental_routes_;
   http::AdvisorRoutesState advisor_routes_;
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::atomic<bool> stopping_{false};  // also read by run_once between its steps
-  std::thread thread_;
+  // Last: stopped before what its ticks use is destroyed. Its stopping() is read by
+  // run_once between its steps.
+  PeriodicWorker lifecycle_worker_;
 };
 
 }  // namespace gpurent

@@ -2,7 +2,6 @@
 #include "api/modules/webhook_module.h"
 
 #include "core/error.h"
-#include "core/log.h"
 #include "core/money.h"
 
 #include <nlohmann/json.hpp>
@@ -40,7 +39,6 @@ constexpr int kExpiringBatch = 200;
 WebhookModule::WebhookModule(const ModuleContext& ctx)
     : pool_(ctx.pool),
       clock_(ctx.clock),
-      poll_(ctx.config.webhook_poll_interval),
       expiring_before_(ctx.config.webhook_expiring_before),
       low_balance_minor_(ctx.config.webhook_low_balance_minor),
       store_(ctx.clock, ctx.config.webhook_secret_key),
@@ -57,9 +55,9 @@ WebhookModule::WebhookModule(const ModuleContext& ctx)
                .lease = ctx.config.webhook_lease,
                .batch = 5,
                .allow_internal = ctx.config.webhook_allow_internal}),
-      routes_{.pool = &ctx.pool,
-              .store = &store_,
-              .allow_internal = ctx.config.webhook_allow_internal} {
+      routes_{
+          .pool = &ctx.pool, .store = &store_, .allow_internal = ctx.config.webhook_allow_internal},
+      delivery_("webhook delivery run", ctx.config.webhook_poll_interval, [this] { deliver(); }) {
   // A lease shorter than a batch can take lets another replica send a delivery this one is
   // still sending: refused at start rather than found as duplicates later.
   if (ctx.config.webhook_lease <= ctx.config.webhook_timeout * worker_.options().batch) {
@@ -148,35 +146,19 @@ void WebhookModule::watch_balances(billing::Ledger& ledger) {
 }
 
 void WebhookModule::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { loop(); });
+  delivery_.start();
 }
 
 void WebhookModule::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  delivery_.stop();
 }
 
-void WebhookModule::loop() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    lock.unlock();
-    int sent = 0;
-    try {
-      sent = worker_.run_once(&stopping_);
-    } catch (const std::exception& e) {
-      // A database outage: claims not finished come back when their leases end.
-      log::warn("webhook delivery run failed: {}", e.what());
-    }
-    lock.lock();
-    // A full batch says more may be due: go again at once.
-    if (sent >= worker_.options().batch) continue;
-    wake_.wait_for(lock, poll_, [this] { return stopping_.load(); });
-  }
+void WebhookModule::deliver() {
+  // A database outage throws (the worker logs it): claims not finished come back when their
+  // leases end.
+  int sent = worker_.run_once(&delivery_.stopping());
+  // A full batch says more may be due: go again at once.
+  if (sent >= worker_.options().batch) delivery_.wake();
 }
 
 }  // namespace gpurent

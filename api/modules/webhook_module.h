@@ -7,6 +7,7 @@
 #include "api/metrics.h"
 #include "api/modules/module_context.h"
 #include "billing/ledger.h"
+#include "core/periodic_worker.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/records.h"
 #include "scheduler/rental_store.h"
@@ -14,12 +15,8 @@
 #include "webhooks/sender.h"
 #include "webhooks/webhook_store.h"
 
-#include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 namespace gpurent {
 
@@ -50,14 +47,14 @@ class WebhookModule {
   void stop();
 
  private:
-  void loop();
+  // One delivery run (the delivery thread's tick).
+  void deliver();
   void rental_event(Tx& tx, const scheduler::RentalRecord& rental,
                     std::optional<scheduler::RentalState> previous);
   void expiring_scan(PgPool& pool, Timestamp now);
 
   PgPool& pool_;
   const Clock& clock_;
-  std::chrono::milliseconds poll_;
   std::chrono::seconds expiring_before_;
   long long low_balance_minor_;
   webhooks::WebhookStore store_;
@@ -66,11 +63,8 @@ class WebhookModule {
   webhooks::DeliveryWorker worker_;
   http::WebhookRoutesState routes_;
   scheduler::RentalStore* rentals_ = nullptr;
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
+  // Last: stopped before what its ticks use is destroyed.
+  PeriodicWorker delivery_;
 };
 
 }  // namespace gpurent
