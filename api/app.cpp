@@ -5,7 +5,6 @@
 
 #include "api/database.h"
 #include "api/demo_seed.h"
-#include "api/handlers/billing_handlers.h"
 #include "api/handlers/ops_handlers.h"
 #include "api/handlers/test_handlers.h"
 #include "api/http_server.h"
@@ -29,6 +28,7 @@
 #include "core/trusted_proxies.h"
 #include "core/worker_pool.h"
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 
@@ -68,51 +68,40 @@ int run_server(const Config& config) {
   // changes); the modules subscribe before it starts.
   NotifyListener listener({.url = db.url});
   ModuleContext context{.config = config, .pool = pool, .clock = clock, .listener = listener};
-  IdentityModule identity(context);
-  InventoryModule inventory(context);
-  // Before the scheduler, which books and moves rentals through it.
-  BillingModule billing(context, identity.org_directory());
-  SchedulerModule scheduler(context, {.orgs = identity.org_directory(),
-                                      .ssh_keys = identity.ssh_keys(),
-                                      .nodes = inventory.nodes(),
-                                      .catalog = inventory.catalog(),
-                                      .prices = inventory.prices()});
-  scheduler.bill_with(billing.charges());
-  billing.run_jobs_in(scheduler.lifecycle());
+  // The stores other modules read through come first; then each module, given the stores
+  // and modules it works through, in dependency order. Identity and inventory come last:
+  // they show what billing and the scheduler say (balances, a node's rentals).
+  IdentityStores identity_stores(clock);
+  InventoryStores inventory_stores(clock, config);
+  BillingModule billing(context, identity_stores.orgs);
+  SchedulerModule scheduler(context, {.orgs = identity_stores.orgs,
+                                      .ssh_keys = identity_stores.ssh_keys,
+                                      .nodes = inventory_stores.nodes,
+                                      .catalog = inventory_stores.catalog,
+                                      .prices = inventory_stores.prices,
+                                      .charges = billing.charges(),
+                                      .lifecycle_jobs = billing.lifecycle_jobs()});
+  IdentityModule identity(context, identity_stores, billing);
+  InventoryModule inventory(context, inventory_stores, scheduler);
   AgentModule agents(context, workers,
-                     {.nodes = inventory.nodes(),
-                      .host_keys = inventory.host_keys(),
-                      .health_log = inventory.health_log(),
+                     {.nodes = inventory_stores.nodes,
+                      .host_keys = inventory_stores.host_keys,
+                      .health_log = inventory_stores.health_log,
                       .tasks = scheduler.task_store(),
                       .lifecycle = scheduler.lifecycle(),
                       .ssh_access = scheduler.ssh_access()});
-  WebhookModule webhooks(context);
-  webhooks.watch_rentals(scheduler.rentals(), scheduler.lifecycle());
-  webhooks.watch_balances(billing.ledger());
-  identity.show_org_balances_with([&billing](Tx& tx, const std::vector<std::string>& org_ids) {
-    std::map<std::string, nlohmann::json> out;
-    for (const auto& [id, b] : billing.ledger().balances_of(tx, org_ids)) {
-      out[id] = http::balances_json(b);
-    }
-    return out;
-  });
-  inventory.show_node_rentals_with([&scheduler](Tx& tx, const std::string& node_id) {
-    return scheduler.node_rentals(tx, node_id);
-  });
-  inventory.check_node_transitions_with(
-      [&scheduler](Tx& tx, const std::string& node_id, inventory::NodeAction action) {
-        scheduler.check_node_transition(tx, node_id, action);
-      });
+  WebhookModule webhooks(context, {.rentals = scheduler.rentals(),
+                                   .lifecycle = scheduler.lifecycle(),
+                                   .ledger = billing.ledger()});
+  // Adding a module is its folder, its line above and its place here.
+  const std::array<Module*, 6> modules{&identity,  &inventory, &billing,
+                                       &scheduler, &agents,    &webhooks};
   AnnouncementBarrier barrier(listener, pool);
 
   http::Router router;
   http::OpsState ops{.pool = &pool, .expected_schema_version = expected_schema_version()};
   http::add_ops_routes(router, ops);
-  identity.add_routes(router);
-  inventory.add_routes(router);
-  scheduler.add_routes(router);
-  billing.add_routes(router);
-  webhooks.add_routes(router);
+  for (auto* m : modules) m->add_routes(router);
   http::TestRoutesState test_state{.pool = &pool,
                                    .clock = &test_clock,
                                    .tasks = &scheduler.task_store(),
@@ -130,9 +119,6 @@ int run_server(const Config& config) {
     NotifyListener& listener;
     ~ListenerStop() { listener.stop(); }
   } listener_stop{listener};
-  identity.start();
-  scheduler.start();
-  webhooks.start();
 
   // Every POST route that takes Idempotency-Key gets it from one place.
   http::IdempotencyGuard idempotency(pool, identity.idempotency_store());
@@ -146,11 +132,8 @@ int run_server(const Config& config) {
   http::Metrics metrics(std::move(labels));
   add_runtime_collectors(metrics, pool, workers);
   add_listener_collector(metrics, listener);
-  identity.add_metrics(metrics);
   idempotency.add_metrics(metrics);
-  inventory.add_metrics(metrics);
-  agents.add_metrics(metrics);
-  webhooks.add_metrics(metrics);
+  for (auto* m : modules) m->add_metrics(metrics);
   ops.metrics = &metrics;
   const auto& fragments = http::embedded_openapi_fragments();
   const auto document = http::build_openapi(router, GPURENT_VERSION, fragments);
@@ -186,7 +169,8 @@ int run_server(const Config& config) {
   add_http_server_collector(metrics, server);
   ops.shutting_down = [&server] { return server.shutting_down(); };
   unsigned short port = server.listen();
-  unsigned short agent_port = agents.start();
+  for (auto* m : modules) m->start();
+  unsigned short agent_port = agents.agent_port();
   if (config.demo)
     seed_demo(config, pool, identity.identity_store(), inventory.demo_fleet_stores(),
               billing.top_ups());
@@ -203,9 +187,9 @@ int run_server(const Config& config) {
   pool.cancel_all();
   workers.stop();
   listener.stop();
-  scheduler.stop();  // its run ends after the step in progress
-  webhooks.stop();   // after the delivery in progress; unsent claims return with their lease
-  identity.stop();   // writes the uses still pending
+  // The scheduler's run ends after the step in progress, webhooks after the delivery in
+  // progress (unsent claims return with their lease), identity writes the uses still pending.
+  for (auto it = modules.rbegin(); it != modules.rend(); ++it) (*it)->stop();
   log::info("stopped");
   return 0;
 }

@@ -67,6 +67,10 @@ class Lifecycle {
   // billing capture and invoice finalisation, set by the process wiring). A job must be safe
   // to run on several replicas at once; its failure is logged and retried on the next run.
   using JobFn = std::function<void(PgPool&, Timestamp now, const std::atomic<bool>* stopping)>;
+  struct Job {
+    std::string name;
+    JobFn run;
+  };
   void add_job(std::string name, JobFn run) { jobs_.push_back({std::move(name), std::move(run)}); }
 
   // Reads the public keys (one line each) of a rental's registered SSH keys, inside the
@@ -149,10 +153,6 @@ class Lifecycle {
   AuthorizedKeysOf keys_of_;
   HostCertificatesOf host_certificates_of_;
   ProbeOf probe_of_;
-  struct Job {
-    std::string name;
-    JobFn run;
-  };
   std::vector<Job> jobs_;
 };
 

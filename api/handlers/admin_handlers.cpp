@@ -52,7 +52,7 @@ void add_admin_routes(Router& router, AdminRoutesState& state) {
                       if (state.balances) {
                         std::vector<std::string> ids;
                         for (const auto& o : page.items) ids.push_back(o.id);
-                        balances = state.balances(tx, ids);
+                        balances = state.balances->balances_json(tx, ids);
                       }
                       return page;
                     });

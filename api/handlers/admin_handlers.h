@@ -17,14 +17,20 @@
 
 namespace gpurent::http {
 
+// Each org's balance as billing shows it (org id → JSON), read in the list's transaction:
+// billing's answer (identity knows nothing of money).
+class OrgBalancesView {
+ public:
+  virtual ~OrgBalancesView() = default;
+  virtual std::map<std::string, nlohmann::json> balances_json(
+      Tx& tx, const std::vector<std::string>& org_ids) = 0;
+};
+
 struct AdminRoutesState {
   PgPool* pool = nullptr;
   identity::OrgAdminStore* orgs = nullptr;
   identity::AuditStore* audit = nullptr;
-  // Each org's balance as billing shows it (org id → JSON), read in the list's transaction;
-  // unset: the list carries none.
-  std::function<std::map<std::string, nlohmann::json>(Tx&, const std::vector<std::string>&)>
-      balances;
+  OrgBalancesView* balances = nullptr;  // none: the list carries no balances
 };
 
 void add_admin_routes(Router& router, AdminRoutesState& state);

@@ -197,7 +197,7 @@ nlohmann::json telemetry_point_json(const inventory::TelemetryPoint& p) {
 nlohmann::json full_node_json(const NodeAdminRoutesState& state, Tx& tx,
                               const inventory::NodeDetail& node) {
   auto out = node_detail_json(node);
-  if (state.rentals) out["rentals"] = state.rentals(tx, node.node.id);
+  if (state.work) out["rentals"] = state.work->node_rentals(tx, node.node.id);
   nlohmann::json host_keys = nlohmann::json::array();
   if (state.host_keys) {
     for (const auto& k : state.host_keys->list(tx, node.node.id)) {
@@ -234,7 +234,7 @@ void add_transition_route(Router& router, NodeAdminRoutesState& state, const cha
                           auto moved =
                               state.nodes->transition(tx, id, action, reason, actor_of(req, p));
                           if (!moved) return std::nullopt;
-                          if (state.check_transition) state.check_transition(tx, id, action);
+                          if (state.work) state.work->check_node_transition(tx, id, action);
                           return full_node_json(state, tx, *moved);
                         });
                     if (!node) throw no_such_node();

@@ -20,6 +20,19 @@
 
 namespace gpurent::http {
 
+// What the scheduler says of the work on a node (inventory knows nothing of rentals), in the
+// node route's own transaction.
+class NodeWork {
+ public:
+  virtual ~NodeWork() = default;
+  // The node's rentals as the scheduler prints them, newest first.
+  virtual nlohmann::json node_rentals(Tx& tx, const std::string& node_id) = 0;
+  // Runs after the node's row is locked and moved, and may refuse the move by throwing (the
+  // scheduler refuses to retire a node with a rental running on it).
+  virtual void check_node_transition(Tx& tx, const std::string& node_id,
+                                     inventory::NodeAction action) = 0;
+};
+
 struct NodeAdminRoutesState {
   PgPool* pool = nullptr;
   inventory::SiteStore* sites = nullptr;
@@ -29,13 +42,8 @@ struct NodeAdminRoutesState {
   // telemetry history and the health history, when set.
   inventory::NodeHealthLog* health_log = nullptr;
   inventory::FleetReports* reports = nullptr;  // the node list and the reports' histories
-  // The node's rentals as the scheduler prints them, newest first, read in the same use
-  // case; set by the process's wiring (inventory knows nothing of rentals). Unset: none.
-  std::function<nlohmann::json(Tx&, const std::string& node_id)> rentals;
-  // Runs in the transition's transaction after the node's row is locked and moved, and may
-  // refuse the move by throwing (the scheduler refuses to retire a node with a rental
-  // running on it). Unset: every move the node's state machine allows.
-  std::function<void(Tx&, const std::string& node_id, inventory::NodeAction)> check_transition;
+  // None: the node view lists no rentals and every move the state machine allows is made.
+  NodeWork* work = nullptr;
 };
 
 void add_node_admin_routes(Router& router, NodeAdminRoutesState& state);

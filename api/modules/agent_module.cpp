@@ -69,7 +69,9 @@ AgentModule::AgentModule(const ModuleContext& ctx, WorkerPool& workers, const Pe
               .host_certificates = &peers.ssh_access},
              {.telemetry_interval = ctx.config.agent_telemetry_interval,
               .telemetry_retention = ctx.config.agent_telemetry_retention,
-              .silence_limit = ctx.config.agent_silence_limit}) {
+              .silence_limit = ctx.config.agent_silence_limit}),
+      poll_("agent poll", ctx.config.agent_task_poll, [this] { poll_once(); },
+            {.tick_at_start = false}) {
   // Agents reconnect after this replica starts: silence counts from a full limit later.
   fleet_.judge_silence_from(ctx.clock.now() + ctx.config.agent_silence_limit);
   // A task made on any replica names its node; the replica holding that agent sends it.
@@ -89,10 +91,10 @@ AgentModule::~AgentModule() {
   stop();
 }
 
-unsigned short AgentModule::start() {
+void AgentModule::start() {
   // Every replica judges silence and purges telemetry, whether or not agents connect to it.
-  poller_ = std::thread([this] { poll_loop(); });
-  if (config_.agent_listen_host.empty()) return 0;
+  poll_.start();
+  if (config_.agent_listen_host.empty()) return;
   auto server = ca_.issue_server_certificate(split_names(config_.agent_hostnames),
                                              kServerCertificateValidity);
   listener_.emplace(
@@ -113,16 +115,11 @@ unsigned short AgentModule::start() {
                         fleet_.record_routine(routine);
                         for (const auto& b : batch) heartbeat_lag_.record(since(b.sent_at));
                       });
-  return listener_->start();
+  agent_port_ = listener_->start();
 }
 
 void AgentModule::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  poll_wake_.notify_all();
-  if (poller_.joinable()) poller_.join();
+  poll_.stop();
   if (listener_) listener_->stop();
   // After the listener: what its last messages queued is written (and acked into closed
   // channels, which drop it).
@@ -160,15 +157,6 @@ void AgentModule::send_to(http::AgentChannel& channel, proto::Body body) {
   channel.send(proto::encode({.id = "srv-" + std::to_string(++sent_),
                               .protocol_version = version_for(versions_, channel.node_id()),
                               .body = std::move(body)}));
-}
-
-void AgentModule::poll_loop() {
-  std::unique_lock lock(mutex_);
-  while (!poll_wake_.wait_for(lock, config_.agent_task_poll, [this] { return stopping_; })) {
-    lock.unlock();
-    poll_once();
-    lock.lock();
-  }
 }
 
 void AgentModule::poll_once() {

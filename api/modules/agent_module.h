@@ -10,25 +10,25 @@
 #include "api/metrics.h"
 #include "api/modules/heartbeat_batcher.h"
 #include "api/modules/heartbeat_lag.h"
+#include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "core/certificate_authority.h"
+#include "core/periodic_worker.h"
 #include "core/worker_pool.h"
 #include "fleet/control_plane.h"
 #include "inventory/node_identity.h"
 #include "inventory/node_store.h"
 #include "scheduler/task_store.h"
 
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 namespace gpurent {
 
-class AgentModule final : public http::AgentEndpoint {
+class AgentModule final : public Module, public http::AgentEndpoint {
  public:
   // Loads or makes the CA in config.agent_pki_dir. The listener starts with start().
   // The other modules' parts it works through, one instance each per process: inventory's
@@ -47,11 +47,14 @@ class AgentModule final : public http::AgentEndpoint {
   AgentModule(const AgentModule&) = delete;
   AgentModule& operator=(const AgentModule&) = delete;
 
+  // Agents speak on their own listener: no HTTP routes.
+  void add_routes(http::Router&) override {}
   // Starts the listener unless agent_listen is off, and the poll (on every replica, listener
-  // or not): tasks whose notification was missed, silent nodes, old telemetry. The bound
-  // port, or 0 when the listener is off.
-  unsigned short start();
-  void stop();
+  // or not): tasks whose notification was missed, silent nodes, old telemetry.
+  void start() override;
+  void stop() override;
+  // The listener's bound port once started; 0 when it is off.
+  unsigned short agent_port() const { return agent_port_; }
   // Sends the node's tasks to its agent if it is connected to this replica: the ones not
   // sent yet, or with `resend_delivered` every unfinished one (after a reconnection).
   void deliver_tasks(const std::string& node_id, bool resend_delivered);
@@ -60,7 +63,7 @@ class AgentModule final : public http::AgentEndpoint {
   fleet::ControlPlane& control_plane() { return fleet_; }
 
   // The listener's channels and messages, and the heartbeats' lag to their commit.
-  void add_metrics(http::Metrics& metrics);
+  void add_metrics(http::Metrics& metrics) override;
 
   nlohmann::json enroll(const nlohmann::json& body, const std::string& remote_ip) override;
   std::string admit(const std::string& serial, const std::string& remote_ip) override;
@@ -76,7 +79,7 @@ class AgentModule final : public http::AgentEndpoint {
              const agent_proto::Message& message, const agent_proto::Hello& hello);
   void heartbeat(const std::shared_ptr<http::AgentChannel>& channel, const std::string& message_id,
                  const agent_proto::Heartbeat& beat);
-  void poll_loop();
+  // Tasks whose notification was missed, silent nodes, old telemetry.
   void poll_once();
 
   const Config& config_;
@@ -88,6 +91,7 @@ class AgentModule final : public http::AgentEndpoint {
   scheduler::TaskStore& tasks_;
   fleet::ControlPlane fleet_;
   std::optional<http::AgentListener> listener_;
+  unsigned short agent_port_ = 0;
   HeartbeatLag heartbeat_lag_;
   std::optional<HeartbeatBatcher> heartbeats_;  // while the listener runs
   std::mutex mutex_;
@@ -96,9 +100,7 @@ class AgentModule final : public http::AgentEndpoint {
   // is written in.
   std::map<std::string, int> versions_;  // by node id, under mutex_
   int sent_ = 0;                         // message ids of this replica's sends
-  std::thread poller_;
-  std::condition_variable poll_wake_;
-  bool stopping_ = false;  // under mutex_
+  PeriodicWorker poll_;
 };
 
 }  // namespace gpurent

@@ -69,15 +69,21 @@ void BillingModule::add_routes(http::Router& router) {
   http::add_invoice_routes(router, invoice_routes_);
 }
 
-void BillingModule::run_jobs_in(scheduler::Lifecycle& lifecycle) {
-  lifecycle.add_job("billing_capture",
-                    [this](PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
-                      charges_.capture_due(pool, now, 500, stopping);
-                    });
-  lifecycle.add_job("invoice_finalise",
-                    [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) {
-                      invoices_.finalise_due(pool, now);
-                    });
+std::vector<scheduler::Lifecycle::Job> BillingModule::lifecycle_jobs() {
+  return {{"billing_capture",
+           [this](PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
+             charges_.capture_due(pool, now, 500, stopping);
+           }},
+          {"invoice_finalise", [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) {
+             invoices_.finalise_due(pool, now);
+           }}};
+}
+
+std::map<std::string, nlohmann::json> BillingModule::balances_json(
+    Tx& tx, const std::vector<std::string>& org_ids) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& [id, b] : ledger_.balances_of(tx, org_ids)) out[id] = http::balances_json(b);
+  return out;
 }
 
 }  // namespace gpurent

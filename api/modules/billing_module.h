@@ -3,8 +3,10 @@
 // rental lifecycle worker.
 #pragma once
 
+#include "api/handlers/admin_handlers.h"
 #include "api/handlers/billing_handlers.h"
 #include "api/handlers/invoice_handlers.h"
+#include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "billing/admin_money.h"
 #include "billing/invoice_store.h"
@@ -20,7 +22,7 @@ namespace gpurent {
 // values only billing can judge (the discount tiers' order, the SLA policy).
 billing::RentalChargesOptions billing_options(const Config& config);
 
-class BillingModule {
+class BillingModule final : public Module, public http::OrgBalancesView {
  public:
   // Checks the billing time zone against PostgreSQL's time zone database.
   // `orgs`: identity's, where the admins' money use cases check that an org exists.
@@ -28,9 +30,13 @@ class BillingModule {
   BillingModule(const BillingModule&) = delete;
   BillingModule& operator=(const BillingModule&) = delete;
 
-  void add_routes(http::Router& router);
-  // The capture and invoice jobs ride on the lifecycle worker of every replica.
-  void run_jobs_in(scheduler::Lifecycle& lifecycle);
+  void add_routes(http::Router& router) override;
+  // The capture and invoice jobs, which ride on the lifecycle worker of every replica (the
+  // scheduler is given them when it is made).
+  std::vector<scheduler::Lifecycle::Job> lifecycle_jobs();
+  // The admins' org list's balances (identity's route).
+  std::map<std::string, nlohmann::json> balances_json(
+      Tx& tx, const std::vector<std::string>& org_ids) override;
 
   billing::RentalCharges& charges() { return charges_; }
   billing::Ledger& ledger() { return ledger_; }

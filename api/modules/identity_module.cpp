@@ -3,12 +3,13 @@
 
 namespace gpurent {
 
-IdentityModule::IdentityModule(const ModuleContext& ctx)
+IdentityModule::IdentityModule(const ModuleContext& ctx, IdentityStores& stores,
+                               http::OrgBalancesView& balances)
     : identity_store_(ctx.clock),
-      ssh_key_store_(ctx.clock),
+      ssh_key_store_(stores.ssh_keys),
       member_store_(ctx.clock),
       token_store_(ctx.clock),
-      org_admin_store_(ctx.clock),
+      org_admin_store_(stores.orgs),
       idempotency_store_(ctx.clock),
       credentials_(ctx.pool, identity_store_, token_store_, ctx.clock,
                    [&listener = ctx.listener] { return listener.caught_up(); }),
@@ -24,7 +25,10 @@ IdentityModule::IdentityModule(const ModuleContext& ctx)
       ssh_key_routes_{.pool = &ctx.pool, .store = &ssh_key_store_},
       member_routes_{.pool = &ctx.pool, .store = &member_store_},
       audit_routes_{.pool = &ctx.pool, .store = &audit_store_},
-      admin_routes_{.pool = &ctx.pool, .orgs = &org_admin_store_, .audit = &audit_store_} {
+      admin_routes_{.pool = &ctx.pool,
+                    .orgs = &org_admin_store_,
+                    .audit = &audit_store_,
+                    .balances = &balances} {
   // Every change that takes effect "on the next request" (revocation, logout, role change,
   // removal, org switch, admin demotion, guardrails) is announced in its own transaction by
   // a trigger; after a reconnection the cache is dropped, since announcements sent
@@ -43,7 +47,7 @@ void IdentityModule::add_routes(http::Router& router) {
   http::add_admin_routes(router, admin_routes_);
 }
 
-void IdentityModule::add_metrics(http::Metrics& metrics) const {
+void IdentityModule::add_metrics(http::Metrics& metrics) {
   metrics.add_collector([this](std::string& out) {
     auto line = [&out](const char* name, std::uint64_t value) {
       out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");

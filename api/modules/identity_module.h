@@ -11,6 +11,7 @@
 #include "api/handlers/ssh_key_handlers.h"
 #include "api/handlers/token_handlers.h"
 #include "api/metrics.h"
+#include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "api/rate_limiter.h"
 #include "identity/audit_store.h"
@@ -23,42 +24,43 @@
 
 namespace gpurent {
 
-class IdentityModule {
+// Identity's stores that other modules read through, one instance each per process: made
+// before the modules, so that billing and the scheduler are given them while identity is
+// given billing's balances in turn.
+struct IdentityStores {
+  explicit IdentityStores(const Clock& clock) : orgs(clock), ssh_keys(clock) {}
+  identity::OrgAdminStore orgs;    // an org's guardrails (OrgDirectory), the admins' org list
+  identity::SshKeyStore ssh_keys;  // the keys a booking names
+};
+
+class IdentityModule final : public Module {
  public:
-  // Subscribes the credential cache to every replica's credential announcements.
-  explicit IdentityModule(const ModuleContext& ctx);
+  // Subscribes the credential cache to every replica's credential announcements. `balances`
+  // is billing's: the admins' org list shows each org's balance.
+  IdentityModule(const ModuleContext& ctx, IdentityStores& stores, http::OrgBalancesView& balances);
   IdentityModule(const IdentityModule&) = delete;
   IdentityModule& operator=(const IdentityModule&) = delete;
 
-  void add_routes(http::Router& router);
-  // The admin's organisation list shows each org's balance through this (billing's).
-  void show_org_balances_with(
-      std::function<std::map<std::string, nlohmann::json>(Tx&, const std::vector<std::string>&)>
-          balances) {
-    admin_routes_.balances = std::move(balances);
-  }
-  void add_metrics(http::Metrics& metrics) const;
-  // After the listener has started: the cache's write-behind of last-used times.
-  void start() { credentials_.start(); }
+  void add_routes(http::Router& router) override;
+  void add_metrics(http::Metrics& metrics) override;
+  // The cache's write-behind of last-used times.
+  void start() override { credentials_.start(); }
   // Writes the uses still pending.
-  void stop() { credentials_.stop(); }
+  void stop() override { credentials_.stop(); }
 
   http::Authenticator& authenticator() { return authenticator_; }
   http::CredentialCache& credentials() { return credentials_; }
   const http::LoginThrottle& login_throttle() const { return login_throttle_; }
   identity::IdentityStore& identity_store() { return identity_store_; }
   identity::IdempotencyStore& idempotency_store() { return idempotency_store_; }
-  // What other modules read of identity's tables, through identity's own stores.
-  identity::OrgAdminStore& org_directory() { return org_admin_store_; }
-  identity::SshKeyStore& ssh_keys() { return ssh_key_store_; }
 
  private:
   identity::IdentityStore identity_store_;
-  identity::SshKeyStore ssh_key_store_;
+  identity::SshKeyStore& ssh_key_store_;
   identity::MemberStore member_store_;
   identity::TokenStore token_store_;
   identity::AuditStore audit_store_;
-  identity::OrgAdminStore org_admin_store_;
+  identity::OrgAdminStore& org_admin_store_;
   identity::IdempotencyStore idempotency_store_;
   http::CredentialCache credentials_;
   http::Authenticator authenticator_;

@@ -3,12 +3,14 @@
 
 namespace gpurent {
 
-InventoryModule::InventoryModule(const ModuleContext& ctx)
-    : catalog_store_(ctx.clock),
+InventoryModule::InventoryModule(const ModuleContext& ctx, InventoryStores& stores,
+                                 http::NodeWork& work)
+    : catalog_store_(stores.catalog),
       site_store_(ctx.clock),
-      node_store_(ctx.clock, ctx.config.enrollment_token_ttl),
-      host_keys_(ctx.clock),
-      price_store_(ctx.clock, ctx.config.currency),
+      node_store_(stores.nodes),
+      host_keys_(stores.host_keys),
+      health_log_(stores.health_log),
+      price_store_(stores.prices),
       catalog_cache_(
           [this, &pool = ctx.pool] { return http::build_catalog_documents(pool, catalog_store_); }),
       fleet_reports_(ctx.pool, ctx.clock, node_store_, &health_log_),
@@ -18,7 +20,8 @@ InventoryModule::InventoryModule(const ModuleContext& ctx)
                          .nodes = &node_store_,
                          .host_keys = &host_keys_,
                          .health_log = &health_log_,
-                         .reports = &fleet_reports_},
+                         .reports = &fleet_reports_,
+                         .work = &work},
       catalog_admin_routes_{.pool = &ctx.pool,
                             .catalog = &catalog_store_,
                             .prices = &price_store_,
@@ -38,7 +41,7 @@ void InventoryModule::add_routes(http::Router& router) {
 }
 
 // The catalog cache's hits and misses show whether the snapshot works.
-void InventoryModule::add_metrics(http::Metrics& metrics) const {
+void InventoryModule::add_metrics(http::Metrics& metrics) {
   metrics.add_collector([this](std::string& out) {
     auto line = [&out](const char* name, std::uint64_t value) {
       out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");

@@ -6,42 +6,45 @@
 #include "api/handlers/catalog_handlers.h"
 #include "api/handlers/node_admin_handlers.h"
 #include "api/metrics.h"
+#include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "inventory/catalog_store.h"
 #include "inventory/demo_fleet.h"
 #include "inventory/fleet_reports.h"
+#include "inventory/node_health_log.h"
+#include "inventory/node_host_keys.h"
 #include "inventory/node_store.h"
 #include "inventory/price_store.h"
 #include "inventory/site_store.h"
 
 namespace gpurent {
 
-class InventoryModule {
+// Inventory's stores that other modules read through, one instance each per process: made
+// before the modules, so that the scheduler and the agents' control plane are given them
+// while inventory is given the scheduler's word on a node's work in turn.
+struct InventoryStores {
+  InventoryStores(const Clock& clock, const Config& config)
+      : catalog(clock),
+        nodes(clock, config.enrollment_token_ttl),
+        host_keys(clock),
+        prices(clock, config.currency) {}
+  inventory::CatalogStore catalog;      // models and images
+  inventory::NodeStore nodes;           // nodes, their GPUs and links, their state machine
+  inventory::NodeHostKeys host_keys;    // the sshd host keys agents report
+  inventory::NodeHealthLog health_log;  // telemetry and health events
+  inventory::PriceStore prices;         // the price list
+};
+
+class InventoryModule final : public Module {
  public:
-  // Subscribes the catalog cache to every replica's catalog announcements.
-  explicit InventoryModule(const ModuleContext& ctx);
+  // Subscribes the catalog cache to every replica's catalog announcements. `work` is the
+  // scheduler's: the node view lists a node's rentals, and a node's move may be refused.
+  InventoryModule(const ModuleContext& ctx, InventoryStores& stores, http::NodeWork& work);
   InventoryModule(const InventoryModule&) = delete;
   InventoryModule& operator=(const InventoryModule&) = delete;
 
-  void add_routes(http::Router& router);
-  // The node view lists the node's rentals through this (the scheduler's), when wired.
-  void show_node_rentals_with(std::function<nlohmann::json(Tx&, const std::string&)> rentals) {
-    node_admin_routes_.rentals = std::move(rentals);
-  }
-  // A node's state change is also refused by this (the scheduler's), when wired.
-  void check_node_transitions_with(
-      std::function<void(Tx&, const std::string&, inventory::NodeAction)> check) {
-    node_admin_routes_.check_transition = std::move(check);
-  }
-  void add_metrics(http::Metrics& metrics) const;
-
-  // Inventory's stores, the one instance of each in the process, for the modules that read
-  // nodes, the catalog and prices (the scheduler, the agents' control plane).
-  inventory::NodeStore& nodes() { return node_store_; }
-  inventory::NodeHostKeys& host_keys() { return host_keys_; }
-  inventory::NodeHealthLog& health_log() { return health_log_; }
-  inventory::CatalogStore& catalog() { return catalog_store_; }
-  inventory::PriceStore& prices() { return price_store_; }
+  void add_routes(http::Router& router) override;
+  void add_metrics(http::Metrics& metrics) override;
 
   // For `make run`'s demo fleet.
   inventory::DemoFleetStores demo_fleet_stores() {
@@ -52,12 +55,12 @@ class InventoryModule {
   }
 
  private:
-  inventory::CatalogStore catalog_store_;
+  inventory::CatalogStore& catalog_store_;
   inventory::SiteStore site_store_;
-  inventory::NodeStore node_store_;
-  inventory::NodeHostKeys host_keys_;
-  inventory::NodeHealthLog health_log_;
-  inventory::PriceStore price_store_;
+  inventory::NodeStore& node_store_;
+  inventory::NodeHostKeys& host_keys_;
+  inventory::NodeHealthLog& health_log_;
+  inventory::PriceStore& price_store_;
   http::CatalogCache catalog_cache_;
   inventory::FleetReports fleet_reports_;
   http::CatalogRoutesState catalog_routes_;

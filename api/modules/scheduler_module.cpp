@@ -51,6 +51,13 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
   });
   // Changes made while the listener was reconnecting were never announced.
   ctx.listener.on_connected([this] { capacity_.everything_changed(); });
+  booking_.charge_with(&peers.charges);
+  rentals_.on_transition([this, &charges = peers.charges](Tx& tx, const std::string& id,
+                                                          scheduler::RentalState from,
+                                                          scheduler::RentalState to) {
+    scheduler::bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
+  });
+  for (const auto& job : peers.lifecycle_jobs) lifecycle_.add_job(job.name, job.run);
   // The install_access task carries the rental's registered keys as they are when it starts
   // (a key deleted since is not installed).
   lifecycle_.read_authorized_keys_with([this](Tx& tx, const scheduler::RentalRecord& r) {
@@ -91,14 +98,6 @@ void SchedulerModule::check_node_transition(Tx& tx, const std::string& node_id,
 
 SchedulerModule::~SchedulerModule() {
   stop();
-}
-
-void SchedulerModule::bill_with(billing::RentalCharges& charges) {
-  booking_.charge_with(&charges);
-  rentals_.on_transition([this, &charges](Tx& tx, const std::string& id,
-                                          scheduler::RentalState from, scheduler::RentalState to) {
-    scheduler::bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
-  });
 }
 
 void SchedulerModule::add_routes(http::Router& router) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include "api/handlers/advisor_handlers.h"
+#include "api/handlers/node_admin_handlers.h"
 #include "api/handlers/rental_handlers.h"
+#include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "billing/rental_charges.h"
 #include "core/org_directory.h"
@@ -32,21 +34,23 @@ struct SchedulerPeers {
   inventory::NodeStore& nodes;       // inventory: a drained node through its own machine
   inventory::CatalogStore& catalog;  // inventory: models and images
   inventory::PriceStore& prices;     // inventory: the price list
+  // billing: bookings and extensions hold money, and every move of a rental moves it on
+  // (scheduler/rental_billing.h).
+  billing::RentalCharges& charges;
+  // billing: the capture and invoice jobs that ride on the lifecycle worker.
+  std::vector<scheduler::Lifecycle::Job> lifecycle_jobs;
 };
 
-class SchedulerModule {
+class SchedulerModule final : public Module, public http::NodeWork {
  public:
   SchedulerModule(const ModuleContext& ctx, const SchedulerPeers& peers);
-  ~SchedulerModule();
+  ~SchedulerModule() override;
   SchedulerModule(const SchedulerModule&) = delete;
   SchedulerModule& operator=(const SchedulerModule&) = delete;
 
-  void add_routes(http::Router& router);
-  // Bookings and extensions hold money, and every move of a rental moves it on
-  // (scheduler/rental_billing.h). `charges` must outlive this module.
-  void bill_with(billing::RentalCharges& charges);
+  void add_routes(http::Router& router) override;
   // What the admin node view lists as the node's rentals.
-  nlohmann::json node_rentals(Tx& tx, const std::string& node_id) {
+  nlohmann::json node_rentals(Tx& tx, const std::string& node_id) override {
     return http::node_rentals_json(tx, rentals_, node_id);
   }
 
@@ -55,14 +59,15 @@ class SchedulerModule {
   // rentals have ended. Scheduled rentals do not stop it: they move to another node (as they
   // do from a node sent to maintenance or draining). An activation queues a wipe of the
   // node's unwiped GPUs (Lifecycle::node_activated) before any rental starts on them.
-  void check_node_transition(Tx& tx, const std::string& node_id, inventory::NodeAction action);
+  void check_node_transition(Tx& tx, const std::string& node_id,
+                             inventory::NodeAction action) override;
 
   // Starts the lifecycle worker's thread: run_once every lifecycle_interval. Every replica
   // runs one; their claims never overlap (scheduler/lifecycle.h).
-  void start();
+  void start() override;
   // Wakes the thread and waits for it: at most the end of the run in progress, whose
   // statements pool.cancel_all() cuts short at shutdown. Idempotent.
-  void stop();
+  void stop() override;
 
   // For the test-only routes: a lifecycle run at the test clock's now, and agent tasks
   // completed by hand until the agent exists.

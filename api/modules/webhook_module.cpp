@@ -36,7 +36,7 @@ constexpr int kExpiringBatch = 200;
 
 }  // namespace
 
-WebhookModule::WebhookModule(const ModuleContext& ctx)
+WebhookModule::WebhookModule(const ModuleContext& ctx, const WebhookPeers& peers)
     : pool_(ctx.pool),
       clock_(ctx.clock),
       expiring_before_(ctx.config.webhook_expiring_before),
@@ -65,6 +65,8 @@ WebhookModule::WebhookModule(const ModuleContext& ctx)
                       std::to_string(worker_.options().batch) +
                       " times webhook_timeout (one batch of deliveries)");
   }
+  watch_rentals(peers.rentals, peers.lifecycle);
+  watch_balances(peers.ledger);
 }
 
 WebhookModule::~WebhookModule() {

@@ -5,6 +5,7 @@
 
 #include "api/handlers/webhook_handlers.h"
 #include "api/metrics.h"
+#include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "billing/ledger.h"
 #include "core/periodic_worker.h"
@@ -20,33 +21,38 @@
 
 namespace gpurent {
 
-class WebhookModule {
+// What the webhooks report on, the other modules' stores: one instance each per process.
+struct WebhookPeers {
+  // scheduler: every rental created or moved writes rental.<state> in its own transaction,
+  // and the lifecycle worker's runs look for rentals nearing their end (rental.expiring).
+  scheduler::RentalStore& rentals;
+  scheduler::Lifecycle& lifecycle;
+  // billing: every posting that moves an org's available balance checks it against the
+  // threshold (billing.low_balance, once per crossing).
+  billing::Ledger& ledger;
+};
+
+class WebhookModule final : public Module {
  public:
-  explicit WebhookModule(const ModuleContext& ctx);
-  ~WebhookModule();
+  WebhookModule(const ModuleContext& ctx, const WebhookPeers& peers);
+  ~WebhookModule() override;
   WebhookModule(const WebhookModule&) = delete;
   WebhookModule& operator=(const WebhookModule&) = delete;
 
-  void add_routes(http::Router& router);
+  void add_routes(http::Router& router) override;
   // Host lookups in flight against webhook_max_resolving, and attempts refused for it.
-  void add_metrics(http::Metrics& metrics);
-
-  // Every rental created or moved writes rental.<state> in its own transaction, and the
-  // lifecycle worker's runs look for rentals nearing their end (rental.expiring). Both must
-  // outlive this module's use of them.
-  void watch_rentals(scheduler::RentalStore& rentals, scheduler::Lifecycle& lifecycle);
-  // Every posting that moves an org's available balance checks it against the threshold
-  // (billing.low_balance, once per crossing).
-  void watch_balances(billing::Ledger& ledger);
+  void add_metrics(http::Metrics& metrics) override;
 
   // Starts the delivery thread: a batch whenever one is due, else a look every
   // webhook_poll_interval. Every replica runs one; their claims never overlap.
-  void start();
+  void start() override;
   // Wakes the thread and waits for it: at most the delivery in progress (webhook_timeout).
   // Idempotent.
-  void stop();
+  void stop() override;
 
  private:
+  void watch_rentals(scheduler::RentalStore& rentals, scheduler::Lifecycle& lifecycle);
+  void watch_balances(billing::Ledger& ledger);
   // One delivery run (the delivery thread's tick).
   void deliver();
   void rental_event(Tx& tx, const scheduler::RentalRecord& rental,
