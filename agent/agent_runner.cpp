@@ -1,7 +1,6 @@
 // The agent's main loop and its task worker.
 #include "agent/agent_runner.h"
 
-#include "agent/agent_messages.h"
 #include "agent/backoff.h"
 #include "core/log.h"
 
@@ -17,10 +16,14 @@ using Clock = std::chrono::steady_clock;
 AgentRunner::AgentRunner(RunnerOptions options, GpuBackend& backend, TaskExecutor& executor,
                          TaskJournal& journal, ChannelOpener open)
     : options_(std::move(options)),
-      backend_(backend),
       executor_(executor),
-      journal_(journal),
-      open_(std::move(open)) {}
+      open_(std::move(open)),
+      dialogue_({.agent_version = options_.agent_version,
+                 .hostname = options_.hostname,
+                 .ssh_host_keys = options_.ssh_host_keys,
+                 .ssh_probe_key = options_.ssh_probe_key,
+                 .log_prefix = ""},
+                backend, journal, *this, *this) {}
 
 AgentRunner::~AgentRunner() {
   stop();
@@ -40,6 +43,11 @@ void AgentRunner::pause(std::chrono::milliseconds d) {
 }
 
 void AgentRunner::run() {
+  {
+    // Tasks a previous run() left queued are this worker's too.
+    std::lock_guard lock(wake_mutex_);
+    woken_ = true;
+  }
   std::jthread worker([this](std::stop_token stop) { work(stop); });
   Backoff backoff(options_.backoff_initial, options_.backoff_max, std::random_device{}());
   while (!stopping_) {
@@ -61,6 +69,7 @@ void AgentRunner::run() {
       std::lock_guard lock(channel_mutex_);
       channel_.reset();
     }
+    dialogue_.session_ended();
     if (stopping_) {
       channel->close();
       break;
@@ -70,22 +79,22 @@ void AgentRunner::run() {
     pause(wait);
   }
   worker.request_stop();
-  queue_cv_.notify_all();
+  wake_cv_.notify_all();
 }
 
 bool AgentRunner::say_hello(Channel& channel) {
-  proto::Hello hello;
+  std::string hello;
   try {
-    hello = make_hello(options_.agent_version, options_.hostname, backend_, journal_);
-    hello.ssh_host_keys = options_.ssh_host_keys;
-    hello.ssh_probe_key = options_.ssh_probe_key;
+    hello = dialogue_.hello();
+  } catch (const proto::ProtocolError& e) {
+    log::warn("sending the hello failed: {}", e.what());
+    return false;
   } catch (const std::exception& e) {
     log::error("cannot read this node's GPUs for the hello: {}", e.what());
     return false;
   }
-  std::string id = "a-" + std::to_string(++next_id_);
   try {
-    channel.send(proto::encode({.id = id, .body = std::move(hello)}));
+    channel.send(hello);
   } catch (const std::exception& e) {
     log::warn("sending the hello failed: {}", e.what());
     return false;
@@ -97,18 +106,15 @@ bool AgentRunner::say_hello(Channel& channel) {
       if (channel.closed()) break;
       continue;
     }
-    try {
-      auto m = proto::decode(*text);
-      if (const auto* ack = std::get_if<proto::Ack>(&m.body); ack && ack->acked_id == id) {
-        log::info("connected to the control plane");
-        return true;
-      }
-      if (const auto* error = std::get_if<proto::Error>(&m.body)) {
-        log::error("the control plane refused the hello: {}: {}", error->code, error->message);
-        return false;
-      }
-    } catch (const proto::ProtocolError& e) {
-      log::warn("the control plane sent a malformed message: {}", e.what());
+    auto heard = dialogue_.receive(*text);
+    if (heard.what == AgentDialogue::Heard::What::kHelloAccepted) {
+      log::info("connected to the control plane");
+      return true;
+    }
+    if (heard.what == AgentDialogue::Heard::What::kHelloRefused) {
+      log::error("the control plane refused the hello: {}: {}", heard.error->code,
+                 heard.error->message);
+      return false;
     }
   }
   log::warn("no answer to the hello");
@@ -120,36 +126,29 @@ void AgentRunner::session(const std::shared_ptr<Channel>& channel) {
     std::lock_guard lock(channel_mutex_);
     channel_ = channel;
   }
-  send_heartbeat();
-  // Results the server may not have: it records the first and acks repeats.
-  for (const auto& result : journal_.unacked_results()) send_result(result);
+  dialogue_.session_started();
   auto next_beat = Clock::now() + options_.heartbeat;
   while (!stopping_ && !channel->closed()) {
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
     auto text = channel->receive(
         std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(200)));
-    if (text) handle(*text);
+    if (text) dialogue_.receive(*text);
     if (Clock::now() >= next_beat) {
-      send_heartbeat();
+      dialogue_.send_heartbeat();
       next_beat = Clock::now() + options_.heartbeat;
     }
   }
 }
 
-bool AgentRunner::send(proto::Body body) {
+bool AgentRunner::send(std::string text) {
   std::shared_ptr<Channel> channel;
   {
     std::lock_guard lock(channel_mutex_);
     channel = channel_;
   }
   if (!channel) return false;
-  std::string id = "a-" + std::to_string(++next_id_);
-  if (const auto* result = std::get_if<proto::TaskResult>(&body)) {
-    std::lock_guard lock(sent_mutex_);
-    result_messages_[id] = result->task_id;
-  }
   try {
-    channel->send(proto::encode({.id = id, .body = std::move(body)}));
+    channel->send(text);
     return true;
   } catch (const std::exception& e) {
     log::warn("sending to the control plane failed: {}", e.what());
@@ -157,117 +156,40 @@ bool AgentRunner::send(proto::Body body) {
   }
 }
 
-void AgentRunner::send_heartbeat() {
-  if (backend_.hung()) {
-    if (!hung_logged_) log::warn("the node does not answer (simulated hang): no heartbeats");
-    hung_logged_ = true;
-    return;
-  }
-  std::vector<std::string> running;
+bool AgentRunner::wake() {
   {
-    std::lock_guard lock(queue_mutex_);
-    running.assign(running_.begin(), running_.end());
+    std::lock_guard lock(wake_mutex_);
+    woken_ = true;
   }
-  auto draft = make_heartbeat(backend_, pending_events_, std::move(running));
-  // Events that did not go out (no channel, too long a message) go with the next one.
-  bool sent = false;
-  try {
-    sent = send(std::move(draft.beat));
-  } catch (const proto::ProtocolError& e) {
-    log::warn("the heartbeat did not fit: {}", e.what());
-  }
-  if (sent) {
-    pending_events_.erase(pending_events_.begin(),
-                          pending_events_.begin() + static_cast<std::ptrdiff_t>(draft.carried));
-  }
-}
-
-void AgentRunner::send_result(const proto::TaskResult& result) {
-  send(result);
-}
-
-void AgentRunner::handle(const std::string& text) {
-  proto::Message m;
-  try {
-    m = proto::decode(text);
-  } catch (const proto::ProtocolError& e) {
-    log::warn("the control plane sent a malformed message: {}", e.what());
-    send(proto::Error{std::string(proto::kErrorMalformed), e.what(), std::nullopt});
-    return;
-  }
-  log::debug("received {} {}", proto::type_name(m.body), m.id);
-  if (const auto* task = std::get_if<proto::Task>(&m.body)) {
-    handle_task(m.id, *task);
-  } else if (const auto* ack = std::get_if<proto::Ack>(&m.body)) {
-    std::string task_id;
-    {
-      std::lock_guard lock(sent_mutex_);
-      auto it = result_messages_.find(ack->acked_id);
-      if (it == result_messages_.end()) return;
-      task_id = it->second;
-      result_messages_.erase(it);
-    }
-    journal_.mark_acked(task_id);
-  } else if (const auto* error = std::get_if<proto::Error>(&m.body)) {
-    log::warn("the control plane answered an error: {}: {}", error->code, error->message);
-  } else {
-    send(proto::Error{std::string(proto::kErrorMalformed),
-                      std::string(proto::type_name(m.body)) + " is sent by the agent", m.id});
-  }
-}
-
-void AgentRunner::handle_task(const std::string& message_id, const proto::Task& task) {
-  auto intake = take_task(journal_, task, now_utc());
-  if (intake.action != TaskIntake::Action::kRun) {
-    send(proto::Ack{message_id});
-    if (intake.result) send_result(*intake.result);
-    return;
-  }
-  log::info("task {} ({}) accepted", task.task_id, proto::to_string(task.kind));
-  {
-    std::lock_guard lock(queue_mutex_);
-    queue_.push_back(task);
-    running_.insert(task.task_id);
-  }
-  queue_cv_.notify_all();
-  send(proto::Ack{message_id});
+  wake_cv_.notify_all();
+  return true;
 }
 
 void AgentRunner::work(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
-    proto::Task task;
     {
-      std::unique_lock lock(queue_mutex_);
-      if (!queue_cv_.wait(lock, stop, [&] { return !queue_.empty(); })) return;
-      task = std::move(queue_.front());
-      queue_.pop_front();
+      std::unique_lock lock(wake_mutex_);
+      if (!wake_cv_.wait(lock, stop, [&] { return woken_; })) return;
+      woken_ = false;
     }
-    log::info("task {} ({}) started", task.task_id, proto::to_string(task.kind));
-    std::optional<TaskOutcome> outcome;
-    try {
-      outcome = executor_.execute(
-          task,
-          [&](int percent, const std::string& message) {
-            send(proto::TaskProgress{
-                .task_id = task.task_id, .percent = percent, .message = message});
-          },
-          stop);
-    } catch (const std::exception& e) {
-      outcome = TaskOutcome{.ok = false, .message = e.what(), .result = std::nullopt};
-    }
-    if (!outcome) {
-      log::warn("task {} stopped unfinished", task.task_id);
-      return;
-    }
-    proto::TaskResult result = result_of(task, *outcome);
-    journal_.finish(result);
-    {
-      std::lock_guard lock(queue_mutex_);
-      running_.erase(task.task_id);
-    }
-    log::info("task {} ended: {} {}", task.task_id, result.ok ? "ok" : "failed", result.message);
-    send_result(result);
+    dialogue_.run_tasks(executor_, stop);
   }
+}
+
+void AgentRunner::accepted(const proto::Task& task) {
+  log::info("task {} ({}) accepted", task.task_id, proto::to_string(task.kind));
+}
+
+void AgentRunner::started(const proto::Task& task) {
+  log::info("task {} ({}) started", task.task_id, proto::to_string(task.kind));
+}
+
+void AgentRunner::ended(const proto::TaskResult& result) {
+  log::info("task {} ended: {} {}", result.task_id, result.ok ? "ok" : "failed", result.message);
+}
+
+void AgentRunner::stopped(const proto::Task& task) {
+  log::warn("task {} stopped unfinished", task.task_id);
 }
 
 }  // namespace gpurent::agent

@@ -3,6 +3,7 @@
 // at most once (agent_proto/README.md).
 #pragma once
 
+#include "agent/agent_dialogue.h"
 #include "agent/channel.h"
 #include "agent/gpu_backend.h"
 #include "agent/task_executor.h"
@@ -11,13 +12,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -40,12 +38,14 @@ struct RunnerOptions {
 // Opens a new channel; throws ChannelError. Tests give one of their own.
 using ChannelOpener = std::function<std::unique_ptr<Channel>()>;
 
-class AgentRunner {
+// What is the real agent's own: the channel (opened, reconnected with backoff, the hello's
+// time limit) and the one worker thread that runs tasks. What it says is the dialogue's.
+class AgentRunner : private MessageSink, private TaskRunner {
  public:
   // The references outlive the runner.
   AgentRunner(RunnerOptions options, GpuBackend& backend, TaskExecutor& executor,
               TaskJournal& journal, ChannelOpener open);
-  ~AgentRunner();
+  ~AgentRunner() override;
   AgentRunner(const AgentRunner&) = delete;
   AgentRunner& operator=(const AgentRunner&) = delete;
 
@@ -58,20 +58,21 @@ class AgentRunner {
  private:
   void session(const std::shared_ptr<Channel>& channel);
   bool say_hello(Channel& channel);
-  void handle(const std::string& text);
-  void handle_task(const std::string& message_id, const agent_proto::Task& task);
-  void send_heartbeat();
-  void send_result(const agent_proto::TaskResult& result);
-  // Sends on the current channel; false when there is none or it broke.
-  bool send(agent_proto::Body body);
   void work(const std::stop_token& stop);
   // Waits `d` unless stop() comes first.
   void pause(std::chrono::milliseconds d);
 
+  // MessageSink: the current channel, once its hello was acked.
+  bool send(std::string text) override;
+  // TaskRunner: the worker thread, and the log of each task.
+  bool wake() override;
+  void accepted(const agent_proto::Task& task) override;
+  void started(const agent_proto::Task& task) override;
+  void ended(const agent_proto::TaskResult& result) override;
+  void stopped(const agent_proto::Task& task) override;
+
   RunnerOptions options_;
-  GpuBackend& backend_;
   TaskExecutor& executor_;
-  TaskJournal& journal_;
   ChannelOpener open_;
 
   std::atomic<bool> stopping_{false};
@@ -80,17 +81,12 @@ class AgentRunner {
 
   std::mutex channel_mutex_;
   std::shared_ptr<Channel> channel_;
-  std::atomic<std::uint64_t> next_id_{0};
-  std::mutex sent_mutex_;
-  std::map<std::string, std::string> result_messages_;  // message id -> task id, until acked
 
-  std::mutex queue_mutex_;
-  std::condition_variable_any queue_cv_;
-  std::deque<agent_proto::Task> queue_;
-  std::set<std::string> running_;  // queued or running now: a heartbeat's running_task_ids
+  std::mutex wake_mutex_;
+  std::condition_variable_any wake_cv_;
+  bool woken_ = false;
 
-  std::vector<agent_proto::XidEvent> pending_events_;
-  bool hung_logged_ = false;  // on the session thread, as send_heartbeat
+  AgentDialogue dialogue_;
 };
 
 }  // namespace gpurent::agent

@@ -1,11 +1,9 @@
-// One simulated node's agent, without the network: what it says on a new connection (the
-// hello), every heartbeat, and how it answers what the server sends (acks, tasks run by the
-// simulated executor on a shared thread pool, one at a time in order, each id once). The
-// messages are the real agent's (agent/agent_messages.h); the connection (fleet_runner.cpp)
-// only carries their text.
+// One simulated node's agent, without the network: the real agent's dialogue
+// (agent/agent_dialogue.h) with tasks run by the simulated executor on a shared thread pool,
+// and the fleet's counters. The connection (fleet_runner.cpp) only carries the messages' text.
 #pragma once
 
-#include "agent/agent_messages.h"
+#include "agent/agent_dialogue.h"
 #include "agent/fleetsim/fleet_stats.h"
 #include "agent/gpu_backend.h"
 #include "agent/task_executor.h"
@@ -15,15 +13,12 @@
 #include <chrono>
 #include <deque>
 #include <filesystem>
-#include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <stop_token>
 #include <string>
-#include <vector>
+#include <utility>
 
 namespace gpurent::agent::fleetsim {
 
@@ -45,7 +40,7 @@ struct AgentShared {
   std::string agent_version = GPURENT_VERSION;
 };
 
-class SimulatedAgent {
+class SimulatedAgent : private MessageSink, private TaskRunner {
  public:
   // `state_dir` holds the node's task journal and its access files.
   SimulatedAgent(AgentShared& shared, std::string hostname, std::filesystem::path state_dir,
@@ -69,10 +64,14 @@ class SimulatedAgent {
   void send_heartbeat();
 
  private:
-  std::string next_id();
-  void send(agent_proto::Body body);
-  void handle_task(const std::string& message_id, const agent_proto::Task& task);
-  void run_tasks();
+  // Remembers a heartbeat that went out, for its round trip.
+  void track_heartbeat(std::optional<std::string> id,
+                       std::chrono::steady_clock::time_point sent_at);
+  // MessageSink: the outbox, which drops what comes while no channel is open.
+  bool send(std::string text) override;
+  // TaskRunner: the shared pool, and the fleet's task counter.
+  bool wake() override;
+  void ended(const agent_proto::TaskResult& result) override;
   TaskExecutor& executor();
 
   AgentShared& shared_;
@@ -80,17 +79,12 @@ class SimulatedAgent {
   std::filesystem::path state_dir_;
   Outbox& outbox_;
   TaskJournal journal_;
+  AgentDialogue dialogue_;
 
   std::mutex mutex_;
-  std::uint64_t next_id_ = 0;
-  std::string hello_id_;
+  // Heartbeats awaiting their ack, with when each was sent: the round trip's clock.
   std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> heartbeats_;
-  std::map<std::string, std::string> result_messages_;  // message id -> task id, until acked
-  std::deque<agent_proto::Task> queue_;
-  std::set<std::string> running_;  // queued or running: a heartbeat's running_task_ids
-  bool worker_busy_ = false;
-  std::vector<agent_proto::XidEvent> pending_events_;
-  std::unique_ptr<TaskExecutor> executor_;  // made at the first task
+  std::unique_ptr<TaskExecutor> executor_;  // made at the first task, on a task worker
 };
 
 }  // namespace gpurent::agent::fleetsim
