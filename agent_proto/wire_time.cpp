@@ -1,6 +1,8 @@
 // The agent protocol's one form of time on the wire.
 #include "agent_proto/wire_time.h"
 
+#include "core/time.h"
+
 #include <chrono>
 #include <cstdio>
 
@@ -25,45 +27,14 @@ std::string format_wire_time(Timestamp t) {
   return std::string(buf) + "Z";
 }
 
-namespace {
-
-bool read_digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
-  if (pos + n > s.size()) return false;
-  out = 0;
-  for (std::size_t i = pos; i < pos + n; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    out = out * 10 + (s[i] - '0');
-  }
-  return true;
-}
-
-}  // namespace
-
-// Exactly what format_wire_time writes (up to six fraction digits): the agent is ours, so any
-// other shape is a bug or a forgery, not a dialect to accept.
+// Exactly what format_wire_time writes: the agent is ours, so any other shape is a bug or a
+// forgery, not a dialect to accept. The wire form is RFC 3339 narrowed to an upper-case 'T',
+// 'Z' and up to six fraction digits, so the one RFC 3339 reader (core/time.h) reads it once
+// the shape is checked.
 std::optional<Timestamp> parse_wire_time(std::string_view s) {
-  using namespace std::chrono;
-  int y, mo, d, h, mi, sec;
-  if (s.size() < 20 || !read_digits(s, 0, 4, y) || s[4] != '-' || !read_digits(s, 5, 2, mo) ||
-      s[7] != '-' || !read_digits(s, 8, 2, d) || s[10] != 'T' || !read_digits(s, 11, 2, h) ||
-      s[13] != ':' || !read_digits(s, 14, 2, mi) || s[16] != ':' || !read_digits(s, 17, 2, sec) ||
-      h > 23 || mi > 59 || sec > 59) {
-    return std::nullopt;
-  }
-  year_month_day ymd{year(y), month(unsigned(mo)), day(unsigned(d))};
-  if (!ymd.ok()) return std::nullopt;
-  std::size_t pos = 19;
-  long long us = 0;
-  if (s[pos] == '.') {
-    std::size_t start = ++pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
-    std::size_t n = pos - start;
-    if (n < 1 || n > 6) return std::nullopt;
-    for (std::size_t i = 0; i < 6; ++i) us = us * 10 + (i < n ? s[start + i] - '0' : 0);
-  }
-  if (pos + 1 != s.size() || s[pos] != 'Z') return std::nullopt;
-  return Timestamp(sys_days(ymd).time_since_epoch() + hours(h) + minutes(mi) + seconds(sec) +
-                   microseconds(us));
+  if (s.size() < 20 || s.size() > 27 || s[10] != 'T' || s.back() != 'Z') return std::nullopt;
+  if (s.size() != 20 && (s[19] != '.' || s.size() < 22)) return std::nullopt;
+  return parse_rfc3339(s);
 }
 
 }  // namespace gpurent::agent_proto

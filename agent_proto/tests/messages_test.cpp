@@ -2,6 +2,7 @@
 // negotiation, and a table of malformed and hostile inputs, each refused with a
 // ProtocolError that names the offending member.
 #include "agent_proto/messages.h"
+#include "agent_proto/wire_time.h"
 
 #include "tests/support/paths.h"
 
@@ -273,6 +274,21 @@ TEST(MessagesTest, TimesKeepMicrosecondsAndLeaveOutZeroFractions) {
   EXPECT_EQ(json::parse(encode(message(hb)))["sent_at"], "2026-07-03T22:10:50.000005Z");
   auto text = with("heartbeat", "/sent_at", "2026-07-03T22:10:50.5Z");
   EXPECT_EQ(std::get<Heartbeat>(decode(text).body).sent_at, at(22, 10, 50, 500000));
+}
+
+// The wire's one form of time: what format_wire_time writes, read back; RFC 3339's other
+// spellings (an offset, a lower-case 't' or 'z', nanoseconds) and impossible dates refused.
+TEST(MessagesTest, OnlyTheWiresOwnFormOfTimeIsRead) {
+  for (Timestamp t : {at(0, 0, 0), at(22, 10, 50), at(22, 10, 50, 5), at(23, 59, 59, 999999)}) {
+    EXPECT_EQ(parse_wire_time(format_wire_time(t)), t) << format_wire_time(t);
+  }
+  EXPECT_EQ(parse_wire_time("2026-07-03T22:10:50.5Z"), at(22, 10, 50, 500000));
+  for (const char* refused :
+       {"2026-07-03T22:10:50+00:00", "2026-07-03t22:10:50Z", "2026-07-03T22:10:50z",
+        "2026-07-03T22:10:50.1234567Z", "2026-07-03T22:10:50.Z", "2026-07-03T22:10:50",
+        "2026-02-30T22:10:50Z", "2026-07-03T24:00:00Z", "2026-07-03 22:10:50Z", ""}) {
+    EXPECT_EQ(parse_wire_time(refused), std::nullopt) << refused;
+  }
 }
 
 TEST(MessagesTest, KindSpecificObjectsKeepTheirContent) {
