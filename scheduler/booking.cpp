@@ -7,6 +7,7 @@
 #include "core/time.h"
 #include "inventory/image_compat.h"
 #include "scheduler/lifecycle_rules.h"
+#include "scheduler/site_midnight.h"
 
 #include <algorithm>
 #include <charconv>
@@ -20,14 +21,15 @@ namespace {
 using std::chrono::hours;
 
 // Midnight of a date in the time zone of each node's site, for the nodes of one model.
-// PostgreSQL's time zone database decides, so a date in a daylight-saving change is right.
 constexpr Statement kSiteMidnights = {
     "booking_site_midnights",
-    "SELECT n.id, " SQL_MICROS("(($2::date)::timestamp AT TIME ZONE s.timezone)")
-    " FROM nodes n JOIN sites s ON s.id = n.site_id WHERE n.gpu_model = $1"};
+    "SELECT n.id, "
+    SQL_MICROS(GPURENT_SQL_SITE_MIDNIGHT("$2::date", "s.timezone"))
+    " FROM nodes n JOIN sites s ON s.id = n.site_id"
+    " WHERE n.gpu_model = $1"};
 
 constexpr Statement kUtcMidnight = {
-    "booking_utc_midnight", "SELECT " SQL_MICROS("(($1::date)::timestamp AT TIME ZONE 'UTC')")};
+    "booking_utc_midnight", "SELECT " SQL_MICROS(GPURENT_SQL_SITE_MIDNIGHT("$1::date", "'UTC'"))};
 
 // A start this little in the past is taken as now: a client's clock, or the request's own
 // time on the wire, is not worth a refusal.

@@ -6,6 +6,7 @@
 #include "core/sql.h"
 #include "core/time.h"
 #include "scheduler/candidate_prefetch.h"
+#include "scheduler/site_midnight.h"
 
 #include <algorithm>
 #include <array>
@@ -25,7 +26,8 @@ using std::chrono::hours;
 // Midnight of each of $2 days from date $1 at every site.
 constexpr Statement kCalendarSiteMidnights = {
     "catalog_views_site_midnights",
-    "SELECT s.id, to_char(d, 'YYYY-MM-DD'), " SQL_MICROS("(d::timestamp AT TIME ZONE s.timezone)")
+    "SELECT s.id, to_char(d, 'YYYY-MM-DD'), "
+    SQL_MICROS(GPURENT_SQL_SITE_MIDNIGHT("d", "s.timezone"))
     " FROM sites s, generate_series($1::date, $1::date + ($2 - 1), interval '1 day') d"
     " ORDER BY s.id, d"};
 
