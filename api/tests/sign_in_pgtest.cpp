@@ -9,6 +9,7 @@
 #include "identity/identity_store.h"
 #include "identity/password.h"
 #include "identity/sign_in.h"
+#include "tests/support/error_code.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -33,12 +34,7 @@ class SignInTest : public ::testing::Test {
 
   template <typename Fn>
   static std::string code_of(Fn&& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return std::string(error_code_name(e.code()));
-    }
-    return "none";
+    return testing::error_code_of(std::forward<Fn>(fn));
   }
 
   testing::TestDatabase db_;

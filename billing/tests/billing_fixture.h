@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/id.h"
 #include "identity/org_admin_store.h"
+#include "tests/support/error_code.h"
 #include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
@@ -64,15 +65,9 @@ class BillingTest : public ::testing::Test {
     return read([&](Tx& tx) { return ledger_.balances(tx, org_id); });
   }
 
-  // The error code a call throws; "" when it throws none.
   template <typename Fn>
   static std::string code_of(Fn&& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return std::string(error_code_name(e.code()));
-    }
-    return "";
+    return testing::error_code_of(std::forward<Fn>(fn));
   }
 
   // The first column of the first row of `sql` (0 for NULL), over a connection of the test's

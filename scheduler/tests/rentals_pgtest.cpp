@@ -9,6 +9,7 @@
 #include "identity/ssh_key_store.h"
 #include "identity/ssh_public_key.h"
 #include "scheduler/tests/lifecycle_fixture.h"
+#include "tests/support/error_code.h"
 #include "tests/support/test_keys.h"
 
 #include <gtest/gtest.h>
@@ -77,15 +78,9 @@ class RentalsTest : public LifecycleTest {
     });
   }
 
-  // The error code a use case throws, "none" when it returns.
   template <typename Fn>
   static std::string code_of(Fn&& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return std::string(error_code_name(e.code()));
-    }
-    return "none";
+    return testing::error_code_of(std::forward<Fn>(fn));
   }
 
   long long rentals_of(const Tenant& t) {
