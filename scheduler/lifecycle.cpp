@@ -226,7 +226,7 @@ void Lifecycle::provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt) {
 void Lifecycle::access_task(Tx& tx, const RentalRecord& r, int attempt, Timestamp now) {
   // What the agent writes for sshd (agent/access_files.h): the rental's own login, the
   // principal its certificates carry, and its registered keys for clients without them.
-  nlohmann::json keys = keys_of_ ? keys_of_(tx, r) : std::vector<std::string>{};
+  nlohmann::json keys = access_ ? access_->authorized_keys(tx, r) : std::vector<std::string>{};
   nlohmann::json payload = {
       {"ssh_key_ids", r.ssh_key_ids},
       {"attempt", attempt},
@@ -235,12 +235,12 @@ void Lifecycle::access_task(Tx& tx, const RentalRecord& r, int attempt, Timestam
       {"authorized_keys", keys},
       {"user_ca_keys", options_.user_ca_keys},
       {"host_certificates",
-       host_certificates_of_ ? host_certificates_of_(tx, *r.node_id) : std::vector<std::string>{}}};
+       access_ ? access_->host_certificates(tx, *r.node_id) : std::vector<std::string>{}}};
   // The login probe's certificate is made now, after the provision, so it is fresh; the
   // agent must start the task before it expires.
   std::optional<Timestamp> deadline;
-  if (probe_of_) {
-    if (auto probe = probe_of_(tx, r, now)) {
+  if (access_) {
+    if (auto probe = access_->probe(tx, r, now)) {
       payload["probe"] = std::move(*probe);
       deadline = now + options_.probe_deadline;
     }

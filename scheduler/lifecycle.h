@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "inventory/node_store.h"
+#include "scheduler/access_material.h"
 #include "scheduler/booking.h"
 #include "scheduler/records.h"
 #include "scheduler/rental_store.h"
@@ -49,9 +50,16 @@ struct LifecycleOptions {
 
 class Lifecycle {
  public:
+  // `access` is the SSH capability's (scheduler/access_material.h); none: install_access
+  // grants certificates only and asks for no login probe.
   Lifecycle(RentalStore& rentals, TaskStore& tasks, inventory::NodeStore& nodes, Booking& booking,
-            LifecycleOptions options)
-      : rentals_(rentals), tasks_(tasks), nodes_(nodes), booking_(booking), options_(options) {}
+            LifecycleOptions options, AccessMaterial* access = nullptr)
+      : rentals_(rentals),
+        tasks_(tasks),
+        nodes_(nodes),
+        booking_(booking),
+        options_(options),
+        access_(access) {}
 
   // One pass at `now`: expires the waitlist's overdue rentals, moves rentals whose node is
   // out of service (kNodesOutOfService) before their start to another node (or cancels them
@@ -72,21 +80,6 @@ class Lifecycle {
     JobFn run;
   };
   void add_job(std::string name, JobFn run) { jobs_.push_back({std::move(name), std::move(run)}); }
-
-  // Reads the public keys (one line each) of a rental's registered SSH keys, inside the
-  // lifecycle's transaction, for its install_access task. The process wiring hands it the
-  // identity module's key store; without it the task grants certificates only.
-  using AuthorizedKeysOf = std::function<std::vector<std::string>(Tx&, const RentalRecord&)>;
-  void read_authorized_keys_with(AuthorizedKeysOf keys_of) { keys_of_ = std::move(keys_of); }
-  // The node's host certificates, for install_access to install (sshd's HostCertificate).
-  using HostCertificatesOf = std::function<std::vector<std::string>(Tx&, const std::string&)>;
-  void read_host_certificates_with(HostCertificatesOf of) { host_certificates_of_ = std::move(of); }
-  // The login probe for a rental's install_access task, made with it (its payload's "probe":
-  // certificate, principal, host, host_ca_key), or nullopt when the node reported no probe
-  // key. The process wiring hands it the SSH capability's; unset, no probe is asked for.
-  using ProbeOf =
-      std::function<std::optional<nlohmann::json>(Tx&, const RentalRecord&, Timestamp now)>;
-  void make_probes_with(ProbeOf probe_of) { probe_of_ = std::move(probe_of); }
 
   // An agent's report of a task, in the transaction that recorded it (the agent module's),
   // `task` as it was before the report. A provision of a provisioning rental's current
@@ -150,9 +143,7 @@ class Lifecycle {
   inventory::NodeStore& nodes_;
   Booking& booking_;
   LifecycleOptions options_;
-  AuthorizedKeysOf keys_of_;
-  HostCertificatesOf host_certificates_of_;
-  ProbeOf probe_of_;
+  AccessMaterial* access_;
   std::vector<Job> jobs_;
 };
 

@@ -174,4 +174,17 @@ std::vector<std::string> SshAccess::host_certificates(Tx& tx, const std::string&
   return out;
 }
 
+std::vector<std::string> RentalAccessMaterial::authorized_keys(Tx& tx, const RentalRecord& r) {
+  std::vector<std::string> out;
+  for (const auto& id : r.ssh_key_ids) {
+    if (auto key = keys_.get(tx, r.org_id, id)) out.push_back(key->public_key);
+  }
+  return out;
+}
+
+std::optional<nlohmann::json> RentalAccessMaterial::probe(Tx& tx, const RentalRecord& r,
+                                                          Timestamp) {
+  return access_.probe_for(tx, r, SystemClock().now());
+}
+
 }  // namespace gpurent::scheduler

@@ -8,8 +8,10 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "identity/ssh_certificate_authority.h"
+#include "identity/ssh_key_store.h"
 #include "identity/ssh_public_key.h"
 #include "inventory/node_host_keys.h"
+#include "scheduler/access_material.h"
 #include "scheduler/records.h"
 
 #include <nlohmann/json.hpp>
@@ -117,6 +119,25 @@ class SshAccess {
   const identity::SshCertificateAuthority& ca_;
   inventory::NodeHostKeys host_keys_;
   const Clock& clock_;
+};
+
+// The SSH capability's answer to install_access: the rental's keys from identity's store,
+// the node's host certificates and the login probe from SshAccess. The probe's two minutes
+// are the real clock's, whatever the platform's (the test clock in test mode): the node's
+// sshd judges the certificate by its own.
+class RentalAccessMaterial final : public AccessMaterial {
+ public:
+  RentalAccessMaterial(SshAccess& access, identity::SshKeyStore& keys)
+      : access_(access), keys_(keys) {}
+  std::vector<std::string> authorized_keys(Tx& tx, const RentalRecord& r) override;
+  std::vector<std::string> host_certificates(Tx& tx, const std::string& node_id) override {
+    return access_.host_certificates(tx, node_id);
+  }
+  std::optional<nlohmann::json> probe(Tx& tx, const RentalRecord& r, Timestamp now) override;
+
+ private:
+  SshAccess& access_;
+  identity::SshKeyStore& keys_;
 };
 
 }  // namespace gpurent::scheduler

@@ -19,12 +19,14 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       tasks_(ctx.clock),
       ssh_ca_(identity::SshCertificateAuthority::load_or_create(ctx.config.ssh_ca_dir)),
       ssh_access_(ssh_ca_, ctx.clock),
+      access_material_(ssh_access_, ssh_keys_),
       booking_(ctx.clock, catalog_, prices_, rentals_, candidates_, orgs_,
                {.cleaning_window = ctx.config.rental_cleaning_window}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
       lifecycle_(
           rentals_, tasks_, nodes_, booking_,
-          {.poll = ctx.config.lifecycle_interval, .user_ca_keys = {ssh_ca_.user_ca_public_key()}}),
+          {.poll = ctx.config.lifecycle_interval, .user_ca_keys = {ssh_ca_.user_ca_public_key()}},
+          &access_material_),
       capacity_(ctx.clock, candidates_,
                 [&listener = ctx.listener] { return listener.connected(); }),
       views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window),
@@ -58,24 +60,6 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
     scheduler::bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
   });
   for (const auto& job : peers.lifecycle_jobs) lifecycle_.add_job(job.name, job.run);
-  // The install_access task carries the rental's registered keys as they are when it starts
-  // (a key deleted since is not installed).
-  lifecycle_.read_authorized_keys_with([this](Tx& tx, const scheduler::RentalRecord& r) {
-    std::vector<std::string> keys;
-    for (const auto& id : r.ssh_key_ids) {
-      if (auto key = ssh_keys_.get(tx, r.org_id, id)) keys.push_back(key->public_key);
-    }
-    return keys;
-  });
-  lifecycle_.read_host_certificates_with([this](Tx& tx, const std::string& node_id) {
-    return ssh_access_.host_certificates(tx, node_id);
-  });
-  // install_access proves the login with a probe certificate made when the task is. Its two
-  // minutes are the real clock's, whatever the platform's (the test clock in test mode): the
-  // node's sshd judges it by its own.
-  lifecycle_.make_probes_with([this](Tx& tx, const scheduler::RentalRecord& r, Timestamp) {
-    return ssh_access_.probe_for(tx, r, SystemClock().now());
-  });
 }
 
 void SchedulerModule::check_node_transition(Tx& tx, const std::string& node_id,

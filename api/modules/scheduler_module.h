@@ -94,6 +94,8 @@ class SchedulerModule final : public Module, public http::NodeWork {
   // Before lifecycle_, whose install_access tasks carry its user CA key.
   identity::SshCertificateAuthority ssh_ca_;
   scheduler::SshAccess ssh_access_;
+  // What install_access carries from the SSH capability (keys, host certificates, probe).
+  scheduler::RentalAccessMaterial access_material_;
   scheduler::Booking booking_;
   scheduler::Lifecycle lifecycle_;
   // Before views_, which counts from it.

@@ -16,6 +16,8 @@
 #include <pqxx/pqxx>
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,7 +132,19 @@ class LifecycleTest : public SchedulerTest {
     return transact([&](Tx& tx) { return rentals_.create(tx, r).id; });
   }
 
+  // The SSH capability as the tests need it: no keys or host certificates, and the login
+  // probe a test makes (none unless it sets `probe`).
+  struct TestAccess final : AccessMaterial {
+    std::vector<std::string> authorized_keys(Tx&, const RentalRecord&) override { return {}; }
+    std::vector<std::string> host_certificates(Tx&, const std::string&) override { return {}; }
+    std::optional<nlohmann::json> probe(Tx& tx, const RentalRecord& r, Timestamp now) override {
+      return make_probe ? make_probe(tx, r, now) : std::nullopt;
+    }
+    std::function<std::optional<nlohmann::json>(Tx&, const RentalRecord&, Timestamp)> make_probe;
+  };
+
   Timestamp t0_;
+  TestAccess access_;
   inventory::CatalogStore catalog_{clock_};
   inventory::PriceStore prices_{clock_, "RUB"};
   identity::OrgAdminStore orgs_{clock_};
@@ -143,7 +157,8 @@ class LifecycleTest : public SchedulerTest {
                        {.provisioning_timeout = kTimeout,
                         .releasing_timeout = kTimeout,
                         .poll = kPoll,
-                        .max_attempts = 3}};
+                        .max_attempts = 3},
+                       &access_};
 };
 
 }  // namespace gpurent::scheduler

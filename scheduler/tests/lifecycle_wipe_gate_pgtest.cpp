@@ -122,14 +122,14 @@ class WipeGateTest : public LifecycleTest {
 // neither the worker's check nor a repeated report makes a second one.
 TEST_F(WipeGateTest, InstallAccessComesOnlyAfterTheProvisionSucceededOnceWithTheProbe) {
   std::vector<std::string> probed;
-  lifecycle_.make_probes_with([&](Tx&, const RentalRecord& r, Timestamp now) {
+  access_.make_probe = [&](Tx&, const RentalRecord& r, Timestamp now) {
     probed.push_back(r.id);
     return std::optional<nlohmann::json>({{"certificate", "ssh-ed25519-cert-v01@openssh.com AAAA"},
                                           {"principal", "gpurent-probe-" + r.id},
                                           {"host", "n1"},
                                           {"host_ca_key", "ssh-ed25519 BBBB"},
                                           {"made_at", format_rfc3339(now)}});
-  });
+  };
   std::string n = node("n1");
   std::string id = book(a_, n, {0, 1}, from_now(H(1), H(25)));
   EXPECT_EQ(run(t0_ + H(1)), 1);
@@ -175,8 +175,9 @@ TEST_F(WipeGateTest, InstallAccessComesOnlyAfterTheProvisionSucceededOnceWithThe
 // rental): the worker's next check makes the install_access, once; a node that reported no
 // probe key gets none in the payload and the delivery's default deadline.
 TEST_F(WipeGateTest, TheWorkersCheckMakesAMissingInstallAccessOnce) {
-  lifecycle_.make_probes_with(
-      [](Tx&, const RentalRecord&, Timestamp) { return std::optional<nlohmann::json>(); });
+  access_.make_probe = [](Tx&, const RentalRecord&, Timestamp) {
+    return std::optional<nlohmann::json>();
+  };
   std::string n = node("n1");
   std::string id = book(a_, n, {0}, from_now(H(1), H(25)));
   EXPECT_EQ(run(t0_ + H(1)), 1);
