@@ -3,13 +3,10 @@
 #pragma once
 
 #include "api/http_types.h"
+#include "core/json_reader.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cstdint>
-#include <optional>
-#include <set>
-#include <string>
 #include <string_view>
 
 namespace gpurent::http {
@@ -25,31 +22,7 @@ bool has_media_type(const Request& request, std::string_view type);
 // top-level field that holds it).
 nlohmann::json parse_json_body(const Request& request);
 
-// Reads fields from a JSON object; finish() rejects any field that was not read.
-class JsonObjectReader {
- public:
-  // Throws invalid_request unless `value` is an object.
-  explicit JsonObjectReader(const nlohmann::json& value, std::string prefix = "");
-
-  std::int64_t required_int(const std::string& field, std::int64_t min, std::int64_t max);
-  std::optional<std::int64_t> optional_int(const std::string& field, std::int64_t min,
-                                           std::int64_t max);
-  std::string required_string(const std::string& field, std::size_t max_length);
-  std::optional<std::string> optional_string(const std::string& field, std::size_t max_length);
-  std::optional<bool> optional_bool(const std::string& field);
-  // Any JSON value (nullptr when absent or null), for fields with their own validation.
-  const nlohmann::json* optional_value(const std::string& field) { return find(field); }
-
-  // Throws invalid_request naming the first field that no getter asked for.
-  void finish() const;
-
- private:
-  const nlohmann::json* find(const std::string& field);
-  std::string path(const std::string& field) const { return prefix_ + field; }
-
-  const nlohmann::json& value_;
-  std::string prefix_;
-  std::set<std::string> seen_;
-};
+// The routes' name for the one strict object reader (core/json_reader.h).
+using gpurent::JsonObjectReader;
 
 }  // namespace gpurent::http

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/id.h"
+#include "core/json_reader.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +13,6 @@ namespace gpurent::billing {
 namespace payment_event_rules {
 
 constexpr std::size_t kMaxPaymentIdChars = 128;
-constexpr std::string_view kKnownFields[] = {"id", "type", "org_id", "amount", "created"};
 
 bool is_payment_id(std::string_view id) {
   if (id.empty() || id.size() > kMaxPaymentIdChars) return false;
@@ -43,20 +43,6 @@ nlohmann::json parse_json(std::string_view body) {
   }
 }
 
-// The field's value, or nullptr when it is absent or null.
-const nlohmann::json* find_field(const nlohmann::json& object, const char* field) {
-  auto it = object.find(field);
-  if (it == object.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-const std::string& required_string(const nlohmann::json& object, const char* field) {
-  const nlohmann::json* value = find_field(object, field);
-  if (!value) throw Error::invalid_field(field, "is required");
-  if (!value->is_string()) throw Error::invalid_field(field, "must be a string");
-  return value->get_ref<const std::string&>();
-}
-
 }  // namespace payment_event_rules
 
 PaymentEvent parse_payment_event(std::string_view body) {
@@ -66,36 +52,35 @@ PaymentEvent parse_payment_event(std::string_view body) {
                 {{"field", "body"}, {"reason", "must be an object"}});
   }
 
-  const std::string& id = payment_event_rules::required_string(j, "id");
+  JsonObjectReader in(j);
+  // The text is bounded by kMaxPaymentEventBytes; each field's own rule says what it may hold.
+  constexpr std::size_t kAnyLength = kMaxPaymentEventBytes;
+  std::string id = in.required_string("id", kAnyLength);
   if (!payment_event_rules::is_payment_id(id)) {
     throw Error::invalid_field("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '_' and '-'");
   }
-  const std::string& type = payment_event_rules::required_string(j, "type");
+  std::string type = in.required_string("type", kAnyLength);
   if (type != kPaymentSucceeded && type != kPaymentRefunded) {
     throw Error::invalid_field("type", "must be payment.succeeded or payment.refunded");
   }
-  const std::string& org_id = payment_event_rules::required_string(j, "org_id");
+  std::string org_id = in.required_string("org_id", kAnyLength);
   if (!is_valid_id(id_prefix::kOrg, org_id)) {
     throw Error::invalid_field("org_id", "must be an org id");
   }
-  const nlohmann::json* amount_json = payment_event_rules::find_field(j, "amount");
+  const nlohmann::json* amount_json = in.optional_value("amount");
   if (!amount_json) throw Error::invalid_field("amount", "is required");
   Money amount = Money::from_json(*amount_json, "amount");
   if (amount.amount_minor() <= 0) {
     throw Error::invalid_field("amount.amount_minor", "must be positive");
   }
   // Checked for its shape only; PaymentEvent does not carry it.
-  if (const nlohmann::json* created = payment_event_rules::find_field(j, "created")) {
+  if (const nlohmann::json* created = in.optional_value("created")) {
     bool ok = created->is_number_unsigned() ||
               (created->is_number_integer() && created->get<std::int64_t>() >= 0);
     if (!ok) throw Error::invalid_field("created", "must be a non-negative integer of seconds");
   }
-  for (const auto& [key, _] : j.items()) {
-    bool known = false;
-    for (std::string_view field : payment_event_rules::kKnownFields) known = known || key == field;
-    if (!known) throw Error::invalid_field(key, "is not a known field");
-  }
-  return PaymentEvent{id, type, org_id, std::move(amount)};
+  in.finish();
+  return PaymentEvent{std::move(id), std::move(type), std::move(org_id), std::move(amount)};
 }
 
 }  // namespace gpurent::billing
