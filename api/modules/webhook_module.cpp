@@ -1,6 +1,7 @@
 // The webhooks' wiring and the delivery worker's thread.
 #include "api/modules/webhook_module.h"
 
+#include "api/handlers/rental_json.h"
 #include "core/error.h"
 #include "core/money.h"
 
@@ -9,20 +10,12 @@
 namespace gpurent {
 namespace {
 
-// What a rental event's `data.rental` holds: the rental as its owner knows it, in the API's
-// own field names (format_rfc3339 as the API prints times).
-nlohmann::json rental_json(const scheduler::RentalRecord& r) {
-  return {{"id", r.id},
-          {"name", r.name},
-          {"state", scheduler::to_string(r.state)},
-          {"gpu_model", r.gpu_model},
-          {"gpu_count", r.gpu_count},
-          {"node_id", r.node_id ? nlohmann::json(*r.node_id) : nlohmann::json(nullptr)},
-          {"gpu_indices", r.gpu_indices},
-          {"period",
-           {{"start", format_rfc3339(r.period.start)}, {"end", format_rfc3339(r.period.end)}}},
-          {"days", r.days},
-          {"created_at", format_rfc3339(r.created_at)}};
+// What a rental event's `data.rental` holds: the rental as the API shows it (the one
+// encoder), without `ssh`, which only the owner's views read from the node.
+nlohmann::json event_rental_json(const scheduler::RentalRecord& r) {
+  auto out = http::rental_json(r);
+  out.erase("ssh");
+  return out;
 }
 
 // One expiry warning per rental and end: an extension moves the end, and the warning is due
@@ -93,7 +86,7 @@ void WebhookModule::rental_event(Tx& tx, const scheduler::RentalRecord& rental,
                                  std::optional<scheduler::RentalState> previous) {
   std::string type = "rental." + std::string(scheduler::to_string(rental.state));
   nlohmann::json data = {
-      {"rental", rental_json(rental)},
+      {"rental", event_rental_json(rental)},
       {"previous_state",
        previous ? nlohmann::json(std::string(scheduler::to_string(*previous))) : nullptr}};
   store_.emit(tx, rental.org_id, type, data);
@@ -125,7 +118,7 @@ void WebhookModule::expiring_scan(PgPool& pool, Timestamp now) {
     for (const auto& [id, org_id] : due) {
       auto r = rentals_->get_any(tx, id);
       if (!r || r->state != scheduler::RentalState::kActive) continue;
-      nlohmann::json data = {{"rental", rental_json(*r)},
+      nlohmann::json data = {{"rental", event_rental_json(*r)},
                              {"ends_at", format_rfc3339(r->period.end)}};
       // Another replica's scan may write the same warning first: the dedup key keeps one.
       store_.emit(tx, org_id, "rental.expiring", data, expiring_key(*r));

@@ -296,6 +296,12 @@ TEST_F(WebhookE2E, ARentalReachingActiveIsDeliveredSignedAndExpiringBeforeItsEnd
   EXPECT_EQ(body["data"]["rental"]["state"], "active");
   EXPECT_EQ(body["data"]["previous_state"], "provisioning");
   EXPECT_EQ(receiver_.of_type("rental.provisioning").size(), 0u);
+  // The rental as the API shows it (one encoder), without the SSH details that only the
+  // owner's views read from the node.
+  json shown = get("/v1/rentals/" + rental, session(owner)).json();
+  ASSERT_TRUE(shown.contains("ssh"));
+  shown.erase("ssh");
+  EXPECT_EQ(body["data"]["rental"], shown);
 
   // Within the last hour of its day, one expiry warning, however often the worker looks.
   advance(23 * 3600);
