@@ -84,6 +84,36 @@ export const scenarios = [
     },
   },
   {
+    name: "a customer asks for a token that outlives the limit, is told beside the field, then creates one",
+    pages: ["tokens"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      // The limit is the server's, as the OpenAPI document states it; the panel does not repeat it.
+      const doc = await api.expect(200, "GET", "/v1/openapi.json");
+      const create = doc.paths["/v1/api-tokens"].post.requestBody.content["application/json"].schema;
+      const max = create.properties.expires_in_days.maximum;
+      assert.ok(Number.isInteger(max), "the document states the token lifetime's maximum");
+      const customer = await api.customer(stack);
+      await tab.signIn(customer.email, PASSWORD);
+      await tab.visit("#/tokens");
+      const form = page.locator("form").filter({ has: page.getByRole("button", { name: "Create token" }) });
+      await form.getByLabel("Name").fill("nightly CI");
+      await form.getByLabel("Expires after (days)").fill(String(max + 1));
+      tab.allowFailedRequest(/\/v1\/api-tokens$/, 400);
+      await form.getByRole("button", { name: "Create token" }).click();
+      await form.locator('[data-field="expires_in_days"] .field-error')
+        .filter({ hasText: `must be between 1 and ${max}` }).waitFor();
+      await tab.check("tokens-expiry-refused");
+      assert.equal((await api.expect(200, "GET", "/v1/api-tokens", undefined, customer)).items.length, 0);
+
+      await form.getByLabel("Expires after (days)").fill(String(max));
+      await form.getByRole("button", { name: "Create token" }).click();
+      await page.getByTestId("token-secret").waitFor();
+      const tokens = await api.expect(200, "GET", "/v1/api-tokens", undefined, customer);
+      assert.deepEqual(tokens.items.map((k) => k.name), ["nightly CI"]);
+    },
+  },
+  {
     name: "a person in two organisations switches between them from the header",
     pages: ["members"],
     async run({ tab, api, stack }) {
