@@ -356,7 +356,7 @@ int cmd_tokens_create(CommandContext& ctx) {
   if (auto v = a.get("max-days"))
     body["max_days"] = parse_int_option("max-days", *v, 1, limits::kMaxGuardrailDays);
   if (auto v = a.get("max-gpus"))
-    body["max_concurrent_gpus"] = parse_int_option("max-gpus", *v, 0, 100000);
+    body["max_concurrent_gpus"] = parse_int_option("max-gpus", *v, 0, limits::kMaxGuardrailGpus);
   if (auto v = a.get("spend-limit")) {
     long long minor = 0;
     try {
