@@ -13,20 +13,20 @@
 #include <charconv>
 #include <map>
 #include <string_view>
-#include <unordered_set>
 
 namespace gpurent::scheduler {
 namespace {
 
 using std::chrono::hours;
 
-// Midnight of a date in the time zone of each node's site, for the nodes of one model.
+// Midnight of a date in the time zone of each site that has a node of one model: a row per
+// site, not per node, so that the statement's cost does not grow with the fleet.
 constexpr Statement kSiteMidnights = {
     "booking_site_midnights",
-    "SELECT n.id, "
+    "SELECT s.id, "
     SQL_MICROS(GPURENT_SQL_SITE_MIDNIGHT("$2::date", "s.timezone"))
-    " FROM nodes n JOIN sites s ON s.id = n.site_id"
-    " WHERE n.gpu_model = $1"};
+    " FROM sites s WHERE EXISTS (SELECT 1 FROM nodes n"
+    " WHERE n.site_id = s.id AND n.gpu_model = $1)"};
 
 constexpr Statement kUtcMidnight = {
     "booking_utc_midnight", "SELECT " SQL_MICROS(GPURENT_SQL_SITE_MIDNIGHT("$1::date", "'UTC'"))};
@@ -40,17 +40,20 @@ Timestamp plus_days(Timestamp t, int days) {
 }
 
 // One start instant and the candidates that would start then (one group per site time zone
-// for a date, one group otherwise).
+// for a date, one group otherwise). The candidates point into `all`, the list they were
+// chosen from, which the group keeps alive.
 struct StartGroup {
   Timestamp start;
-  std::vector<NodeCandidate> candidates;
+  std::vector<const NodeCandidate*> candidates;
+  CapacityIndex::Candidates all;
 };
 
 }  // namespace
 
 // One GPU model the request may take: its price for the GPU count, and the start instants
-// the request means on its nodes, each with its nodes' ids (for a date: per site), earliest
-// first; for now or an instant, one entry and no ids (every node).
+// the request means on its nodes, each with the ids of the sites where it is that instant (for
+// a date: its midnight there), earliest first; for now or an instant, one entry and no ids
+// (every node).
 struct Booking::Option {
   inventory::GpuModelRecord model;
   Money price_per_day{0, "XXX"};  // discounted for the request's days
@@ -227,22 +230,25 @@ Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
 
 namespace {
 
-// The candidates of each start group, loaded once over the window every group spans.
-std::vector<StartGroup> load_groups(
-    Tx& tx, CandidateStore& store, const std::string& model,
-    const std::vector<std::pair<Timestamp, std::vector<std::string>>>& starts,
-    Timestamp window_end) {
+// The candidates of each start group, from one list read over the window every group spans.
+Period window_of(const std::vector<std::pair<Timestamp, std::vector<std::string>>>& starts,
+                 Timestamp window_end) {
   Period window{starts.front().first, window_end};
   for (const auto& s : starts) window.start = std::min(window.start, s.first);
-  auto all = store.load(tx, model, window);
+  return window;
+}
+
+std::vector<StartGroup> group_by_start(
+    const CapacityIndex::Candidates& all,
+    const std::vector<std::pair<Timestamp, std::vector<std::string>>>& starts) {
   std::vector<StartGroup> groups;
-  for (const auto& [start, ids] : starts) {
-    StartGroup g{start, {}};
-    // A set, not a scan of the list per candidate: a date's group names every node of its
-    // sites, which at a thousand nodes made the scan a fifth of a booking's CPU.
-    std::unordered_set<std::string_view> in_group(ids.begin(), ids.end());
-    for (const auto& c : all) {
-      if (ids.empty() || in_group.contains(c.node_id)) g.candidates.push_back(c);
+  for (const auto& [start, sites] : starts) {
+    StartGroup g{start, {}, all};
+    g.candidates.reserve(all->size());
+    for (const auto& c : *all) {
+      if (sites.empty() || std::find(sites.begin(), sites.end(), c->site_id) != sites.end()) {
+        g.candidates.push_back(c.get());
+      }
     }
     groups.push_back(std::move(g));
   }
@@ -265,7 +271,7 @@ std::vector<Choice> choices_for(const std::vector<StartGroup>& groups, const std
     Period occupies{period.start, period.end + cleaning};
     PlacementRequest req{
         .gpu_model = model, .gpu_count = count, .link_need = need, .occupies = occupies};
-    for (auto& p : place(req, g.candidates, {.max_choices = max_choices})) {
+    for (auto& p : place_held(req, g.candidates, {.max_choices = max_choices})) {
       out.push_back({std::move(p), period, occupies});
       if (static_cast<int>(out.size()) == max_choices) return out;
     }
@@ -295,8 +301,9 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
         .price_id = option.price_id,
         .wait_for_capacity = r.wait_for_capacity};
   };
-  // Each round loads the candidates afresh, so it sees what concurrent bookings committed
-  // while the last one tried its choices. Every choice refused for an overlap is a booking
+  // Each round reads the candidates afresh (the copy reloads the nodes announced or refused
+  // since), so it sees what concurrent bookings committed while the last one tried its
+  // choices. Every choice refused for an overlap is a booking
   // someone else made, so the rounds end: when every model's choices run out (the fleet is
   // full) or after max_attempts refusals in all.
   int attempts = 0;
@@ -304,18 +311,26 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
     NewRental rental = rental_of(option, RentalState::kScheduled);
     Timestamp window_end = plus_days(option.starts.back().first, r.days) + options_.cleaning_window;
     while (attempts < options_.max_attempts) {
-      auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
+      auto groups =
+          group_by_start(candidates_of(tx, option.model.name, window_of(option.starts, window_end)),
+                         option.starts);
       auto choices = choices_for(groups, option.model.name, r.gpu_count, need, r.days,
                                  options_.cleaning_window, options_.max_attempts - attempts);
       if (choices.empty()) break;
       for (const auto& choice : choices) {
         ++attempts;
-        rental.node_id = choice.placement.node_id;
-        rental.gpu_indices = choice.placement.gpu_indices;
+        auto placement =
+            confirm(tx, option.model.name, choice.placement, r.gpu_count, need, choice.occupies);
+        if (!placement) {
+          capacity_.node_changed(choice.placement.node_id);
+          continue;
+        }
+        rental.node_id = placement->node_id;
+        rental.gpu_indices = placement->gpu_indices;
         rental.period = choice.period;
         auto attempt = tx.attempt("booking_choice", [&](Tx& sub) {
           RentalRecord record = rentals_.create(sub, rental);
-          rentals_.allocate(sub, record.id, choice.placement.node_id, choice.placement.gpu_indices,
+          rentals_.allocate(sub, record.id, placement->node_id, placement->gpu_indices,
                             choice.occupies);
           return record;
         });
@@ -324,8 +339,10 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
           return attempt.value();
         }
         // Only a booking taken meanwhile is worth the next choice; anything else is a bug
-        // or a changed fleet and ends the booking.
+        // or a changed fleet and ends the booking. The copy missed that booking (its
+        // announcement is on its way): the next round reloads the node.
         if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+        capacity_.node_changed(placement->node_id);
       }
     }
   }
@@ -359,7 +376,8 @@ std::optional<Timestamp> Booking::earliest_start(Tx& tx, const Option& option, i
   // One load over the whole horizon; every later start is tried in memory, a day apart.
   Timestamp window_end =
       plus_days(option.starts.back().first + options_.horizon, days) + options_.cleaning_window;
-  auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
+  auto groups = group_by_start(
+      candidates_of(tx, option.model.name, window_of(option.starts, window_end)), option.starts);
   int horizon_days = static_cast<int>(options_.horizon / hours(24));
   for (int day = first_day; day <= horizon_days; ++day) {
     auto shifted = groups;
@@ -390,7 +408,8 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
   // Other sizes of the same models that fit at the requested start and are on sale.
   auto fits_now = [&](const Option& option, int count) -> std::optional<Timestamp> {
     Timestamp window_end = plus_days(option.starts.back().first, r.days) + options_.cleaning_window;
-    auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
+    auto groups = group_by_start(
+        candidates_of(tx, option.model.name, window_of(option.starts, window_end)), option.starts);
     auto choices =
         choices_for(groups, option.model.name, count, count > 1 ? r.link_need : LinkNeed::kAny,
                     r.days, options_.cleaning_window, 1);
@@ -423,6 +442,26 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
   return out;
 }
 
+CapacityIndex::Candidates Booking::candidates_of(Tx& tx, const std::string& model,
+                                                 const Period& window, bool from_copy) {
+  if (from_copy) return capacity_.candidates(tx, model, window);
+  auto loaded = candidates_.load(tx, model, window);
+  auto nodes = std::make_shared<std::vector<CapacityIndex::Node>>();
+  nodes->reserve(loaded.size());
+  for (auto& c : loaded) nodes->push_back(std::make_shared<const NodeCandidate>(std::move(c)));
+  return nodes;
+}
+
+std::optional<Placement> Booking::confirm(Tx& tx, const std::string& model, const Placement& chosen,
+                                          int gpu_count, LinkNeed need, const Period& occupies) {
+  auto fresh = candidates_.load_nodes(tx, {chosen.node_id}, occupies);
+  PlacementRequest req{
+      .gpu_model = model, .gpu_count = gpu_count, .link_need = need, .occupies = occupies};
+  auto placements = place(req, fresh, {.max_choices = 1});
+  if (placements.empty()) return std::nullopt;
+  return std::move(placements.front());
+}
+
 void Booking::hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& r,
                        const Guardrails& org) {
   if (!charges_) return;
@@ -452,7 +491,8 @@ bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
   // meanwhile, so the next round loads the candidates afresh.
   int attempts = 0;
   while (attempts < options_.max_attempts) {
-    auto groups = load_groups(tx, candidates_, r.gpu_model, starts, window_end);
+    auto groups = group_by_start(
+        candidates_of(tx, r.gpu_model, window_of(starts, window_end), /*from_copy=*/false), starts);
     auto choices = choices_for(groups, r.gpu_model, r.gpu_count, need, r.days,
                                options_.cleaning_window, options_.max_attempts - attempts);
     if (choices.empty()) return false;
@@ -485,7 +525,8 @@ Quote Booking::quote(Tx& tx, const BookingRequest& r, NoCapacity* when_unavailab
   };
   for (const auto& option : c.options) {
     Timestamp window_end = plus_days(option.starts.back().first, r.days) + options_.cleaning_window;
-    auto groups = load_groups(tx, candidates_, option.model.name, option.starts, window_end);
+    auto groups = group_by_start(
+        candidates_of(tx, option.model.name, window_of(option.starts, window_end)), option.starts);
     auto choices = choices_for(groups, option.model.name, r.gpu_count, need, r.days,
                                options_.cleaning_window, 1);
     if (choices.empty()) continue;

@@ -1,10 +1,15 @@
 // Booking: the use case that turns a rental request into GPUs held over a period. It runs
-// inside the caller's transaction (the booking handler's; later with billing's hold in the
-// same one): it checks the request against the catalog, the price list and the guardrails,
-// loads the candidate nodes, asks placement for an order, and allocates the first choice
-// that the database accepts. The exclusion constraint on allocations settles races with
-// other bookings on any replica: a choice taken meanwhile fails inside a savepoint and the
-// next one is tried, a bounded number of times.
+// inside the caller's transaction (the booking handler's, with billing's hold in the same
+// one): it checks the request against the catalog, the price list and the guardrails, and
+// then chooses in memory and claims in the database. The candidates come from the replica's
+// CapacityIndex (its copy of the model's nodes, kept current node by node by the capacity
+// announcements; loaded in the transaction when announcements are not arriving), placement
+// orders them, and each choice in turn is confirmed by reading only its node inside the
+// transaction and claimed with the allocation. The exclusion constraint on allocations
+// settles races with other bookings on any replica: a choice taken meanwhile fails inside a
+// savepoint, its node is marked changed in the copy so that the next read reloads it, and
+// the next choice is tried, a bounded number of times. No statement of a booking reads rows
+// in proportion to the fleet once the copy is loaded (docs/PERFORMANCE.md, "Booking storm").
 #pragma once
 
 #include "billing/rental_charges.h"
@@ -16,6 +21,7 @@
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/candidate_store.h"
+#include "scheduler/capacity_index.h"
 #include "scheduler/model_choice.h"
 #include "scheduler/placement.h"
 #include "scheduler/records.h"
@@ -108,14 +114,18 @@ class Booking {
  public:
   // `orgs` is where every check reads the org's limits as they stand in its
   // transaction: a booking, an extension, and a waiting request when it comes up.
+  // `capacity` is where bookings and quotes choose from; `candidates` reads a chosen node to
+  // confirm it, and loads the waitlist's candidates (whose transaction may hold writes of
+  // its own that the shared copy must not take in).
   Booking(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
-          RentalStore& rentals, CandidateStore& candidates, OrgDirectory& orgs,
-          BookingOptions options)
+          RentalStore& rentals, CandidateStore& candidates, CapacityIndex& capacity,
+          OrgDirectory& orgs, BookingOptions options)
       : clock_(clock),
         catalog_(catalog),
         prices_(prices),
         rentals_(rentals),
         candidates_(candidates),
+        capacity_(capacity),
         orgs_(orgs),
         options_(options) {}
 
@@ -174,6 +184,14 @@ class Booking {
   // The soonest start, `first_day` days or more after the option's own, within the horizon.
   std::optional<Timestamp> earliest_start(Tx& tx, const Option& option, int gpu_count,
                                           LinkNeed need, int days, int first_day);
+  // The model's candidates over `window`: from the copy, or loaded in `tx` when `from_copy`
+  // is false.
+  CapacityIndex::Candidates candidates_of(Tx& tx, const std::string& model, const Period& window,
+                                          bool from_copy = true);
+  // A choice made from the copy, as its node stands in `tx`: the same node's best GPU set for
+  // the same period, or none when it no longer fits (it left service, or was booked).
+  std::optional<Placement> confirm(Tx& tx, const std::string& model, const Placement& chosen,
+                                   int gpu_count, LinkNeed need, const Period& occupies);
   NoCapacity no_capacity(Tx& tx, const BookingRequest& request, const Checked& checked);
 
   const Clock& clock_;
@@ -181,6 +199,7 @@ class Booking {
   inventory::PriceStore& prices_;
   RentalStore& rentals_;
   CandidateStore& candidates_;
+  CapacityIndex& capacity_;
   OrgDirectory& orgs_;
   BookingOptions options_;
   billing::RentalCharges* charges_ = nullptr;

@@ -360,9 +360,21 @@ bool fits_any(const PlacementRequest& request,
   return false;
 }
 
-std::vector<Placement> place(const PlacementRequest& request,
-                             const std::vector<NodeCandidate>& candidates,
-                             const PlacementOptions& options) {
+namespace {
+
+// The candidates as a list of records or of pointers to records held elsewhere (the capacity
+// copy's shared nodes): place() reads them the same way either way.
+const NodeCandidate& record(const NodeCandidate& c) {
+  return c;
+}
+const NodeCandidate& record(const NodeCandidate* c) {
+  return *c;
+}
+
+template <class List>
+std::vector<Placement> place_among(const PlacementRequest& request, const List& list,
+                                   const PlacementOptions& options) {
+  auto candidates = [&list](std::size_t i) -> const NodeCandidate& { return record(list[i]); };
   std::vector<Placement> out;
   const int count = request.gpu_count;
   if (count < 1 || count > topology::kMaxGpus || options.max_choices < 1) return out;
@@ -375,14 +387,14 @@ std::vector<Placement> place(const PlacementRequest& request,
     int spare;
   };
   std::vector<Fit> fits;
-  fits.reserve(candidates.size());
+  fits.reserve(list.size());
   std::array<std::size_t, topology::kMaxGpus + 2> bucket_start{};
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (i + kListsAhead < candidates.size()) prefetch_gpu_list(candidates[i + kListsAhead]);
-    if (i + kBlocksAhead < candidates.size()) {
-      prefetch_gpu_blocks(candidates[i + kBlocksAhead], ~Mask{0}, false);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (i + kListsAhead < list.size()) prefetch_gpu_list(candidates(i + kListsAhead));
+    if (i + kBlocksAhead < list.size()) {
+      prefetch_gpu_blocks(candidates(i + kBlocksAhead), ~Mask{0}, false);
     }
-    const auto& node = candidates[i];
+    const auto& node = candidates(i);
     if (node.gpu_model != request.gpu_model) continue;
     Mask free = free_gpus(node, request.occupies, count);
     int spare = std::popcount(free) - count;
@@ -415,17 +427,17 @@ std::vector<Placement> place(const PlacementRequest& request,
     const std::size_t last = bucket_start[spare + 1];
     for (std::size_t k = bucket_start[spare]; k < last; ++k) {
       if (k + kListsAhead < last) {
-        const auto& ahead = candidates[by_spare[k + kListsAhead]->node];
+        const auto& ahead = candidates(by_spare[k + kListsAhead]->node);
         prefetch_gpu_list(ahead);
         prefetch_bytes(ahead.links.links.data(),
                        ahead.links.links.size() * sizeof(std::vector<std::string>));
       }
       if (k + kBlocksAhead < last) {
         const Fit& ahead = *by_spare[k + kBlocksAhead];
-        prefetch_gpu_blocks(candidates[ahead.node], ahead.free, true);
+        prefetch_gpu_blocks(candidates(ahead.node), ahead.free, true);
       }
       const Fit& fit = *by_spare[k];
-      const auto& node = candidates[fit.node];
+      const auto& node = candidates(fit.node);
       if (!usable_shape(node.links)) continue;
       auto set = chooser.choose(node.links, fit.free, count, request.link_need);
       if (!set) continue;
@@ -437,16 +449,30 @@ std::vector<Placement> place(const PlacementRequest& request,
   // The candidate's position last: equal ids (which the loader never sends) still sort the
   // same way every time.
   auto key = [&](const Ranked& r) {
-    return std::tie(r.spare, r.gaps, r.failures, candidates[r.node].node_id, r.node);
+    return std::tie(r.spare, r.gaps, r.failures, candidates(r.node).node_id, r.node);
   };
   const std::size_t n = std::min(ranked.size(), wanted);
   std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(n), ranked.end(),
                     [&](const Ranked& a, const Ranked& b) { return key(a) < key(b); });
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    out.push_back({candidates[ranked[i].node].node_id, index_list(ranked[i].set)});
+    out.push_back({candidates(ranked[i].node).node_id, index_list(ranked[i].set)});
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Placement> place(const PlacementRequest& request,
+                             const std::vector<NodeCandidate>& candidates,
+                             const PlacementOptions& options) {
+  return place_among(request, candidates, options);
+}
+
+std::vector<Placement> place_held(const PlacementRequest& request,
+                                  const std::vector<const NodeCandidate*>& candidates,
+                                  const PlacementOptions& options) {
+  return place_among(request, candidates, options);
 }
 
 }  // namespace gpurent::scheduler

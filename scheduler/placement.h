@@ -82,6 +82,11 @@ struct PlacementOptions {
 std::vector<Placement> place(const PlacementRequest& request,
                              const std::vector<NodeCandidate>& candidates,
                              const PlacementOptions& options = {});
+// The same over records held elsewhere (the capacity copy's shared nodes, which a booking
+// chooses from without copying them).
+std::vector<Placement> place_held(const PlacementRequest& request,
+                                  const std::vector<const NodeCandidate*>& candidates,
+                                  const PlacementOptions& options = {});
 
 // Whether place() would find any choice among `candidates`: the same fit, without ranking
 // (the first node that fits answers), over records held elsewhere (the catalog's views ask

@@ -20,15 +20,15 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       ssh_ca_(identity::SshCertificateAuthority::load_or_create(ctx.config.ssh_ca_dir)),
       ssh_access_(ssh_ca_, ctx.clock),
       access_material_(ssh_access_, ssh_keys_),
-      booking_(ctx.clock, catalog_, prices_, rentals_, candidates_, orgs_,
+      capacity_(ctx.clock, candidates_,
+                [&listener = ctx.listener] { return listener.connected(); }),
+      booking_(ctx.clock, catalog_, prices_, rentals_, candidates_, capacity_, orgs_,
                {.cleaning_window = ctx.config.rental_cleaning_window}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
       lifecycle_(
           rentals_, tasks_, nodes_, booking_,
           {.poll = ctx.config.lifecycle_interval, .user_ca_keys = {ssh_ca_.user_ca_public_key()}},
           &access_material_),
-      capacity_(ctx.clock, candidates_,
-                [&listener = ctx.listener] { return listener.connected(); }),
       views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window),
       customer_rentals_(ctx.pool, ctx.clock, booking_, lifecycle_, rentals_, ssh_keys_,
                         &ssh_access_, &capacity_),

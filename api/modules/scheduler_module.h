@@ -96,10 +96,10 @@ class SchedulerModule final : public Module, public http::NodeWork {
   scheduler::SshAccess ssh_access_;
   // What install_access carries from the SSH capability (keys, host certificates, probe).
   scheduler::RentalAccessMaterial access_material_;
+  // Before booking_, which chooses from it, and views_, which counts from it.
+  scheduler::CapacityIndex capacity_;
   scheduler::Booking booking_;
   scheduler::Lifecycle lifecycle_;
-  // Before views_, which counts from it.
-  scheduler::CapacityIndex capacity_;
   scheduler::CatalogViews views_;
   scheduler::Rentals customer_rentals_;
   http::RentalRoutesState rental_routes_;

@@ -148,8 +148,11 @@ class LifecycleTest : public SchedulerTest {
   inventory::CatalogStore catalog_{clock_};
   inventory::PriceStore prices_{clock_, "RUB"};
   identity::OrgAdminStore orgs_{clock_};
-  Booking booking_{
-      clock_, catalog_, prices_, rentals_, candidates_, orgs_, {.cleaning_window = kWindow}};
+  // Announcements never arrive here: every read loads in its transaction, as a replica whose
+  // listener is down does.
+  CapacityIndex capacity_{clock_, candidates_, [] { return false; }};
+  Booking booking_{clock_,      catalog_,  prices_, rentals_,
+                   candidates_, capacity_, orgs_,   {.cleaning_window = kWindow}};
   Lifecycle lifecycle_{rentals_,
                        tasks_,
                        nodes_,
