@@ -445,6 +445,7 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
 CapacityIndex::Candidates Booking::candidates_of(Tx& tx, const std::string& model,
                                                  const Period& window, bool from_copy) {
   if (from_copy) return capacity_.candidates(tx, model, window);
+  candidates_.keep_statistics(tx);
   auto loaded = candidates_.load(tx, model, window);
   auto nodes = std::make_shared<std::vector<CapacityIndex::Node>>();
   nodes->reserve(loaded.size());

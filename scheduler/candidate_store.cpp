@@ -71,6 +71,20 @@ constexpr Statement kLoadNodes = {
                            "a.gpu_id")};
 #undef GPURENT_CANDIDATE_LOAD
 
+// Whether the planner's idea of the fleet is out of date: `nodes` never analyzed, or holding
+// more than a fifth (and 20 rows) more than when it was. Nodes, their GPUs and their links
+// are written together, so the nodes' count stands for all three. The count reads the whole
+// table, which the model's load below does anyway.
+constexpr Statement kStatisticsStale = {"candidate_statistics_stale",
+                                        "SELECT c.reltuples < 0 OR n.rows > c.reltuples * 1.2 + 20"
+                                        " FROM pg_class c, (SELECT count(*) AS rows FROM nodes) n"
+                                        " WHERE c.oid = 'nodes'::regclass"};
+
+// Not a preparable statement; in the load's transaction, so that its statement runs with the
+// new statistics. Another transaction's ANALYZE of the same tables makes this one wait for
+// it (a lock ANALYZE takes), and then find the statistics fresh next time.
+constexpr const char* kAnalyzeFleet = "ANALYZE nodes, gpus, gpu_links";
+
 enum RowKind { kNodeRow = 0, kBusyRow = 1 };
 
 [[noreturn]] void malformed(std::string_view what) {
@@ -211,6 +225,12 @@ std::vector<NodeCandidate> CandidateStore::load(Tx& tx, const std::string& gpu_m
                                                 const Period& window) {
   return parse_load(tx.exec(kLoadModel, gpu_model, sql_timestamp(window.start),
                             sql_timestamp(window.end), lookback_micros()));
+}
+
+bool CandidateStore::keep_statistics(Tx& tx) {
+  if (!tx.exec(kStatisticsStale)[0][0].as<bool>()) return false;
+  tx.exec_fixed(kAnalyzeFleet);
+  return true;
 }
 
 std::vector<NodeCandidate> CandidateStore::load_nodes(Tx& tx,

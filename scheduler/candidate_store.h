@@ -26,8 +26,16 @@ class CandidateStore {
   //  - busy: every allocation overlapping `window`, as stored (the cleaning window included);
   //  - recent_failures: its rentals that became failed or interrupted in the
   //    kRecentFailureWindow before window.start.
-  // Each one's site and declared interconnect come with it.
+  // Each one's site and declared interconnect come with it. One statement: callers that load
+  // the whole model call keep_statistics first.
   std::vector<NodeCandidate> load(Tx& tx, const std::string& gpu_model, const Period& window);
+
+  // When the fleet has grown by more than a fifth since the planner's statistics were taken
+  // (or they never were), analyzes the fleet's tables in `tx`; whether it did. Right after a
+  // bulk enrolment, before autovacuum's first pass (a minute or more), load()'s statement
+  // was planned as if the fleet were empty and took seconds at 1,000 nodes instead of
+  // milliseconds. One short statement when the statistics are fresh.
+  bool keep_statistics(Tx& tx);
 
   // The same for the named nodes, whatever their model: those of them that are candidates
   // now. A few nodes cost a few index probes, not a pass over the fleet: what keeps a

@@ -41,6 +41,7 @@ CapacityIndex::CapacityIndex(const Clock& clock, CandidateStore& store,
 
 CapacityIndex::Candidates CapacityIndex::load_directly(Tx& tx, const std::string& model,
                                                        const Period& window) {
+  store_.keep_statistics(tx);
   auto nodes = std::make_shared<const std::vector<Node>>(
       shared_nodes(store_.load(tx, model, window), model));
   std::lock_guard lock(mutex_);
@@ -91,6 +92,7 @@ CapacityIndex::Candidates CapacityIndex::candidates(Tx& tx, const std::string& m
   if (!base && !covers(fresh_window, window)) return load_directly(tx, model, window);
 
   if (!base) {
+    store_.keep_statistics(tx);
     auto nodes = std::make_shared<const std::vector<Node>>(
         shared_nodes(store_.load(tx, model, fresh_window), model));
     std::lock_guard lock(mutex_);

@@ -13,9 +13,13 @@
 // commit. While the listener is not connected, announcements are lost, so nothing is kept
 // and every read loads from the database; on (re)connection everything is dropped.
 //
-// Bookings never read this copy: they load their candidates inside their own transaction and
-// the database's exclusion constraint has the last word. The copy only answers "how many
-// could", where a count a few milliseconds old is as good as any.
+// Bookings and quotes choose from this copy too (booking.h): a choice is confirmed by reading
+// its node inside the booking's transaction, and the database's exclusion constraint has the
+// last word, so a copy a few milliseconds behind costs at most a refused choice, whose node
+// the booking then marks changed. The waitlist, whose transactions write before they place,
+// loads its candidates itself, so that the shared copy never takes in uncommitted rows.
+// Before a whole-model load the fleet's statistics are brought up to date when a bulk
+// enrolment left them behind (CandidateStore::keep_statistics).
 #pragma once
 
 #include "core/clock.h"

@@ -78,7 +78,12 @@ Page<RentalView> Rentals::list(const Caller& caller, const std::optional<RentalS
     auto page = rentals_.list(tx, caller.org_id, state, limit, cursor);
     Page<RentalView> out{.next_cursor = page.next_cursor};
     out.items.reserve(page.items.size());
-    for (const auto& r : page.items) out.items.push_back(view(tx, r));
+    // One statement for every active rental's SSH details, not two per rental.
+    std::vector<std::optional<SshDetails>> ssh(page.items.size());
+    if (ssh_) ssh = ssh_->details(tx, page.items);
+    for (std::size_t i = 0; i < page.items.size(); ++i) {
+      out.items.push_back({.rental = page.items[i], .ssh = std::move(ssh[i])});
+    }
     return out;
   });
 }

@@ -8,6 +8,8 @@
 #include "core/sql.h"
 #include "scheduler/lifecycle_rules.h"
 
+#include <map>
+
 namespace gpurent::scheduler {
 namespace {
 
@@ -21,8 +23,13 @@ constexpr Statement kRecordCertificate = {
 constexpr auto kHostCertificateValidity = std::chrono::hours(24 * 365);
 constexpr auto kHostCertificateBackdate = std::chrono::minutes(5);
 
-constexpr Statement kNodeAddress = {"ssh_access_node_address",
-                                    "SELECT hostname, ssh_port FROM nodes WHERE id = $1"};
+// Each named node's address and host keys (by algorithm), a row per key; a node with none
+// has one row with NULL keys. $1 the node ids (text[]).
+constexpr Statement kNodeAddresses = {
+    "ssh_access_node_addresses",
+    "SELECT n.id, n.hostname, n.ssh_port, k.public_key, k.fingerprint FROM nodes n"
+    " LEFT JOIN node_ssh_host_keys k ON k.node_id = n.id WHERE n.id = ANY ($1::text[])"
+    " ORDER BY n.id, k.algorithm"};
 constexpr Statement kNodeProbeKey = {"ssh_access_node_probe_key",
                                      "SELECT hostname, ssh_probe_key FROM nodes WHERE id = $1"};
 
@@ -76,26 +83,53 @@ IssuedUserCertificate SshAccess::issue(Tx& tx, const RentalRecord& r,
 }
 
 std::optional<SshDetails> SshAccess::details(Tx& tx, const RentalRecord& r) {
-  if (r.state != RentalState::kActive || !r.node_id) return std::nullopt;
-  auto rows = tx.exec(kNodeAddress, *r.node_id);
-  if (rows.empty()) return std::nullopt;
-  SshDetails out;
-  out.host = rows[0][0].as<std::string>();
-  out.port = rows[0][1].as<int>();
-  out.user = rental_login(r.id);
-  out.command = "ssh " + (out.port == 22 ? "" : "-p " + std::to_string(out.port) + " ") + out.user +
-                "@" + out.host;
-  std::string pattern =
-      out.port == 22 ? out.host : "[" + out.host + "]:" + std::to_string(out.port);
-  for (const auto& k : host_keys_.list(tx, *r.node_id)) {
-    out.host_key_fingerprints.push_back(k.fingerprint);
-    out.known_hosts.push_back(pattern + " " + k.public_key);
+  return details(tx, std::vector<RentalRecord>{r}).front();
+}
+
+std::vector<std::optional<SshDetails>> SshAccess::details(
+    Tx& tx, const std::vector<RentalRecord>& rentals) {
+  std::vector<std::optional<SshDetails>> out(rentals.size());
+  std::vector<std::string> nodes;
+  for (const auto& r : rentals) {
+    if (r.state == RentalState::kActive && r.node_id) nodes.push_back(*r.node_id);
   }
-  out.known_hosts.push_back("@cert-authority " + pattern + " " + ca_.host_ca_public_key());
-  out.ssh_config = "Host gpurent-" + r.id + "\n  HostName " + out.host + "\n  Port " +
-                   std::to_string(out.port) + "\n  User " + out.user +
+  if (nodes.empty()) return out;
+  // What every rental on the node shares: its address and known host keys.
+  struct Node {
+    std::string host;
+    int port = 22;
+    std::vector<std::pair<std::string, std::string>> keys;  // public key, fingerprint
+  };
+  std::map<std::string, Node> by_id;
+  for (const auto& row : tx.exec(kNodeAddresses, pg_array_literal(nodes))) {
+    auto& n = by_id[row[0].as<std::string>()];
+    n.host = row[1].as<std::string>();
+    n.port = row[2].as<int>();
+    if (!row[3].is_null()) n.keys.emplace_back(row[3].as<std::string>(), row[4].as<std::string>());
+  }
+  for (std::size_t i = 0; i < rentals.size(); ++i) {
+    const auto& r = rentals[i];
+    if (r.state != RentalState::kActive || !r.node_id) continue;
+    auto node = by_id.find(*r.node_id);
+    if (node == by_id.end()) continue;
+    SshDetails d;
+    d.host = node->second.host;
+    d.port = node->second.port;
+    d.user = rental_login(r.id);
+    d.command =
+        "ssh " + (d.port == 22 ? "" : "-p " + std::to_string(d.port) + " ") + d.user + "@" + d.host;
+    std::string pattern = d.port == 22 ? d.host : "[" + d.host + "]:" + std::to_string(d.port);
+    for (const auto& [public_key, fingerprint] : node->second.keys) {
+      d.host_key_fingerprints.push_back(fingerprint);
+      d.known_hosts.push_back(pattern + " " + public_key);
+    }
+    d.known_hosts.push_back("@cert-authority " + pattern + " " + ca_.host_ca_public_key());
+    d.ssh_config = "Host gpurent-" + r.id + "\n  HostName " + d.host + "\n  Port " +
+                   std::to_string(d.port) + "\n  User " + d.user +
                    "\n  UserKnownHostsFile ~/.ssh/gpurent_known_hosts\n"
                    "  StrictHostKeyChecking yes\n";
+    out[i] = std::move(d);
+  }
   return out;
 }
 

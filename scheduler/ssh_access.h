@@ -103,6 +103,9 @@ class SshAccess {
   // The rental's SSH details once it is active; nullopt before and after. The host is the
   // node's hostname, the port its ssh_port.
   std::optional<SshDetails> details(Tx& tx, const RentalRecord& r);
+  // The same for a page of rentals, in their order, in one statement however many are active
+  // (GET /v1/rentals lists up to 500).
+  std::vector<std::optional<SshDetails>> details(Tx& tx, const std::vector<RentalRecord>& rentals);
 
   // Signs each of a node's host keys (as its agent reported them) into a host certificate
   // for `hostname`, valid from a few minutes ago (clock skew) for a year; each hello signs

@@ -144,5 +144,41 @@ TEST_F(BookingFromCopyTest, TwoReplicasBookingAtOnceFillEveryGpuOnceFromTheirOwn
   EXPECT_EQ(a.capacity.stats().copies_loaded + b.capacity.stats().copies_loaded, 2u);
 }
 
+TEST_F(BookingFromCopyTest, AThousandNodesNeverAnalyzedAreBookedWithinTheStatementTimeout) {
+  // Autovacuum would analyze the tables within a minute or so of a bulk enrolment; off here,
+  // so that the fleet stays as an enrolment leaves it until the booking.
+  exec(
+      "ALTER TABLE nodes SET (autovacuum_enabled = off);"
+      " ALTER TABLE gpus SET (autovacuum_enabled = off);"
+      " ALTER TABLE gpu_links SET (autovacuum_enabled = off);"
+      " ALTER TABLE allocations SET (autovacuum_enabled = off)");
+  // A thousand 8-GPU nodes made as the admin API and the agents' hellos make them.
+  for (int batch = 0; batch < 10; ++batch) {
+    transact([&](Tx& tx) {
+      for (int i = 0; i < 100; ++i) {
+        inventory::NewNode n;
+        n.site_id = site_;
+        n.hostname = "bulk-" + std::to_string(batch * 100 + i);
+        n.gpu_model = "H100-SXM5-80GB";
+        n.gpu_count = 8;
+        std::string id = nodes_.create(tx, n, admin_).node.node.id;
+        nodes_.transition(tx, id, inventory::NodeAction::kEnrolled, "enrolled", std::nullopt);
+        nodes_.set_health(tx, id, inventory::Health::kOk);
+      }
+    });
+  }
+  ASSERT_EQ(count("SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'nodes'"
+                  " AND last_analyze IS NULL AND last_autoanalyze IS NULL"),
+            1);
+  // A tenth of the pool's default: the statement that loads the model's candidates took
+  // seconds on a fleet this size planned without statistics.
+  PgPool tight{{.url = db_.url(), .size = 2, .statement_timeout = std::chrono::seconds(1)}};
+  Replica& r = replica();
+  auto rental = tight.transact("booking", [&](Tx& tx) { return r.booking.book(tx, request(1)); });
+  EXPECT_TRUE(rental.node_id);
+  auto quote = tight.transact("quote", [&](Tx& tx) { return r.booking.quote(tx, request(8)); });
+  EXPECT_TRUE(quote.available);
+}
+
 }  // namespace booking_from_copy_pgtest
 }  // namespace gpurent::scheduler

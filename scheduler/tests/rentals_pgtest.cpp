@@ -194,5 +194,51 @@ TEST_F(RentalsTest, ShowTellsAWaitingRequestItsPlaceAndListDoesNot) {
   EXPECT_FALSE(listed.items[0].waitlist);
 }
 
+TEST_F(RentalsTest, AListPageReadsEveryActiveRentalsSshDetailsInOneStatement) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    std::string n = node("n" + std::to_string(i));
+    // Host keys on every node but the last, as their agents reported them.
+    if (i < 3) {
+      exec(
+          "INSERT INTO node_ssh_host_keys (node_id, algorithm, public_key, fingerprint,"
+          " reported_at) VALUES ('" +
+          n + "', 'ssh-ed25519', 'ssh-ed25519 AAAAkey" + std::to_string(i) +
+          "', 'SHA256:" + std::string(42, 'f') + std::to_string(i) + "', now())");
+    }
+    auto r = use_cases_->book(caller(a_), request_here(1));
+    transact([&](Tx& tx) {
+      rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kProvisioning, "test");
+      rentals_.transition(tx, r.id, RentalState::kProvisioning, RentalState::kActive, "test");
+    });
+    ids.push_back(r.id);
+  }
+  auto listing = [&](int limit) {
+    use_cases_->list(caller(a_), std::nullopt, limit, std::nullopt);  // statements prepared
+    auto before = pool_.stats().round_trips_total;
+    auto page = use_cases_->list(caller(a_), std::nullopt, limit, std::nullopt);
+    return std::make_pair(page, pool_.stats().round_trips_total - before);
+  };
+  auto [one, one_trips] = listing(1);
+  auto [all, all_trips] = listing(50);
+  ASSERT_EQ(one.items.size(), 1u);
+  ASSERT_EQ(all.items.size(), 4u);
+  EXPECT_EQ(all_trips, one_trips) << "the same statements for one active rental and four";
+  // Each as the rental's own page shows it, host keys included.
+  for (const auto& item : all.items) {
+    ASSERT_TRUE(item.ssh) << item.rental.id;
+    auto shown = use_cases_->show(caller(a_), item.rental.id);
+    ASSERT_TRUE(shown.ssh);
+    EXPECT_EQ(item.ssh->host, shown.ssh->host);
+    EXPECT_EQ(item.ssh->command, shown.ssh->command);
+    EXPECT_EQ(item.ssh->known_hosts, shown.ssh->known_hosts);
+    EXPECT_EQ(item.ssh->host_key_fingerprints, shown.ssh->host_key_fingerprints);
+    EXPECT_EQ(item.ssh->ssh_config, shown.ssh->ssh_config);
+  }
+  int with_keys = 0;
+  for (const auto& item : all.items) with_keys += item.ssh->host_key_fingerprints.size() == 1;
+  EXPECT_EQ(with_keys, 3);
+}
+
 }  // namespace
 }  // namespace gpurent::scheduler
