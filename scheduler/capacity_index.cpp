@@ -54,8 +54,24 @@ CapacityIndex::Candidates CapacityIndex::candidates(Tx& tx, const std::string& m
   // Without announcements a copy could miss any change: nothing is kept meanwhile.
   if (!listening_()) return load_directly(tx, model, window);
 
-  std::lock_guard refresh(refresh_);
   const Timestamp now = clock_.now();
+  std::unique_lock refresh(refresh_, std::try_to_lock);
+  if (!refresh.owns_lock()) {
+    // Another read is bringing the copies up to date: a usable copy is answered as it stands
+    // rather than waited on (the changes announced since are another read's to load). Without
+    // this every booking of a replica waited its turn for a database round trip.
+    {
+      std::lock_guard lock(mutex_);
+      auto it = models_.find(model);
+      if (it != models_.end() && it->second.copy &&
+          now - it->second.copy->loaded_at < options_.max_age &&
+          covers(it->second.copy->window, window)) {
+        ++stats_.served_while_reloading;
+        return it->second.copy->nodes;
+      }
+    }
+    refresh.lock();
+  }
   const Period fresh_window{now - kLookBehind, now + options_.reach};
   std::vector<std::string> announced;
   Candidates base;

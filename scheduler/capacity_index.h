@@ -68,7 +68,9 @@ class CapacityIndex {
   // reloading the nodes announced since the last read; otherwise loaded. `tx` must give each
   // statement a snapshot of its own (PgPool::read, or a READ COMMITTED transaction): the
   // reload has to see every change whose announcement it consumes. One load or reload runs
-  // at a time; other reads of the index wait for it rather than repeat it.
+  // at a time; meanwhile other reads get a usable copy as it stands (the nodes announced
+  // since are not reloaded by them: a booking confirms its choice in the database anyway, and
+  // a count a moment old is as good as any), or wait when there is none.
   Candidates candidates(Tx& tx, const std::string& model, const Period& window);
 
   // The node's allocations, state, health, GPUs or links changed: every copy reloads it on
@@ -78,11 +80,12 @@ class CapacityIndex {
   void everything_changed();
 
   struct Stats {
-    std::uint64_t copies_loaded = 0;   // whole-model loads kept as a copy
-    std::uint64_t reloads = 0;         // reads that reloaded announced nodes
-    std::uint64_t nodes_reloaded = 0;  // announced nodes those reloads asked for
-    std::uint64_t direct_loads = 0;    // reads answered from the database, nothing kept
-    std::uint64_t served = 0;          // reads answered from a copy
+    std::uint64_t copies_loaded = 0;           // whole-model loads kept as a copy
+    std::uint64_t reloads = 0;                 // reads that reloaded announced nodes
+    std::uint64_t nodes_reloaded = 0;          // announced nodes those reloads asked for
+    std::uint64_t direct_loads = 0;            // reads answered from the database, nothing kept
+    std::uint64_t served = 0;                  // reads answered from a copy
+    std::uint64_t served_while_reloading = 0;  // answered from a copy as it stood, not waiting
   };
   Stats stats() const;
 

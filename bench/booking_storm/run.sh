@@ -174,6 +174,14 @@ price=$(psql -At -c "SELECT id FROM prices WHERE gpu_model = 'H100-SXM5-80GB' AN
   cat "$work/pgbench.txt" >&2
   exit 1
 }
+# The second ceiling: the least a booking must do (minimal.sql), the same clients and time.
+"$pg_bin/pgbench" -n -M prepared -c "$connections" -j 2 -T "$duration" -f "$here/minimal.sql" \
+  -D org="$org" -D usr="$usr" -D img="$image_id" -D price="$price" -D nodes="$nodes" \
+  -D model=H100-SXM5-80GB "$url" >"$work/pgbench-minimal.txt" 2>&1 || {
+  cat "$work/pgbench-minimal.txt" >&2
+  exit 1
+}
+minimal_tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/pgbench-minimal.txt")
 tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/pgbench.txt")
 failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$work/pgbench.txt")
 # Per-transaction log: the third column is the latency in microseconds.
@@ -186,7 +194,9 @@ printf "%-44s %12s %9s %9s %9s\n" "" "per second" "p50 ms" "p99 ms" "failed"
 printf "%-44s %12s %9s %9s %9s\n" "POST /v1/rentals, 201 (two replicas)" "$bookings" "$p50" "$p99" "$other"
 printf "%-44s %12s\n" "POST /v1/rentals, 409 insufficient_capacity" "$(echo "scale=1; $conflicts / $seconds" | bc)"
 printf "%-44s %12.1f %9s %9s %9s\n" "pgbench, the booking's statements" "$tps" "$(pct 50)" "$(pct 99)" "${failed:-0}"
-echo "ratio bookings/s / pgbench tps: $(echo "scale=3; $bookings / $tps" | bc)"
+printf "%-44s %12.1f\n" "pgbench, a minimal booking (minimal.sql)" "$minimal_tps"
+echo "ratio bookings/s / pgbench tps: $(echo "scale=3; $bookings / $tps" | bc);" \
+  "to the minimal booking: $(echo "scale=3; $bookings / $minimal_tps" | bc)"
 echo "rentals written by the storm: $((rentals_after - rentals_before)) (201s counted: $created);" \
   "gpurentd database round trips per booking: $(echo "scale=1; ($rt_after - $rt_before) / ($created + $conflicts + $other)" | bc);" \
   "gpurentd CPU per booking: $(echo "scale=2; 1000 * ($cpu_after - $cpu_before) / ($created + $conflicts + $other)" | bc) ms"
