@@ -5,6 +5,7 @@
 #include "core/trusted_proxies.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 
 #include <algorithm>
 #include <array>
@@ -345,6 +346,15 @@ const std::vector<Field>& fields() {
         "seconds)",
         "30m"},
        [](Config& c, const std::string& v) { c.rental_cleaning_window = parse_whole_seconds(v); }},
+      {{"booking_horizon_days", "GPURENT_BOOKING_HORIZON_DAYS",
+        "how many days ahead a booking may start (and how far earliest starts are searched)", "90"},
+       [](Config& c, const std::string& v) {
+         c.booking_horizon_days = static_cast<int>(parse_int(v, 1, limits::kMaxRentalDays));
+       }},
+      {{"pending_timeout", "GPURENT_PENDING_TIMEOUT",
+        "how long a request that waits for capacity waits before it expires (whole seconds)",
+        "24h"},
+       [](Config& c, const std::string& v) { c.pending_timeout = parse_whole_seconds(v); }},
       {{"lifecycle_interval", "GPURENT_LIFECYCLE_INTERVAL",
         "how often the rental lifecycle worker runs on each replica (whole seconds)", "5s"},
        [](Config& c, const std::string& v) { c.lifecycle_interval = parse_whole_seconds(v); }},

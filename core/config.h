@@ -63,6 +63,11 @@ struct Config {
   std::chrono::seconds enrollment_token_ttl{24 * 3600};
   // Kept free on a rental's GPUs after it ends, for the wipe and reimage before the next.
   std::chrono::seconds rental_cleaning_window{30 * 60};
+  // How far ahead a booking may start, and how far the search for an earliest start and the
+  // offers' look ahead, in whole days.
+  int booking_horizon_days = 90;
+  // How long a request that waits for capacity waits before it expires.
+  std::chrono::seconds pending_timeout{24 * 3600};
   // How often each replica's lifecycle worker steps the rentals that are due (starts, ends,
   // provisioning and wipe checks, the waitlist): the delay a rental's moves can have.
   std::chrono::seconds lifecycle_interval{5};

@@ -54,4 +54,10 @@ Error Error::invalid_field(std::string_view field, std::string_view reason) {
                {{"field", field}, {"reason", reason}});
 }
 
+Error Error::out_of_range(std::string_view field, long long minimum, long long maximum) {
+  std::string reason = "must be " + std::to_string(minimum) + " to " + std::to_string(maximum);
+  return Error(ErrorCode::kInvalidRequest, "Field '" + std::string(field) + "' " + reason + ".",
+               {{"field", field}, {"reason", reason}, {"minimum", minimum}, {"maximum", maximum}});
+}
+
 }  // namespace gpurent

@@ -47,6 +47,9 @@ class Error : public std::runtime_error {
 
   // 400 invalid_request naming the offending field.
   static Error invalid_field(std::string_view field, std::string_view reason);
+  // 400 invalid_request for a number outside [minimum, maximum], with the allowed range in
+  // its details ("minimum", "maximum"), so a client can correct itself without the docs.
+  static Error out_of_range(std::string_view field, long long minimum, long long maximum);
 
  private:
   ErrorCode code_;

@@ -78,6 +78,15 @@ std::vector<std::pair<Timestamp, std::vector<std::string>>> starts_for(Tx& tx,
                                                                        const Start& requested,
                                                                        Timestamp now,
                                                                        Timestamp latest_start) {
+  // The allowed range in the refusal's details: a CI that plans ahead reads it there.
+  auto too_far_ahead = [&](std::string_view reason) {
+    return Error(ErrorCode::kInvalidRequest, "Field 'start' " + std::string(reason) + ".",
+                 {{"field", "start"},
+                  {"reason", reason},
+                  {"earliest_start", format_rfc3339(now)},
+                  {"latest_start", format_rfc3339(latest_start)},
+                  {"booking_horizon_days", (latest_start - now) / hours(24)}});
+  };
   std::vector<std::pair<Timestamp, std::vector<std::string>>> starts;
   if (std::holds_alternative<StartNow>(requested)) {
     starts.push_back({now, {}});
@@ -85,9 +94,7 @@ std::vector<std::pair<Timestamp, std::vector<std::string>>> starts_for(Tx& tx,
   }
   if (const auto* at = std::get_if<Timestamp>(&requested)) {
     if (*at < now - kStartTolerance) throw Error::invalid_field("start", "is in the past");
-    if (*at > latest_start) {
-      throw Error::invalid_field("start", "is further ahead than bookings are taken");
-    }
+    if (*at > latest_start) throw too_far_ahead("is further ahead than bookings are taken");
     starts.push_back({std::max(*at, now), {}});
     return starts;
   }
@@ -112,7 +119,7 @@ std::vector<std::pair<Timestamp, std::vector<std::string>>> starts_for(Tx& tx,
   }
   if (starts.empty()) {
     if (!by_start.empty()) {
-      throw Error::invalid_field("start", "is in the past or too far ahead at every site");
+      throw too_far_ahead("is in the past or too far ahead at every site");
     }
     // No node of the model anywhere: the date still names a period, in UTC, for a request
     // that waits.
@@ -194,12 +201,10 @@ Booking::Checked Booking::check(Tx& tx, const BookingRequest& r) {
   Checked c;
   c.now = clock_.now();
   if (r.gpu_count < 1 || r.gpu_count > limits::kMaxRentalGpus) {
-    throw Error::invalid_field("gpu_count",
-                               "must be 1 to " + std::to_string(limits::kMaxRentalGpus));
+    throw Error::out_of_range("gpu_count", 1, limits::kMaxRentalGpus);
   }
   if (r.days < limits::kMinRentalDays || r.days > limits::kMaxRentalDays) {
-    throw Error::invalid_field("days", "must be " + std::to_string(limits::kMinRentalDays) +
-                                           " to " + std::to_string(limits::kMaxRentalDays));
+    throw Error::out_of_range("days", limits::kMinRentalDays, limits::kMaxRentalDays);
   }
   c.org = orgs_.guardrails_of(tx, r.org_id);
   if (auto limit = stricter(c.org.max_days, r.token_limits.max_days); limit && r.days > *limit) {
@@ -557,8 +562,13 @@ RentalRecord Booking::extend(Tx& tx, const RentalRecord& r, int more_days,
   }
   int days = r.days + more_days;
   if (days > limits::kMaxRentalDays) {
-    throw Error::invalid_field(
-        "days", "would make it longer than " + std::to_string(limits::kMaxRentalDays) + " days");
+    throw Error(ErrorCode::kInvalidRequest,
+                "Field 'days' would make it longer than " + std::to_string(limits::kMaxRentalDays) +
+                    " days.",
+                {{"field", "days"},
+                 {"reason", "would make the rental longer than the maximum"},
+                 {"minimum", 1},
+                 {"maximum", limits::kMaxRentalDays - r.days}});
   }
   Guardrails org = orgs_.guardrails_of(tx, r.org_id);
   if (auto max_days = stricter(org.max_days, token_limits.max_days); max_days && days > *max_days) {

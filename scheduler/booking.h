@@ -106,8 +106,8 @@ struct BookingOptions {
   // tried before the request counts as unplaceable now.
   int max_attempts = 16;
   // How far ahead a start may lie, and how far the search for an earliest start looks.
-  std::chrono::hours horizon{24 * 30};
-  std::chrono::hours pending_for{24};  // a waiting request expires after this
+  std::chrono::hours horizon{24 * 90};
+  std::chrono::seconds pending_for{24 * 3600};  // a waiting request expires after this
 };
 
 class Booking {

@@ -31,8 +31,6 @@ constexpr Statement kCalendarSiteMidnights = {
     " FROM sites s, generate_series($1::date, $1::date + ($2 - 1), interval '1 day') d"
     " ORDER BY s.id, d"};
 
-constexpr int kHorizonDays = 30;
-
 bool fits(const std::vector<const NodeCandidate*>& nodes, const std::string& model, int count,
           LinkNeed need, const Period& occupies) {
   return fits_any({.gpu_model = model, .gpu_count = count, .link_need = need, .occupies = occupies},
@@ -149,20 +147,46 @@ class FitCounter {
   std::unordered_map<std::size_t, std::vector<std::size_t>> by_hash_;
 };
 
+// Midnight of one date at every site. $1 the date.
+constexpr Statement kDateSiteMidnights = {"catalog_views_date_midnights",
+                                          "SELECT s.id, " SQL_MICROS(GPURENT_SQL_SITE_MIDNIGHT(
+                                              "$1::date", "s.timezone")) " FROM sites s"};
+
 }  // namespace
+
+LinkNeed shape_link_need(const std::string& interconnect, int gpu_count) {
+  if (gpu_count <= 1) return LinkNeed::kAny;
+  if (interconnect == "nvswitch") return LinkNeed::kNvlink;
+  if (interconnect == "nvlink-pairs" && gpu_count == 2) return LinkNeed::kNvlink;
+  return LinkNeed::kAny;
+}
 
 std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
   if (q.days < limits::kMinRentalDays || q.days > limits::kMaxRentalDays) {
-    throw Error::invalid_field("days", "must be " + std::to_string(limits::kMinRentalDays) +
-                                           " to " + std::to_string(limits::kMaxRentalDays));
+    throw Error::out_of_range("days", limits::kMinRentalDays, limits::kMaxRentalDays);
   }
-  Timestamp now = std::max(clock_.now(), q.start.value_or(Timestamp::min()));
+  const Timestamp now = std::max(clock_.now(), q.start.value_or(Timestamp::min()));
+  // A date: its midnight at each site, each site's offers looking from there.
+  std::map<std::string, Timestamp> date_starts;
+  Timestamp window_start = now;
+  if (q.start_date) {
+    if (!parse_civil_date(*q.start_date)) {
+      throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
+    }
+    for (const auto& row : tx.exec(kDateSiteMidnights, *q.start_date)) {
+      Timestamp m = std::max(read_timestamp(row[1]), now);
+      date_starts[row[0].as<std::string>()] = m;
+      window_start = std::min(window_start, m);
+    }
+  }
+  Timestamp window_end = now;
+  for (const auto& [site, start] : date_starts) window_end = std::max(window_end, start);
   std::vector<Offer> out;
   // Each site's midnights over the horizon, from the UTC day before now's (a site east of UTC
   // may be a day ahead), read once: the dates a booking by date can name.
   std::map<std::string, std::vector<std::pair<std::string, Timestamp>>> midnights;
   std::string utc_yesterday = format_rfc3339(now - hours(24)).substr(0, 10);
-  for (const auto& row : tx.exec(kCalendarSiteMidnights, utc_yesterday, kHorizonDays + 2)) {
+  for (const auto& row : tx.exec(kCalendarSiteMidnights, utc_yesterday, horizon_days_ + 2)) {
     midnights[row[0].as<std::string>()].emplace_back(row[1].as<std::string>(),
                                                      read_timestamp(row[2]));
   }
@@ -175,11 +199,10 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
     auto it = loaded.find(price.gpu_model);
     if (it == loaded.end()) {
       // One read per model over the whole horizon; every start is tried in memory.
-      Period window{now, now + hours(24) * (kHorizonDays + q.days) + cleaning_};
+      Period window{window_start, window_end + hours(24) * (horizon_days_ + q.days) + cleaning_};
       it = loaded.emplace(price.gpu_model, capacity_.candidates(tx, price.gpu_model, window)).first;
     }
     const auto& candidates = *it->second;
-    LinkNeed need = price.gpu_count > 1 ? q.link_need : LinkNeed::kAny;
     // One offer per site and node shape that has a node big enough for the shape.
     std::map<std::pair<std::string, std::string>, std::vector<const NodeCandidate*>> groups;
     for (const auto& c : candidates) {
@@ -187,14 +210,20 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
       groups[{c->site_name, c->interconnect}].push_back(c.get());
     }
     for (const auto& [key, nodes] : groups) {
+      LinkNeed need = price.gpu_count <= 1
+                          ? LinkNeed::kAny
+                          : q.link_need.value_or(shape_link_need(key.second, price.gpu_count));
+      auto at_site = date_starts.find(nodes.front()->site_id);
+      const Timestamp from = at_site != date_starts.end() ? at_site->second : now;
       Offer o{.gpu_model = price.gpu_model,
               .gpu_count = price.gpu_count,
               .interconnect = key.second,
               .vram_total_gb = model->vram_gb * price.gpu_count,
               .price_per_day = Money(price.amount_minor, price.currency),
               .site = key.first};
-      for (int day = 0; day <= kHorizonDays && !o.earliest_start; ++day) {
-        Timestamp start = now + hours(24) * day;
+      o.link_need = need;
+      for (int day = 0; day <= horizon_days_ && !o.earliest_start; ++day) {
+        Timestamp start = from + hours(24) * day;
         Period occupies{start, start + hours(24) * q.days + cleaning_};
         if (fits(nodes, price.gpu_model, price.gpu_count, need, occupies)) {
           o.earliest_start = start;
@@ -204,7 +233,8 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
       // The same search by the site's dates, as the availability calendar counts them (a
       // midnight already past cannot be booked).
       for (const auto& [date, midnight] : midnights[nodes.front()->site_id]) {
-        if (midnight + std::chrono::minutes(5) < now || midnight > now + hours(24) * kHorizonDays) {
+        if (midnight + std::chrono::minutes(5) < from ||
+            midnight > now + hours(24) * horizon_days_) {
           continue;
         }
         Period occupies{midnight, midnight + hours(24) * q.days + cleaning_};
@@ -247,19 +277,26 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
   }
   std::vector<DayAvailability> out;
   std::map<std::string, int> by_date;
+  std::set<std::string> from_now;  // dates some site counted from now
   if (!midnights.empty()) {
-    auto all = capacity_.candidates(tx, gpu_model, Period{first, last + hours(24) + cleaning_});
+    const Timestamp now = clock_.now();
+    auto all = capacity_.candidates(tx, gpu_model,
+                                    Period{first, std::max(last, now) + hours(24) + cleaning_});
     std::map<std::string, std::vector<const NodeCandidate*>> by_site;
     for (const auto& c : *all) by_site[c->site_id].push_back(c.get());
     FitCounter counter(gpu_count, need);
-    const Timestamp now = clock_.now();
     for (const auto& [site, nodes] : by_site) {
       const auto& dates = midnights[site];
       // Day d's rental occupies [midnight_d, ends[d]); midnights ascend, and so do the ends.
       std::vector<Timestamp> starts, ends;
       for (const auto& [date, midnight] : dates) {
-        starts.push_back(midnight);
-        ends.push_back(midnight + hours(24) + cleaning_);
+        // Today at the site, its midnight gone: what can still start today starts now (a
+        // booking for now), so the calendar agrees with the offers' available_now. Starts
+        // still ascend: now comes before the next midnight.
+        Timestamp start =
+            midnight + std::chrono::minutes(5) < now && now < midnight + hours(24) ? now : midnight;
+        starts.push_back(start);
+        ends.push_back(start + hours(24) + cleaning_);
       }
       std::vector<long long> fitting(dates.size(), 0);
       std::vector<GpuDays> gpus;
@@ -300,12 +337,12 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
       }
       for (std::size_t d = 0; d < dates.size(); ++d) {
         const auto& [date, midnight] = dates[d];
-        // A midnight already past at the site cannot be booked (the booking refuses a date
-        // whose start has gone), so that day offers nothing there.
-        if (midnight + std::chrono::minutes(5) < now) {
+        // A day already over at the site offers nothing there.
+        if (midnight + hours(24) <= now) {
           by_date.emplace(date, 0);
           continue;
         }
+        if (starts[d] != midnight) from_now.insert(date);
         by_date[date] += static_cast<int>(std::clamp<long long>(fitting[d], 0, std::max(cap, 0)));
       }
     }
@@ -315,7 +352,7 @@ std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::strin
     for (const auto& [date, midnight] : dates) by_date.emplace(date, 0);
     break;
   }
-  for (const auto& [date, n] : by_date) out.push_back({date, n});
+  for (const auto& [date, n] : by_date) out.push_back({date, n, from_now.contains(date)});
   return out;
 }
 

@@ -23,16 +23,26 @@ namespace gpurent::scheduler {
 struct OfferQuery {
   std::optional<std::string> gpu_model;
   std::optional<int> gpu_count;
-  LinkNeed link_need = LinkNeed::kNvlink;
+  // Absent: each shape with the interconnect it needs (shape_link_need below).
+  std::optional<LinkNeed> link_need;
   std::optional<Timestamp> start;  // from when to look; now when absent or past
+  // A date instead of `start`: from its midnight at each offer's site, as a booking by date.
+  std::optional<std::string> start_date;
   int days = 1;
 };
+
+// What an offer of `gpu_count` GPUs on nodes built as `interconnect` asks of its GPUs when the
+// query does not say: NVLink where such a node has it for that many (an NVSwitch board, a
+// bridged pair), any for one GPU and on PCIe boxes or larger sets of bridged pairs, whose
+// multi-GPU shapes could otherwise never be dated.
+LinkNeed shape_link_need(const std::string& interconnect, int gpu_count);
 
 // One shape on sale at one site, as the nodes there are built.
 struct Offer {
   std::string gpu_model;
   int gpu_count = 0;
-  std::string interconnect;  // the nodes' declared shape: nvswitch | nvlink-pairs | pcie
+  std::string interconnect;             // the nodes' declared shape: nvswitch | nvlink-pairs | pcie
+  LinkNeed link_need = LinkNeed::kAny;  // what the dates below assumed of the GPUs' links
   int vram_total_gb = 0;
   Money price_per_day{0, "XXX"};
   bool available_now = false;
@@ -47,17 +57,20 @@ struct Offer {
 struct DayAvailability {
   std::string date;  // YYYY-MM-DD in the site's time zone
   int available = 0;
+  // The site's today with its midnight gone: `available` counts rentals starting now.
+  bool from_now = false;
 };
 
 class CatalogViews {
  public:
   CatalogViews(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
-               CapacityIndex& capacity, std::chrono::seconds cleaning_window)
+               CapacityIndex& capacity, std::chrono::seconds cleaning_window, int horizon_days = 90)
       : clock_(clock),
         catalog_(catalog),
         prices_(prices),
         capacity_(capacity),
-        cleaning_(cleaning_window) {}
+        cleaning_(cleaning_window),
+        horizon_days_(horizon_days) {}
 
   // Every priced shape matching the query, per site and node shape that can hold it, with
   // whether a rental of `days` fits now and else its earliest start within 30 days.
@@ -77,6 +90,7 @@ class CatalogViews {
   inventory::PriceStore& prices_;
   CapacityIndex& capacity_;
   std::chrono::seconds cleaning_;
+  int horizon_days_;  // how far ahead the offers look for a start (the booking horizon)
 };
 
 }  // namespace gpurent::scheduler

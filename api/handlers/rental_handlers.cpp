@@ -242,11 +242,16 @@ scheduler::OfferQuery offer_query(const Request& req) {
   scheduler::OfferQuery q;
   q.gpu_model = query.text("gpu_model");
   q.gpu_count = query.whole_number("gpu_count", 1, limits::kMaxRentalGpus);
-  q.link_need = link_need_param(query, q.link_need);
+  if (query.text("interconnect")) q.link_need = link_need_param(query, scheduler::LinkNeed::kAny);
   q.days = query.whole_number("days", limits::kMinRentalDays, limits::kMaxRentalDays).value_or(1);
   if (auto s = query.text("start"); s && *s != "now") {
-    q.start = parse_rfc3339(s->size() == 10 ? *s + "T00:00:00Z" : *s);
-    if (!q.start) throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
+    // A date means the site's midnight there, as in a booking; an instant is one instant.
+    if (s->size() == 10) {
+      q.start_date = *s;
+    } else {
+      q.start = parse_rfc3339(*s);
+      if (!q.start) throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
+    }
   }
   return q;
 }
@@ -257,6 +262,7 @@ nlohmann::json offers_json(const std::vector<scheduler::Offer>& offers) {
     items.push_back({{"gpu_model", o.gpu_model},
                      {"gpu_count", o.gpu_count},
                      {"interconnect", o.interconnect},
+                     {"link_need", scheduler::to_string(o.link_need)},
                      {"vram_total_gb", o.vram_total_gb},
                      {"price_per_day", o.price_per_day.to_json()},
                      {"available_now", o.available_now},
@@ -502,7 +508,8 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                     });
                     nlohmann::json out = nlohmann::json::array();
                     for (const auto& d : calendar)
-                      out.push_back({{"date", d.date}, {"available", d.available}});
+                      out.push_back(
+                          {{"date", d.date}, {"available", d.available}, {"from_now", d.from_now}});
                     return json_response(200, {{"days", out}});
                   },
               .summary = "How many rentals of a shape could start on each coming day.",

@@ -1,5 +1,6 @@
 // Tests load_config: precedence of its sources, value parsing and the errors it reports.
 #include "core/config.h"
+#include "core/limits.h"
 
 #include "core/error.h"
 
@@ -99,6 +100,8 @@ const std::map<std::string, std::string>& other_values() {
       {"payment_webhook_tolerance", "10m"},
       {"enrollment_token_ttl", "1h"},
       {"rental_cleaning_window", "2h"},
+      {"booking_horizon_days", "30"},
+      {"pending_timeout", "6h"},
       {"lifecycle_interval", "30s"},
       {"agent_listen", "0.0.0.0:9443"},
       {"agent_pki_dir", "/etc/gpurent/pki"},
@@ -160,6 +163,8 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.currency, "RUB");
   EXPECT_EQ(c.enrollment_token_ttl, hours(24));
   EXPECT_EQ(c.rental_cleaning_window, minutes(30));
+  EXPECT_EQ(c.booking_horizon_days, 90);
+  EXPECT_EQ(c.pending_timeout, hours(24));
   EXPECT_EQ(c.lifecycle_interval, seconds(5));
   EXPECT_EQ(c.agent_listen_host, "127.0.0.1");
   EXPECT_EQ(c.agent_listen_port, 8443);
@@ -214,6 +219,19 @@ TEST(ConfigKeys, DocumentedDefaultsAreTheRealDefaults) {
   TempFile file(file_text);
   EXPECT_FALSE(load_config({"--config=" + file.path()}, {}) == Config{});
   EXPECT_TRUE(load_config({"--config=" + file.path()}, env) == Config{});
+}
+
+TEST(LoadConfig, TheBookingHorizonIsADayToTheLongestRental) {
+  EXPECT_EQ(load_config({"--booking_horizon_days=1"}, {}).booking_horizon_days, 1);
+  EXPECT_EQ(load_config({"--booking_horizon_days=" + std::to_string(limits::kMaxRentalDays)}, {})
+                .booking_horizon_days,
+            limits::kMaxRentalDays);
+  for (const std::string& bad :
+       std::vector<std::string>{"0", "-1", std::to_string(limits::kMaxRentalDays + 1), "90d", ""}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(config_error({"--booking_horizon_days=" + bad}),
+                HasSubstr("config booking_horizon_days (from flag --booking_horizon_days)"));
+  }
 }
 
 TEST(ConfigKeys, NamesAndEnvironmentVariablesAreUnique) {
@@ -362,7 +380,7 @@ TEST(LoadConfig, DurationsAboveTenYearsAreRefusedForEveryDurationKey) {
   for (std::string key :
        {"http_read_timeout", "http_write_timeout", "http_idle_timeout", "shutdown_deadline",
         "db_pool_wait", "db_statement_timeout", "session_idle", "session_absolute",
-        "enrollment_token_ttl", "rental_cleaning_window", "lifecycle_interval",
+        "enrollment_token_ttl", "rental_cleaning_window", "pending_timeout", "lifecycle_interval",
         "agent_certificate_validity", "agent_silence_limit", "agent_task_poll",
         "agent_telemetry_interval", "agent_telemetry_retention", "payment_webhook_tolerance"}) {
     SCOPED_TRACE(key);

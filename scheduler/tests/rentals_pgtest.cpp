@@ -5,6 +5,8 @@
 #include "scheduler/rentals.h"
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/time.h"
 #include "identity/ssh_certificate_authority.h"
 #include "identity/ssh_key_store.h"
 #include "identity/ssh_public_key.h"
@@ -192,6 +194,41 @@ TEST_F(RentalsTest, ShowTellsAWaitingRequestItsPlaceAndListDoesNot) {
   auto listed = use_cases_->list(caller(a_), RentalState::kPending, 50, std::nullopt);
   ASSERT_EQ(listed.items.size(), 1u);
   EXPECT_FALSE(listed.items[0].waitlist);
+}
+
+// The horizon (BookingOptions::horizon, booking_horizon_days: 90 by default) and the longest
+// rental are stated in the refusal, so that a CI planning ahead can correct its request.
+TEST_F(RentalsTest, AStartPastTheHorizonAndTooManyDaysAreRefusedWithTheAllowedRange) {
+  node("n1");
+  auto details_of = [&](const BookingRequest& r) {
+    try {
+      use_cases_->book(caller(a_), r);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidRequest);
+      return e.details();
+    }
+    ADD_FAILURE() << "booked";
+    return nlohmann::json();
+  };
+  auto far = request_here(1);
+  far.start = clock_.now() + H(24 * 91);
+  auto refused = details_of(far);
+  EXPECT_EQ(refused["field"], "start");
+  EXPECT_EQ(refused["booking_horizon_days"], 90);
+  ASSERT_TRUE(refused["latest_start"].is_string());
+  auto latest = parse_rfc3339(refused["latest_start"].get<std::string>());
+  ASSERT_TRUE(latest);
+  EXPECT_LT(*latest, std::get<Timestamp>(far.start));
+  // The latest start itself is taken.
+  auto at_edge = request_here(1);
+  at_edge.start = *latest - std::chrono::minutes(1);
+  EXPECT_EQ(use_cases_->book(caller(a_), at_edge).state, RentalState::kScheduled);
+
+  auto too_long = request_here(limits::kMaxRentalDays + 1);
+  auto range = details_of(too_long);
+  EXPECT_EQ(range["field"], "days");
+  EXPECT_EQ(range["minimum"], limits::kMinRentalDays);
+  EXPECT_EQ(range["maximum"], limits::kMaxRentalDays);
 }
 
 TEST_F(RentalsTest, AListPageReadsEveryActiveRentalsSshDetailsInOneStatement) {

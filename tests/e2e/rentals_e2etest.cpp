@@ -290,12 +290,13 @@ TEST_F(RentalsE2E, OffersAndAvailabilityFollowTheBookings) {
   EXPECT_EQ(later.json()["items"][0]["available_now"], false) << later.body;
   EXPECT_TRUE(later.json()["items"][0]["earliest_start"].is_string());
   // A booking's date means the site's midnight: an offer's earliest_date is the first date the
-  // calendar shows free for the same shape (a midnight already past counts as none).
+  // calendar shows free for the same shape from its midnight (the site's today, its midnight
+  // gone, counts what can start now: from_now).
   auto calendar8 =
       get("/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=8&days=10", session(owner)).json();
   std::string first_free;
   for (const auto& d : calendar8["days"]) {
-    if (d["available"].get<int>() > 0) {
+    if (d["available"].get<int>() > 0 && !d["from_now"].get<bool>()) {
       first_free = d["date"];
       break;
     }

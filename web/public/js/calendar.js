@@ -25,7 +25,8 @@ export async function calendar(model, count, days = 28) {
     // The link's name is its visible text (weekday, date, how many are free) and a hidden
     // sentence after it, so what a screen reader says matches what is shown.
     return { when, el: h("li", { class: `day ${level}` },
-      h("a", { href: `#/book?gpu_model=${encodeURIComponent(model)}&gpu_count=${count}&start=${d.date}` },
+      // The site's today, its midnight gone, is booked from now: a booking by that date is late.
+      h("a", { href: `#/book?gpu_model=${encodeURIComponent(model)}&gpu_count=${count}&start=${d.from_now ? "now" : d.date}` },
         h("span", { class: "dow" }, weekday.format(when)), " ",
         h("span", { class: "dom" }, dayFormat.format(when)), h("span", { class: "visually-hidden" }, ": "),
         h("span", { class: "free" }, free), h("span", { class: "visually-hidden" }, `. ${t("cal.book")}`))) };

@@ -49,7 +49,8 @@ export async function render(ctx) {
   const models = [...new Set(offers.items.map((o) => o.gpu_model))].sort();
   const q = ctx.query;
   const initialModel = models.includes(q.get("gpu_model")) ? q.get("gpu_model") : models[0];
-  const startParam = q.get("start");
+  // "now" (the calendar's today once its midnight has passed) or a date.
+  const startParam = q.get("start") === "now" ? null : q.get("start");
 
   const form = h("form", { class: "card booking", novalidate: true });
   const modelField = field({ label: t("book.model"), name: "gpu_model", value: initialModel,
