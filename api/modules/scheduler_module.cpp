@@ -2,6 +2,7 @@
 #include "api/modules/scheduler_module.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "scheduler/rental_billing.h"
 
@@ -20,8 +21,11 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       ssh_ca_(identity::SshCertificateAuthority::load_or_create(ctx.config.ssh_ca_dir)),
       ssh_access_(ssh_ca_, ctx.clock),
       access_material_(ssh_access_, ssh_keys_),
-      capacity_(ctx.clock, candidates_,
-                [&listener = ctx.listener] { return listener.connected(); }),
+      // The copy reaches as far as any booking, quote or offer looks: the horizon, then the
+      // longest rental (and a day for a site's time zone), so none of them loads directly.
+      capacity_(ctx.clock, candidates_, [&listener = ctx.listener] { return listener.connected(); },
+                {.reach = std::chrono::hours(24) *
+                          (ctx.config.booking_horizon_days + limits::kMaxRentalDays + 2)}),
       booking_(ctx.clock, catalog_, prices_, rentals_, candidates_, capacity_, orgs_,
                {.cleaning_window = ctx.config.rental_cleaning_window,
                 .horizon = std::chrono::hours(24) * ctx.config.booking_horizon_days,

@@ -131,12 +131,24 @@ replica_cpu() {
   cat "/proc/$replica_a/stat" "/proc/$replica_b/stat" |
     awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); s += $12 + $13 } END { printf "%.2f", s / hz }'
 }
+# CPU seconds the cluster's processes have used (the postmaster and every backend; a backend
+# that exits during the storm takes its time with it, so the pool's long-lived connections
+# are what this counts).
+pg_cpu() {
+  local postmaster
+  postmaster=$(head -1 "$work/pg/postmaster.pid")
+  # A backend may exit between the listing and the reading: its file is then gone.
+  { cat "/proc/$postmaster/stat" $(pgrep -P "$postmaster" | sed 's|.*|/proc/&/stat|' || true) \
+    2>/dev/null || true; } |
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); s += $12 + $13 } END { printf "%.2f", s / hz }'
+}
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 export STORM_DATES="$dates" STORM_TOKEN="$token" STORM_IMAGE="$image_id" STORM_KEY="$key_id"
 half=$((connections / 2))
 rt_before=$(($(round_trips "$port_a") + $(round_trips "$port_b")))
 rentals_before=$(rentals_now)
 cpu_before=$(replica_cpu)
+pg_before=$(pg_cpu)
 STORM_TAG=a wrk -t1 -c"$half" -d"${duration}s" --latency -s "$here/booking.lua" \
   "http://127.0.0.1:$port_a" >"$work/wrk-a.txt" &
 wrk_a=$!
@@ -147,6 +159,7 @@ wait "$wrk_a" "$wrk_b"
 rt_after=$(($(round_trips "$port_a") + $(round_trips "$port_b")))
 rentals_after=$(rentals_now)
 cpu_after=$(replica_cpu)
+pg_after=$(pg_cpu)
 grep -h '^STORM' "$work/wrk-a.txt" "$work/wrk-b.txt" >"$work/storm.txt" || {
   echo "wrk printed no result:" >&2
   cat "$work"/wrk-*.txt >&2
@@ -199,7 +212,8 @@ echo "ratio bookings/s / pgbench tps: $(echo "scale=3; $bookings / $tps" | bc);"
   "to the minimal booking: $(echo "scale=3; $bookings / $minimal_tps" | bc)"
 echo "rentals written by the storm: $((rentals_after - rentals_before)) (201s counted: $created);" \
   "gpurentd database round trips per booking: $(echo "scale=1; ($rt_after - $rt_before) / ($created + $conflicts + $other)" | bc);" \
-  "gpurentd CPU per booking: $(echo "scale=2; 1000 * ($cpu_after - $cpu_before) / ($created + $conflicts + $other)" | bc) ms"
+  "gpurentd CPU per booking: $(echo "scale=2; 1000 * ($cpu_after - $cpu_before) / ($created + $conflicts + $other)" | bc) ms;" \
+  "PostgreSQL CPU per booking: $(echo "scale=2; 1000 * ($pg_after - $pg_before) / ($created + $conflicts + $other)" | bc) ms"
 echo "($connections connections over two replicas for ${duration}s; $nodes nodes x 8 GPUs;" \
   "db_pool_size=$pool, worker_threads=$workers each; $(nproc) cores shared by wrk, both replicas," \
   "PostgreSQL and pgbench; load average before the storm $load_before)"
