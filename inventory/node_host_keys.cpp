@@ -23,6 +23,13 @@ constexpr Statement kList = {
         "reported_at") ", coalesce(certificate, '') FROM node_ssh_host_keys WHERE node_id = $1"
                        " ORDER BY algorithm"};
 
+// $1 the node ids (text[]).
+constexpr Statement kListNodes = {
+    "node_host_keys_list_nodes",
+    "SELECT node_id, algorithm, public_key, fingerprint, " SQL_MICROS(
+        "reported_at") ", coalesce(certificate, '') FROM node_ssh_host_keys"
+                       " WHERE node_id = ANY ($1::text[]) ORDER BY node_id, algorithm"};
+
 }  // namespace
 
 void NodeHostKeys::replace(Tx& tx, const std::string& node_id, const std::vector<HostKey>& keys) {
@@ -47,6 +54,18 @@ std::vector<HostKey> NodeHostKeys::list(Tx& tx, const std::string& node_id) {
   for (const auto& row : tx.exec(kList, node_id)) {
     out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
                    read_timestamp(row[3]), row[4].as<std::string>()});
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<HostKey>> NodeHostKeys::list(
+    Tx& tx, const std::vector<std::string>& node_ids) {
+  std::map<std::string, std::vector<HostKey>> out;
+  if (node_ids.empty()) return out;
+  for (const auto& row : tx.exec(kListNodes, pg_array_literal(node_ids))) {
+    out[row[0].as<std::string>()].push_back({row[1].as<std::string>(), row[2].as<std::string>(),
+                                             row[3].as<std::string>(), read_timestamp(row[4]),
+                                             row[5].as<std::string>()});
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ class NodeHostKeys {
 
   // The node's keys by algorithm.
   std::vector<HostKey> list(Tx& tx, const std::string& node_id);
+  // The same for several nodes in one statement: node id → its keys by algorithm (a node
+  // with none is absent). What a page of rentals shows for its nodes.
+  std::map<std::string, std::vector<HostKey>> list(Tx& tx,
+                                                   const std::vector<std::string>& node_ids);
 
  private:
   const Clock& clock_;

@@ -23,13 +23,10 @@ constexpr Statement kRecordCertificate = {
 constexpr auto kHostCertificateValidity = std::chrono::hours(24 * 365);
 constexpr auto kHostCertificateBackdate = std::chrono::minutes(5);
 
-// Each named node's address and host keys (by algorithm), a row per key; a node with none
-// has one row with NULL keys. $1 the node ids (text[]).
+// Each named node's address. $1 the node ids (text[]).
 constexpr Statement kNodeAddresses = {
     "ssh_access_node_addresses",
-    "SELECT n.id, n.hostname, n.ssh_port, k.public_key, k.fingerprint FROM nodes n"
-    " LEFT JOIN node_ssh_host_keys k ON k.node_id = n.id WHERE n.id = ANY ($1::text[])"
-    " ORDER BY n.id, k.algorithm"};
+    "SELECT id, hostname, ssh_port FROM nodes WHERE id = ANY ($1::text[])"};
 constexpr Statement kNodeProbeKey = {"ssh_access_node_probe_key",
                                      "SELECT hostname, ssh_probe_key FROM nodes WHERE id = $1"};
 
@@ -94,34 +91,29 @@ std::vector<std::optional<SshDetails>> SshAccess::details(
     if (r.state == RentalState::kActive && r.node_id) nodes.push_back(*r.node_id);
   }
   if (nodes.empty()) return out;
-  // What every rental on the node shares: its address and known host keys.
-  struct Node {
-    std::string host;
-    int port = 22;
-    std::vector<std::pair<std::string, std::string>> keys;  // public key, fingerprint
-  };
-  std::map<std::string, Node> by_id;
+  // What every rental on the node shares: its address and its host keys.
+  std::map<std::string, std::pair<std::string, int>> by_id;  // host, port
   for (const auto& row : tx.exec(kNodeAddresses, pg_array_literal(nodes))) {
-    auto& n = by_id[row[0].as<std::string>()];
-    n.host = row[1].as<std::string>();
-    n.port = row[2].as<int>();
-    if (!row[3].is_null()) n.keys.emplace_back(row[3].as<std::string>(), row[4].as<std::string>());
+    by_id[row[0].as<std::string>()] = {row[1].as<std::string>(), row[2].as<int>()};
   }
+  auto keys = host_keys_.list(tx, nodes);
   for (std::size_t i = 0; i < rentals.size(); ++i) {
     const auto& r = rentals[i];
     if (r.state != RentalState::kActive || !r.node_id) continue;
     auto node = by_id.find(*r.node_id);
     if (node == by_id.end()) continue;
     SshDetails d;
-    d.host = node->second.host;
-    d.port = node->second.port;
+    d.host = node->second.first;
+    d.port = node->second.second;
     d.user = rental_login(r.id);
     d.command =
         "ssh " + (d.port == 22 ? "" : "-p " + std::to_string(d.port) + " ") + d.user + "@" + d.host;
     std::string pattern = d.port == 22 ? d.host : "[" + d.host + "]:" + std::to_string(d.port);
-    for (const auto& [public_key, fingerprint] : node->second.keys) {
-      d.host_key_fingerprints.push_back(fingerprint);
-      d.known_hosts.push_back(pattern + " " + public_key);
+    if (auto k = keys.find(*r.node_id); k != keys.end()) {
+      for (const auto& key : k->second) {
+        d.host_key_fingerprints.push_back(key.fingerprint);
+        d.known_hosts.push_back(pattern + " " + key.public_key);
+      }
     }
     d.known_hosts.push_back("@cert-authority " + pattern + " " + ca_.host_ca_public_key());
     d.ssh_config = "Host gpurent-" + r.id + "\n  HostName " + d.host + "\n  Port " +
