@@ -147,11 +147,6 @@ class FitCounter {
   std::unordered_map<std::size_t, std::vector<std::size_t>> by_hash_;
 };
 
-// Midnight of one date at every site. $1 the date.
-constexpr Statement kDateSiteMidnights = {"catalog_views_date_midnights",
-                                          "SELECT s.id, " SQL_MICROS(GPURENT_SQL_SITE_MIDNIGHT(
-                                              "$1::date", "s.timezone")) " FROM sites s"};
-
 }  // namespace
 
 LinkNeed shape_link_need(const std::string& interconnect, int gpu_count) {
@@ -173,8 +168,9 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
     if (!parse_civil_date(*q.start_date)) {
       throw Error::invalid_field("start", "must be now, an RFC 3339 time or a date");
     }
-    for (const auto& row : tx.exec(kDateSiteMidnights, *q.start_date)) {
-      Timestamp m = std::max(read_timestamp(row[1]), now);
+    // The calendar's statement for that one day: site, date, midnight.
+    for (const auto& row : tx.exec(kCalendarSiteMidnights, *q.start_date, 1)) {
+      Timestamp m = std::max(read_timestamp(row[2]), now);
       date_starts[row[0].as<std::string>()] = m;
       window_start = std::min(window_start, m);
     }
