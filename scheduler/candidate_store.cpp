@@ -74,7 +74,7 @@ constexpr Statement kLoadNodes = {
 // Whether the planner's idea of the fleet is out of date: `nodes` never analyzed, or holding
 // more than a fifth (and 20 rows) more than when it was. Nodes, their GPUs and their links
 // are written together, so the nodes' count stands for all three. The count reads the whole
-// table, which the model's load below does anyway.
+// table, which the whole-model load it comes before does anyway.
 constexpr Statement kStatisticsStale = {"candidate_statistics_stale",
                                         "SELECT c.reltuples < 0 OR n.rows > c.reltuples * 1.2 + 20"
                                         " FROM pg_class c, (SELECT count(*) AS rows FROM nodes) n"

@@ -49,6 +49,14 @@ CapacityIndex::Candidates CapacityIndex::load_directly(Tx& tx, const std::string
   return nodes;
 }
 
+const CapacityIndex::Copy* CapacityIndex::usable_copy(const std::string& model, Timestamp now,
+                                                      const Period& window) const {
+  auto it = models_.find(model);
+  if (it == models_.end() || !it->second.copy) return nullptr;
+  const Copy& copy = *it->second.copy;
+  return now - copy.loaded_at < options_.max_age && covers(copy.window, window) ? &copy : nullptr;
+}
+
 CapacityIndex::Candidates CapacityIndex::candidates(Tx& tx, const std::string& model,
                                                     const Period& window) {
   // Without announcements a copy could miss any change: nothing is kept meanwhile.
@@ -62,12 +70,9 @@ CapacityIndex::Candidates CapacityIndex::candidates(Tx& tx, const std::string& m
     // this every booking of a replica waited its turn for a database round trip.
     {
       std::lock_guard lock(mutex_);
-      auto it = models_.find(model);
-      if (it != models_.end() && it->second.copy &&
-          now - it->second.copy->loaded_at < options_.max_age &&
-          covers(it->second.copy->window, window)) {
+      if (const Copy* copy = usable_copy(model, now, window)) {
         ++stats_.served_while_reloading;
-        return it->second.copy->nodes;
+        return copy->nodes;
       }
     }
     refresh.lock();
@@ -81,10 +86,7 @@ CapacityIndex::Candidates CapacityIndex::candidates(Tx& tx, const std::string& m
     std::lock_guard lock(mutex_);
     generation = generation_;
     auto it = models_.find(model);
-    bool usable = it != models_.end() && it->second.copy &&
-                  now - it->second.copy->loaded_at < options_.max_age &&
-                  covers(it->second.copy->window, window);
-    if (usable) {
+    if (usable_copy(model, now, window)) {
       auto& m = it->second;
       // Taken before the reload's statement starts: whatever it announced committed before
       // that statement's snapshot, and what commits later is announced again.

@@ -101,6 +101,8 @@ class CapacityIndex {
   };
 
   Candidates load_directly(Tx& tx, const std::string& model, const Period& window);
+  // The model's copy when it is young enough and covers `window`; null otherwise. mutex_ held.
+  const Copy* usable_copy(const std::string& model, Timestamp now, const Period& window) const;
 
   const Clock& clock_;
   CandidateStore& store_;
