@@ -72,12 +72,13 @@ int run_server(const Config& config) {
   // and modules it works through, in dependency order. Identity and inventory come last:
   // they show what billing and the scheduler say (balances, a node's rentals).
   IdentityStores identity_stores(clock);
-  InventoryStores inventory_stores(clock, config);
+  InventoryStores inventory_stores(clock, config, [&listener] { return listener.connected(); });
   BillingModule billing(context, identity_stores.orgs);
   SchedulerModule scheduler(context, {.orgs = identity_stores.orgs,
                                       .ssh_keys = identity_stores.ssh_keys,
                                       .nodes = inventory_stores.nodes,
                                       .catalog = inventory_stores.catalog,
+                                      .catalog_copy = inventory_stores.catalog_copy,
                                       .prices = inventory_stores.prices,
                                       .charges = billing.charges(),
                                       .lifecycle_jobs = billing.lifecycle_jobs()});

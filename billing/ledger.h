@@ -93,6 +93,11 @@ class Ledger {
   // hook; set by the process wiring before serving.
   using PostedHook = std::function<void(Tx&, const std::string& org_id)>;
   void on_available_changed(PostedHook hook) { on_available_changed_.push_back(std::move(hook)); }
+  // Runs those hooks for a posting written elsewhere in Ledger::post's shape (a booking's
+  // hold, written with the hold row in one statement: billing/rental_charges.cpp).
+  void available_changed(Tx& tx, const std::string& org_id) {
+    for (const auto& hook : on_available_changed_) hook(tx, org_id);
+  }
 
  private:
   std::string currency_;

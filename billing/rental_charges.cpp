@@ -48,6 +48,35 @@ constexpr Statement kInsertHold = {
     " amount_minor, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz)"
     " RETURNING id"};
 
+// A booking's meter, hold and hold posting in one statement, when no spend limit has to be
+// counted first: the org's balances row is locked (`acct`), and only if it covers the
+// amount are the meter, the hold and the posting written, each reading the one before, so
+// the lock comes first. The posting is Ledger::post's shape (a transaction keyed
+// "hold:<id>" and its two entries), skipped for an amount of zero as there. No row back when
+// the org has no balances row yet; otherwise what it could spend and the hold's id (NULL when
+// not covered: nothing written). $14/$15 the accounts the hold moves money from and to. One round
+// trip where there were five, and the org's row is locked from here to COMMIT only: every booking
+// of one org queues on it.
+constexpr Statement kHoldCovered = {
+    "billing_hold_covered",
+    "WITH acct AS (SELECT available_minor + credit_limit_minor AS spendable"
+    " FROM billing_accounts WHERE org_id = $2 FOR UPDATE),"
+    " m AS (INSERT INTO billing_rentals (rental_id, org_id, token_id, description, currency,"
+    " day_gross_minor, day_net_minor, day_tax_minor, days, state, created_at)"
+    " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 'held', $10::timestamptz FROM acct"
+    " WHERE acct.spendable >= $11 RETURNING rental_id),"
+    " h AS (INSERT INTO billing_holds (rental_id, org_id, token_id, first_day, days,"
+    " day_gross_minor, amount_minor, created_at)"
+    " SELECT m.rental_id, $2, $3, 0, $9, $6, $11, $10::timestamptz FROM m RETURNING id),"
+    " t AS (INSERT INTO ledger_transactions (idempotency_key, kind, org_id, rental_id,"
+    " description, currency, at, actor_user_id)"
+    " SELECT 'hold:' || h.id, 'hold', $2, $1, $12, $5, $10::timestamptz, $13 FROM h"
+    " WHERE $11 > 0 RETURNING id),"
+    " e AS (INSERT INTO ledger_entries (transaction_id, account, org_id, amount_minor)"
+    " SELECT t.id, x.account, $2, x.amount FROM t,"
+    " (VALUES ($14::text, -$11::bigint), ($15::text, $11::bigint)) AS x (account, amount))"
+    " SELECT acct.spendable, (SELECT id FROM h) FROM acct"};
+
 // A hold all of whose days are captured is resolved by the capture of its last day.
 constexpr Statement kCaptureFromHold = {
     "billing_hold_capture",
@@ -225,6 +254,11 @@ void RentalCharges::place_hold(Tx& tx, const Meter& m, int first_day, int days,
 }
 
 void RentalCharges::hold(Tx& tx, const RentalTerms& t, const SpendLimits& limits) {
+  bool counts_spend = limits.org_monthly_minor || (limits.token_monthly_minor && t.token_id);
+  if (!counts_spend) {
+    hold_covered(tx, t);
+    return;
+  }
   Meter m;
   m.rental_id = t.rental_id;
   m.org_id = t.org_id;
@@ -236,6 +270,33 @@ void RentalCharges::hold(Tx& tx, const RentalTerms& t, const SpendLimits& limits
   tx.exec(kInsertMeter, m.rental_id, m.org_id, m.token_id, m.description, ledger_.currency(),
           m.day.gross_minor, m.day.net_minor, m.day.tax_minor, m.days, sql_timestamp(clock_.now()));
   place_hold(tx, m, 0, t.days, limits, t.actor_user_id);
+}
+
+void RentalCharges::hold_covered(Tx& tx, const RentalTerms& t) {
+  TaxSplit day = day_amounts(t.day_price_minor);
+  std::int64_t amount = times_days(day.gross_minor, t.days);
+  Timestamp now = clock_.now();
+  auto run = [&] {
+    return tx.exec(
+        kHoldCovered, t.rental_id, t.org_id, t.token_id, t.description, ledger_.currency(),
+        day.gross_minor, day.net_minor, day.tax_minor, t.days, sql_timestamp(now), amount,
+        "Held for " + days_text(t.days) + " of " + t.description, t.actor_user_id,
+        std::string(to_string(Account::kAvailable)), std::string(to_string(Account::kHeld)));
+  };
+  auto rows = run();
+  if (rows.empty()) {
+    // The org's first money: its balances row is made (zero) and the hold tried on it.
+    ledger_.lock(tx, t.org_id);
+    rows = run();
+  }
+  if (rows[0][1].is_null()) {
+    std::int64_t spendable = rows[0][0].as<std::int64_t>();
+    throw Error(ErrorCode::kInsufficientFunds,
+                "The balance does not cover " + days_text(t.days) + " of this rental; top it up.",
+                {{"required", ledger_.money(amount).to_json()},
+                 {"available", ledger_.money(std::max<std::int64_t>(spendable, 0)).to_json()}});
+  }
+  if (amount > 0) ledger_.available_changed(tx, t.org_id);
 }
 
 void RentalCharges::extend(Tx& tx, const std::string& rental_id, int more_days,

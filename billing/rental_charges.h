@@ -104,6 +104,9 @@ class RentalCharges {
   void place_hold(Tx& tx, const Meter& m, int first_day, int days, const SpendLimits& limits,
                   const std::optional<std::string>& actor_user_id);
   void check_spend(Tx& tx, const Meter& m, std::int64_t amount, const SpendLimits& limits);
+  // hold() where no spend limit applies: the meter, the hold and its posting in one
+  // statement that locks the org's balances first.
+  void hold_covered(Tx& tx, const RentalTerms& terms);
   // Captures the meter's days that have started by `now`; how many.
   int capture_started(Tx& tx, Meter& m, Timestamp now);
 

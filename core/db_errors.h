@@ -2,7 +2,7 @@
 // typed exception, and a savepoint that turns a violation into a value the caller can act on.
 #pragma once
 
-#include <pqxx/subtransaction>
+#include <pqxx/transaction_base>
 
 #include <optional>
 #include <stdexcept>
@@ -92,36 +92,53 @@ class [[nodiscard]] Attempt {
   std::variant<T, ConstraintViolation> outcome_;
 };
 
-// Runs fn(sub) inside a SAVEPOINT of `tx` named `savepoint` (an SQL identifier). When fn's
-// statements violate a constraint, the savepoint is rolled back and the violation returned,
-// so `tx` stays usable: the scheduler tries the next candidate node after an exclusion
-// violation instead of losing the whole booking. fn must run its statements on `sub`, not
-// on `tx` (libpqxx refuses the parent while a savepoint is open). Serialization failures,
-// deadlocks and every other error are thrown as they are: they doom the whole transaction,
-// which PgPool::transact runs again.
+// A SAVEPOINT of the transaction `tx`, set at once: one round trip, where libpqxx 6's
+// subtransaction took two (it sets the SAVEPOINT lazily on its first exec(), which prepared
+// statements skip, so an empty statement had to follow it). It is never RELEASEd: a savepoint
+// kept to the transaction's end changes nothing COMMIT would not do, and the round trip of
+// RELEASE bought nothing (PostgreSQL keeps a released savepoint's subtransaction id all the
+// same). rollback() returns the transaction to the point, which stays set, so the transaction
+// goes on. Names are SQL identifiers; one reused names the latest point of that name. Both
+// statements go out as exec_params: libpqxx 6's exec() rolls the whole transaction back when
+// its statement fails, which would leave nothing to return to.
+class Savepoint {
+ public:
+  Savepoint(pqxx::transaction_base& tx, const std::string& name)
+      : tx_(tx), name_(tx.quote_name(name)) {
+    tx_.exec_params("SAVEPOINT " + name_);
+  }
+  Savepoint(const Savepoint&) = delete;
+  Savepoint& operator=(const Savepoint&) = delete;
+
+  void rollback() { tx_.exec_params("ROLLBACK TO SAVEPOINT " + name_); }
+
+ private:
+  pqxx::transaction_base& tx_;
+  std::string name_;
+};
+
+// Runs fn() inside a SAVEPOINT of `tx` named `savepoint`. When fn's statements (run on
+// `tx`) violate a constraint, the transaction returns to the savepoint and the violation is
+// returned, so `tx` stays usable: the scheduler tries the next candidate node after an
+// exclusion violation instead of losing the whole booking. Serialization failures, deadlocks
+// and every other error are thrown as they are: they doom the whole transaction, which
+// PgPool::transact runs again.
 template <typename Fn>
-auto try_in_savepoint(pqxx::dbtransaction& tx, const std::string& savepoint, Fn&& fn) {
-  using R = std::invoke_result_t<Fn&, pqxx::subtransaction&>;
+auto try_in_savepoint(pqxx::transaction_base& tx, const std::string& savepoint, Fn&& fn) {
+  using R = std::invoke_result_t<Fn&>;
   using V = std::conditional_t<std::is_void_v<R>, std::monostate, R>;
-  pqxx::subtransaction sub(tx, savepoint);
-  // libpqxx 6 sets the SAVEPOINT lazily, on the subtransaction's first exec(); exec_prepared
-  // (PgPool::Lease::exec) skips that step and would run outside the savepoint. An empty
-  // statement sets it now.
-  sub.exec("");
+  Savepoint point(tx, savepoint);
   try {
     if constexpr (std::is_void_v<R>) {
-      fn(sub);
-      sub.commit();
+      fn();
       return Attempt<V>(std::monostate{});
     } else {
-      V value = fn(sub);
-      sub.commit();
-      return Attempt<V>(std::move(value));
+      return Attempt<V>(fn());
     }
   } catch (const std::exception& e) {
     auto violation = ConstraintViolation::from(e);
     if (!violation) throw;
-    sub.abort();  // ROLLBACK TO SAVEPOINT: the parent transaction goes on
+    point.rollback();  // the parent transaction goes on
     return Attempt<V>(std::move(*violation));
   }
 }

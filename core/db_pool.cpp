@@ -134,6 +134,29 @@ void PgPool::run_after_commit(Ambient& ambient) {
   }
 }
 
+void PgPool::run_at_end(Ambient& ambient) {
+  auto steps = std::move(ambient.at_end);
+  for (auto& fn : steps) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      log::warn("an end-of-transaction step failed: {}", e.what());
+    }
+  }
+}
+
+void PgPool::Tx::at_end(std::function<void()> fn) {
+  if (unit_) {
+    unit_->at_end.push_back(std::move(fn));
+    return;
+  }
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    log::warn("an end-of-transaction step failed: {}", e.what());
+  }
+}
+
 void PgPool::after_commit(std::function<void()> fn) {
   if (Ambient* a = joined()) {
     a->after_commit.push_back(std::move(fn));

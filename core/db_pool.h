@@ -62,6 +62,10 @@ class PgPool {
 
   class Tx;
 
+ private:
+  struct Ambient;
+
+ public:
   // A connection on loan; returned to the pool when destroyed.
   class Lease {
    public:
@@ -97,8 +101,9 @@ class PgPool {
   // and never commit; the use case that opened it does.
   class Tx {
    public:
-    Tx(Lease& lease, pqxx::transaction_base& work, pqxx::dbtransaction* savepoints)
-        : lease_(lease), work_(work), savepoints_(savepoints) {}
+    // `unit`: the transaction's unit, null on a read() outside one.
+    Tx(Lease& lease, pqxx::transaction_base& work, Ambient* unit)
+        : lease_(lease), work_(work), unit_(unit) {}
     Tx(const Tx&) = delete;
     Tx& operator=(const Tx&) = delete;
 
@@ -114,27 +119,36 @@ class PgPool {
     // read(), which has no transaction to save a point in.
     template <typename Fn>
     auto attempt(const std::string& savepoint, Fn&& fn) {
-      if (!savepoints_) throw std::logic_error("a savepoint needs a transaction, not read()");
-      return try_in_savepoint(*savepoints_, savepoint, [&](pqxx::subtransaction& sub) {
-        lease_.pool_->round_trips_.fetch_add(2, std::memory_order_relaxed);
-        Tx inner(lease_, sub, &sub);
+      if (!unit_) throw std::logic_error("a savepoint needs a transaction, not read()");
+      lease_.pool_->round_trips_.fetch_add(1, std::memory_order_relaxed);  // SAVEPOINT
+      return try_in_savepoint(work_, savepoint, [&] {
+        // The statements run in the same transaction, after the SAVEPOINT; fn takes a Tx
+        // so that a store cannot tell a savepoint from its caller's transaction.
+        Tx inner(lease_, work_, unit_);
         return fn(inner);
       });
     }
 
-    // A fixed statement with no parameters, unprepared: for tests and one-off DDL. Stores
-    // use named, parameterised statements (exec above).
+    // One fixed statement with no parameters, unprepared: for tests and one-off DDL. Stores
+    // use named, parameterised statements (exec above). Sent as exec_params, which fails the
+    // statement alone: libpqxx 6's exec() would roll the transaction back, savepoint or not.
     pqxx::result exec_fixed(const std::string& sql) {
       lease_.pool_->round_trips_.fetch_add(1, std::memory_order_relaxed);
-      return work_.exec(sql);
+      return work_.exec_params(sql);
     }
 
-    bool in_transaction() const { return savepoints_ != nullptr; }
+    bool in_transaction() const { return unit_ != nullptr; }
+
+    // Runs fn once the transaction this Tx works in ends, whether it commits or rolls back
+    // (after the after_commit() steps of a commit); at once on a read() outside one. For
+    // what a use case keeps in memory only while its writes are uncommitted (a booking's
+    // in-flight claim). An exception from fn is logged, not thrown.
+    void at_end(std::function<void()> fn);
 
    private:
     Lease& lease_;
     pqxx::transaction_base& work_;
-    pqxx::dbtransaction* savepoints_;  // null outside a transaction
+    Ambient* unit_;
   };
 
   // Waits up to the pool's wait timeout for a connection. Throws Error(kUnavailable) when
@@ -196,7 +210,7 @@ class PgPool {
   template <typename Fn>
   auto read(const char* name, Fn&& fn) {
     if (Ambient* outer = joined()) {
-      Tx tx(*outer->lease, *outer->top, outer->top);
+      Tx tx(*outer->lease, *outer->top, outer);
       return fn(tx);
     }
     for (int attempt = 1;; ++attempt) {
@@ -222,9 +236,12 @@ class PgPool {
   struct Ambient {
     PgPool* pool;
     Lease* lease;
-    pqxx::dbtransaction* top;
+    pqxx::transaction_base* top;
     std::vector<std::function<void()>> after_commit;
+    std::vector<std::function<void()>> at_end;
+    ~Ambient() { run_at_end(*this); }
   };
+  static void run_at_end(Ambient& ambient);
   static inline thread_local Ambient* ambient_ = nullptr;
   Ambient* joined() const { return ambient_ && ambient_->pool == this ? ambient_ : nullptr; }
 
@@ -255,7 +272,7 @@ class PgPool {
       try {
         pqxx::work work(lease.conn(), name);
         ambient.top = &work;
-        Tx tx(lease, work, &work);
+        Tx tx(lease, work, &ambient);
         AmbientScope scope(joinable ? &ambient : nullptr);
         if constexpr (std::is_void_v<decltype(fn(tx))>) {
           fn(tx);
@@ -293,31 +310,26 @@ class PgPool {
   // runs again; the rest roll back to the savepoint and are thrown as transact() maps them.
   template <typename Fn>
   auto nested(Ambient& outer, const char* name, Fn& fn) {
-    round_trips_.fetch_add(2, std::memory_order_relaxed);  // SAVEPOINT, RELEASE or ROLLBACK TO
-    pqxx::subtransaction sub(*outer.top, name);
-    sub.exec("");  // sets the SAVEPOINT now (see try_in_savepoint in core/db_errors.h)
-    pqxx::dbtransaction* parent = outer.top;
-    outer.top = &sub;
-    struct Restore {
-      Ambient& a;
-      pqxx::dbtransaction* parent;
-      ~Restore() { a.top = parent; }
-    } restore{outer, parent};
-    Tx tx(*outer.lease, sub, &sub);
+    round_trips_.fetch_add(1, std::memory_order_relaxed);  // SAVEPOINT (never RELEASEd)
+    Savepoint point(*outer.top, name);
+    Tx tx(*outer.lease, *outer.top, &outer);
+    // Whatever fails, the unit returns to the savepoint, as a failed transact() leaves
+    // nothing behind; then the failure goes on up as transact() maps it.
+    auto roll_back = [&] {
+      if (!outer.lease->conn().is_open()) return;
+      round_trips_.fetch_add(1, std::memory_order_relaxed);
+      point.rollback();
+    };
     try {
-      if constexpr (std::is_void_v<decltype(fn(tx))>) {
-        fn(tx);
-        sub.commit();
-        return;
-      } else {
-        auto result = fn(tx);
-        sub.commit();
-        return result;
-      }
+      return fn(tx);
     } catch (const pqxx::sql_error& e) {
       if (dynamic_cast<const pqxx::transaction_rollback*>(&e) || !outer.lease->conn().is_open())
         throw;
+      roll_back();
       failed(*outer.lease, e);
+    } catch (...) {
+      roll_back();
+      throw;
     }
   }
 

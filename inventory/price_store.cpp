@@ -30,6 +30,13 @@ constexpr Statement kAt = {"price_at",
                            " AND valid_from <= $3 AND (valid_until IS NULL OR valid_until > $3)"
                            " ORDER BY valid_from DESC LIMIT 1"};
 
+// One row when nothing is open, its price columns null, so that the last change still comes.
+constexpr Statement kOpen = {
+    "price_open",
+    "SELECT " SQL_MICROS("(SELECT max(greatest(valid_from, valid_until)) FROM prices)") ","
+    " p.id, p.gpu_model, p.gpu_count, p.amount_minor, p.currency, " SQL_MICROS("p.valid_from")
+    " FROM (SELECT 1) one LEFT JOIN prices p ON p.valid_until IS NULL"};
+
 PriceRecord price_from(const pqxx::row& row) {
   return {row[0].as<long long>(), row[1].as<std::string>(), row[2].as<int>(),
           row[3].as<long long>(), row[4].as<std::string>(), read_timestamp(row[5])};
@@ -116,6 +123,28 @@ std::vector<PriceRecord> PriceStore::replace(Tx& tx, const std::vector<PriceEntr
   std::vector<PriceRecord> out;
   for (const auto& row : tx.exec(kCurrent)) out.push_back(price_from(row));
   return out;
+}
+
+OpenPrices PriceStore::open(Tx& tx) {
+  OpenPrices out;
+  for (const auto& row : tx.exec(kOpen)) {
+    if (!row[0].is_null()) out.last_change = read_timestamp(row[0]);
+    if (row[1].is_null()) continue;
+    out.rows.push_back({row[1].as<long long>(), row[2].as<std::string>(), row[3].as<int>(),
+                        row[4].as<long long>(), row[5].as<std::string>(), read_timestamp(row[6])});
+  }
+  return out;
+}
+
+std::optional<PriceRecord> OpenPrices::at(const std::string& gpu_model, int gpu_count,
+                                          Timestamp at) const {
+  // As kAt orders them: the latest row already in force.
+  const PriceRecord* best = nullptr;
+  for (const auto& r : rows) {
+    if (r.gpu_model != gpu_model || r.gpu_count != gpu_count || r.valid_from > at) continue;
+    if (!best || r.valid_from > best->valid_from) best = &r;
+  }
+  return best ? std::optional<PriceRecord>(*best) : std::nullopt;
 }
 
 std::optional<PriceRecord> PriceStore::price_at(Tx& tx, const std::string& gpu_model, int gpu_count,

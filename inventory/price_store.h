@@ -13,6 +13,19 @@
 
 namespace gpurent::inventory {
 
+// The rows of the price list left open (valid_until unset), and the latest instant at which
+// any row opened or closed: from then until the next change, the open rows are the whole
+// answer of price_at(). A snapshot that CatalogCopy keeps.
+struct OpenPrices {
+  std::vector<PriceRecord> rows;
+  std::optional<Timestamp> last_change;  // none when no price was ever set
+
+  // Whether at() answers for `at` as PriceStore::price_at would.
+  bool covers(Timestamp at) const { return !last_change || at >= *last_change; }
+  // The open row of the shape in force at `at` (which covers() must hold for).
+  std::optional<PriceRecord> at(const std::string& gpu_model, int gpu_count, Timestamp at) const;
+};
+
 struct PriceEntry {
   std::string gpu_model;
   int gpu_count = 0;
@@ -39,6 +52,9 @@ class PriceStore {
   // transaction ends; readers of the list are not blocked.
   std::vector<PriceRecord> replace(Tx& tx, const std::vector<PriceEntry>& entries,
                                    const Actor& actor);
+
+  // The open rows and the last change, in one statement.
+  OpenPrices open(Tx& tx);
 
   // The price row that was in force for a shape at `at`, if any.
   std::optional<PriceRecord> price_at(Tx& tx, const std::string& gpu_model, int gpu_count,

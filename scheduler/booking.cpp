@@ -135,7 +135,7 @@ std::vector<std::pair<Timestamp, std::vector<std::string>>> starts_for(Tx& tx,
 
 std::optional<Booking::Option> Booking::option_for(Tx& tx, const inventory::GpuModelRecord& model,
                                                    const BookingRequest& r, Timestamp now) {
-  auto price = prices_.price_at(tx, model.name, r.gpu_count, now);
+  auto price = catalog_.price_at(tx, model.name, r.gpu_count, now);
   if (!price) return std::nullopt;
   billing::DailyPrice daily{price->amount_minor, 0, price->amount_minor};
   if (charges_) daily = charges_->daily_price(price->amount_minor, r.days);
@@ -182,7 +182,7 @@ std::vector<Booking::Option> Booking::options_for(Tx& tx, const BookingRequest& 
   }
   std::vector<PricedModel> priced;
   for (auto& m : meeting) {
-    if (auto price = prices_.price_at(tx, m.name, r.gpu_count, now)) {
+    if (auto price = catalog_.price_at(tx, m.name, r.gpu_count, now)) {
       priced.push_back({std::move(m), price->amount_minor});
     }
   }
@@ -308,9 +308,9 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
   };
   // Each round reads the candidates afresh (the copy reloads the nodes announced or refused
   // since), so it sees what concurrent bookings committed while the last one tried its
-  // choices. Every choice refused for an overlap is a booking
-  // someone else made, so the rounds end: when every model's choices run out (the fleet is
-  // full) or after max_attempts refusals in all.
+  // choices, and what the bookings in flight here chose. Every choice refused for an overlap
+  // is a booking someone else made, so the rounds end: when every model's choices run out
+  // (the fleet is full) or after max_attempts refusals in all.
   int attempts = 0;
   for (const auto& option : c.options) {
     NewRental rental = rental_of(option, RentalState::kScheduled);
@@ -319,35 +319,40 @@ RentalRecord Booking::book(Tx& tx, const BookingRequest& r) {
       auto groups =
           group_by_start(candidates_of(tx, option.model.name, window_of(option.starts, window_end)),
                          option.starts);
+      auto now = InFlightClaims::Clock::now();
+      std::vector<std::shared_ptr<const NodeCandidate>> claimed;
+      for (auto& g : groups) {
+        for (auto& copy : claims_.apply(g.candidates, now)) claimed.push_back(std::move(copy));
+      }
       auto choices = choices_for(groups, option.model.name, r.gpu_count, need, r.days,
                                  options_.cleaning_window, options_.max_attempts - attempts);
       if (choices.empty()) break;
       for (const auto& choice : choices) {
         ++attempts;
-        auto placement =
-            confirm(tx, option.model.name, choice.placement, r.gpu_count, need, choice.occupies);
-        if (!placement) {
-          capacity_.node_changed(choice.placement.node_id);
-          continue;
-        }
-        rental.node_id = placement->node_id;
-        rental.gpu_indices = placement->gpu_indices;
+        rental.node_id = choice.placement.node_id;
+        rental.gpu_indices = choice.placement.gpu_indices;
         rental.period = choice.period;
+        // Kept until the transaction ends, however it ends: committed, the allocation is in
+        // the copy by then (the booking announces its node first); rolled back, the GPUs are
+        // free. Given up at once when refused.
+        auto claim = claims_.claim(choice.placement, choice.occupies, now).id;
+        tx.at_end([this, claim] { claims_.release(claim); });
         auto attempt = tx.attempt("booking_choice", [&](Tx& sub) {
-          RentalRecord record = rentals_.create(sub, rental);
-          rentals_.allocate(sub, record.id, placement->node_id, placement->gpu_indices,
-                            choice.occupies);
-          return record;
+          return rentals_.create_placed(sub, rental, choice.occupies);
         });
-        if (attempt) {
-          hold_for(tx, attempt.value(), r, c.org);
-          return attempt.value();
+        if (attempt && attempt.value()) {
+          hold_for(tx, *attempt.value(), r, c.org);
+          return *attempt.value();
         }
-        // Only a booking taken meanwhile is worth the next choice; anything else is a bug
-        // or a changed fleet and ends the booking. The copy missed that booking (its
-        // announcement is on its way): the next round reloads the node.
-        if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
-        capacity_.node_changed(placement->node_id);
+        claims_.release(claim);
+        // A node that left service or a GPU that failed since the copy saw it, or a booking
+        // taken meanwhile: the copy missed it (its announcement is on its way) and the next
+        // round reloads the node. Anything else is a bug or a changed fleet and ends the
+        // booking.
+        if (!attempt && attempt.failure() != DbFailure::kExclusionViolation) {
+          throw attempt.violation();
+        }
+        capacity_.node_changed(choice.placement.node_id);
       }
     }
   }
@@ -424,7 +429,7 @@ NoCapacity Booking::no_capacity(Tx& tx, const BookingRequest& r, const Checked& 
   for (const auto& option : c.options) {
     for (int count : {1, 2, 4, 8}) {
       if (count == r.gpu_count) continue;
-      if (!prices_.price_at(tx, option.model.name, count, c.now)) continue;
+      if (!catalog_.price_at(tx, option.model.name, count, c.now)) continue;
       if (auto start = fits_now(option, count)) add({option.model.name, count, *start});
     }
   }
@@ -456,16 +461,6 @@ CapacityIndex::Candidates Booking::candidates_of(Tx& tx, const std::string& mode
   nodes->reserve(loaded.size());
   for (auto& c : loaded) nodes->push_back(std::make_shared<const NodeCandidate>(std::move(c)));
   return nodes;
-}
-
-std::optional<Placement> Booking::confirm(Tx& tx, const std::string& model, const Placement& chosen,
-                                          int gpu_count, LinkNeed need, const Period& occupies) {
-  auto fresh = candidates_.load_nodes(tx, {chosen.node_id}, occupies);
-  PlacementRequest req{
-      .gpu_model = model, .gpu_count = gpu_count, .link_need = need, .occupies = occupies};
-  auto placements = place(req, fresh, {.max_choices = 1});
-  if (placements.empty()) return std::nullopt;
-  return std::move(placements.front());
 }
 
 void Booking::hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& r,

@@ -4,12 +4,15 @@
 // then chooses in memory and claims in the database. The candidates come from the replica's
 // CapacityIndex (its copy of the model's nodes, kept current node by node by the capacity
 // announcements; loaded in the transaction when announcements are not arriving), placement
-// orders them, and each choice in turn is confirmed by reading only its node inside the
-// transaction and claimed with the allocation. The exclusion constraint on allocations
-// settles races with other bookings on any replica: a choice taken meanwhile fails inside a
-// savepoint, its node is marked changed in the copy so that the next read reloads it, and
-// the next choice is tried, a bounded number of times. No statement of a booking reads rows
-// in proportion to the fleet once the copy is loaded (docs/PERFORMANCE.md, "Booking storm").
+// orders them, and each choice in turn is claimed in one statement that writes the rental
+// and its allocations only if the chosen node still takes them and its chosen GPUs are
+// healthy (RentalStore::create_placed). The exclusion constraint on allocations settles races
+// with other bookings on any replica: a choice taken meanwhile fails inside a savepoint, its
+// node is marked changed in the copy so that the next read reloads it, and the next choice is
+// tried, a bounded number of times. Bookings in flight on this replica see each other's
+// choices (InFlightClaims), so they do not all queue for the same GPU. No statement of a
+// booking reads rows in proportion to the fleet once the copy is loaded (docs/PERFORMANCE.md,
+// "Booking storm").
 #pragma once
 
 #include "billing/rental_charges.h"
@@ -18,10 +21,11 @@
 #include "core/db_pool.h"
 #include "core/money.h"
 #include "core/org_directory.h"
-#include "inventory/catalog_store.h"
+#include "inventory/catalog_copy.h"
 #include "inventory/price_store.h"
 #include "scheduler/candidate_store.h"
 #include "scheduler/capacity_index.h"
+#include "scheduler/in_flight_claims.h"
 #include "scheduler/model_choice.h"
 #include "scheduler/placement.h"
 #include "scheduler/records.h"
@@ -114,15 +118,15 @@ class Booking {
  public:
   // `orgs` is where every check reads the org's limits as they stand in its
   // transaction: a booking, an extension, and a waiting request when it comes up.
-  // `capacity` is where bookings and quotes choose from; `candidates` reads a chosen node to
-  // confirm it, and loads the waitlist's candidates (whose transaction may hold writes of
+  // `catalog` answers the catalog and price reads from memory while it can;
+  // `capacity` is where bookings and quotes choose from; `candidates` loads the waitlist's
+  // candidates (whose transaction may hold writes of
   // its own that the shared copy must not take in).
-  Booking(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
-          RentalStore& rentals, CandidateStore& candidates, CapacityIndex& capacity,
-          OrgDirectory& orgs, BookingOptions options)
+  Booking(const Clock& clock, inventory::CatalogCopy& catalog, RentalStore& rentals,
+          CandidateStore& candidates, CapacityIndex& capacity, OrgDirectory& orgs,
+          BookingOptions options)
       : clock_(clock),
         catalog_(catalog),
-        prices_(prices),
         rentals_(rentals),
         candidates_(candidates),
         capacity_(capacity),
@@ -188,20 +192,16 @@ class Booking {
   // is false.
   CapacityIndex::Candidates candidates_of(Tx& tx, const std::string& model, const Period& window,
                                           bool from_copy = true);
-  // A choice made from the copy, as its node stands in `tx`: the same node's best GPU set for
-  // the same period, or none when it no longer fits (it left service, or was booked).
-  std::optional<Placement> confirm(Tx& tx, const std::string& model, const Placement& chosen,
-                                   int gpu_count, LinkNeed need, const Period& occupies);
   NoCapacity no_capacity(Tx& tx, const BookingRequest& request, const Checked& checked);
 
   const Clock& clock_;
-  inventory::CatalogStore& catalog_;
-  inventory::PriceStore& prices_;
+  inventory::CatalogCopy& catalog_;
   RentalStore& rentals_;
   CandidateStore& candidates_;
   CapacityIndex& capacity_;
   OrgDirectory& orgs_;
   BookingOptions options_;
+  InFlightClaims claims_;
   billing::RentalCharges* charges_ = nullptr;
   // Holds the money for a rental just created (scheduled or waiting).
   void hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& request,

@@ -6,6 +6,7 @@
 #include "core/id.h"
 #include "core/pg_array.h"
 #include "core/sql.h"
+#include "inventory/node_state.h"
 
 #include <stdexcept>
 
@@ -56,6 +57,36 @@ constexpr Statement kAllocate = {
     " INSERT INTO allocations (rental_id, gpu_id, period)"
     " SELECT placed.id, g.id, tstzrange($4::timestamptz, $5::timestamptz, '[)')"
     " FROM placed JOIN gpus g ON g.node_id = $2 AND g.idx = ANY ($3::int[]) RETURNING gpu_id"};
+// create() and allocate() of a scheduled rental in one statement, on the condition that
+// still holds the choice a booking made from its replica's copy of the fleet: the node takes
+// allocations and is healthy, and each chosen GPU exists and is not failing. `lk` takes the
+// GPUs' turn locks (as allocate() does, in GPU id order) and `ok` counts them, so every lock
+// is held before the rental row and its allocations are written (each reads `ok`, which
+// reads all of `lk`). A node or GPU that no longer qualifies writes nothing and returns no
+// row; a GPU booked meanwhile is the exclusion violation, as in allocate(). $24 the GPU
+// count, $25/$26 the allocations' period (with the cleaning window), $27 the lock space.
+constexpr Statement kCreatePlaced = {
+    "rental_create_placed",
+    "WITH lk AS MATERIALIZED (SELECT g.id, pg_advisory_xact_lock($27::bigint + g.id)"
+    " FROM (SELECT g.id FROM gpus g JOIN nodes n ON n.id = g.node_id"
+    " WHERE g.node_id = $10 AND g.idx = ANY ($11::int[])"
+    " AND " GPURENT_SQL_NODE_TAKING_ALLOCATIONS("n.state") " AND n.health = 'ok'"
+    " AND g.health NOT IN ('warning', 'critical') ORDER BY g.id OFFSET 0) g),"
+    " ok AS (SELECT count(*) = $24 AS fits FROM lk),"
+    " r AS (INSERT INTO rentals (id, org_id, created_by, created_by_token, name, state,"
+    " gpu_model, gpu_count, link_need, node_id, gpu_indices, period, days, image_id, ssh_key_ids,"
+    " price_per_day_minor, currency, price_id, wait_for_capacity, pending_expires_at, created_at,"
+    " state_changed_at)"
+    " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::int[],"
+    " tstzrange($12::timestamptz, $13::timestamptz, '[)'), $14, $15, $16::text[], $17, $18, $19,"
+    " $20, $21::timestamptz, $22::timestamptz, $22::timestamptz FROM ok WHERE ok.fits"
+    " RETURNING *),"
+    " e AS (INSERT INTO rental_events (rental_id, at, from_state, to_state, reason, actor_user_id)"
+    " SELECT id, created_at, NULL, state, $23::text, created_by FROM r),"
+    " a AS (INSERT INTO allocations (rental_id, gpu_id, period)"
+    " SELECT r.id, lk.id, tstzrange($25::timestamptz, $26::timestamptz, '[)') FROM r, lk)"
+    " SELECT " RENTAL_COLUMNS " FROM r"};
+
 constexpr Statement kSetPlacement = {"rental_set_placement",
                                      "UPDATE rentals SET node_id = $2, gpu_indices = $3::int[],"
                                      " period = CASE WHEN $4::timestamptz IS NULL THEN period"
@@ -299,6 +330,29 @@ RentalRecord RentalStore::create(Tx& tx, const NewRental& rental) {
                       static_cast<long long>(rental.price_per_day.amount_minor()),
                       rental.price_per_day.currency(), rental.price_id, rental.wait_for_capacity,
                       optional_timestamp(rental.pending_expires_at), now, rental.reason);
+  RentalRecord record = rental_from(rows[0]);
+  for (const auto& hook : on_created_) hook(tx, record);
+  return record;
+}
+
+std::optional<RentalRecord> RentalStore::create_placed(Tx& tx, const NewRental& rental,
+                                                       const Period& occupies) {
+  if (rental.state != RentalState::kScheduled || !rental.node_id || rental.gpu_indices.empty()) {
+    throw std::invalid_argument("create_placed: a scheduled rental with its GPUs");
+  }
+  auto now = sql_timestamp(clock_.now());
+  auto rows = tx.exec(kCreatePlaced, new_id(id_prefix::kRental), rental.org_id, rental.created_by,
+                      rental.created_by_token, rental.name, std::string(to_string(rental.state)),
+                      rental.gpu_model, rental.gpu_count, std::string(to_string(rental.link_need)),
+                      rental.node_id, pg_array_literal(rental.gpu_indices),
+                      sql_timestamp(rental.period.start), sql_timestamp(rental.period.end),
+                      rental.days, rental.image_id, pg_array_literal(rental.ssh_key_ids),
+                      static_cast<long long>(rental.price_per_day.amount_minor()),
+                      rental.price_per_day.currency(), rental.price_id, rental.wait_for_capacity,
+                      optional_timestamp(rental.pending_expires_at), now, rental.reason,
+                      static_cast<int>(rental.gpu_indices.size()), sql_timestamp(occupies.start),
+                      sql_timestamp(occupies.end), kAllocationLockSpace);
+  if (rows.empty()) return std::nullopt;
   RentalRecord record = rental_from(rows[0]);
   for (const auto& hook : on_created_) hook(tx, record);
   return record;

@@ -66,6 +66,14 @@ class RentalStore {
   // first event row, in one statement. Allocations are separate: allocate().
   RentalRecord create(Tx& tx, const NewRental& rental);
 
+  // create() and allocate() of a scheduled rental (its node and GPU indices set) over
+  // `occupies`, in one statement, if its node still takes allocations and is healthy and
+  // each of its GPUs exists and is not failing; nullopt, writing nothing, when not. Another
+  // rental holding one of the GPUs throws ConstraintViolation as allocate() does (run it in
+  // tx.attempt()); the GPUs' turn locks are taken first, as there.
+  std::optional<RentalRecord> create_placed(Tx& tx, const NewRental& rental,
+                                            const Period& occupies);
+
   // Reserves the GPUs `gpu_indices` of `node_id` for the rental over `occupies` (its period
   // plus the cleaning window): one allocation row per GPU, and the rental's node and GPU
   // indices set to match, in one statement. Another rental holding one of those GPUs over an

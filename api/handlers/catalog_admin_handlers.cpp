@@ -22,6 +22,16 @@ namespace {
 constexpr std::size_t kMaxFrameworks = 20;
 constexpr std::size_t kMaxPrices = 1000;
 
+// This replica's catalog documents and bookings' copy forget the catalog once the change has
+// committed (the Idempotency-Key's unit may still be open): a rebuild before the commit would
+// keep the catalog without it. The other replicas hear it from the database.
+void catalog_changed(CatalogAdminRoutesState& state) {
+  state.pool->after_commit([&state] {
+    state.cache->invalidate();
+    if (state.copy) state.copy->changed();
+  });
+}
+
 Error no_such_image() {
   return Error(ErrorCode::kNotFound, "No such image.");
 }
@@ -130,7 +140,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
                return std::make_pair(std::move(record), state.catalog->gpu_models(tx));
              });
              // After the commit: a rebuild before it would cache the catalog without the image.
-             state.pool->after_commit([&state] { state.cache->invalidate(); });
+             catalog_changed(state);
              return json_response(
                  201, image_json(created, inventory::compatible_gpu_models(created, models)));
            },
@@ -154,7 +164,7 @@ void add_image_routes(Router& router, CatalogAdminRoutesState& state) {
                         });
                     if (!image) throw no_such_image();
                     // After the commit, as for a new image.
-                    state.pool->after_commit([&state] { state.cache->invalidate(); });
+                    catalog_changed(state);
                     return json_response(
                         200, image_json(*image, inventory::compatible_gpu_models(*image, models)));
                   },
@@ -191,6 +201,7 @@ void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state) {
                     auto prices = state.pool->transact("price_replace", [&](Tx& tx) {
                       return state.prices->replace(tx, entries, actor_of(req, p));
                     });
+                    catalog_changed(state);
                     nlohmann::json items = nlohmann::json::array();
                     for (auto& [_, item] : sorted_prices(prices)) items.push_back(std::move(item));
                     return list_response(200, std::move(items), std::nullopt);

@@ -6,6 +6,7 @@
 #include "api/handlers/catalog_handlers.h"
 #include "api/router.h"
 #include "core/db_pool.h"
+#include "inventory/catalog_copy.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 
@@ -17,6 +18,7 @@ struct CatalogAdminRoutesState {
   inventory::PriceStore* prices = nullptr;
   // Dropped after each change on this replica; the database notifies the others.
   CatalogCache* cache = nullptr;
+  inventory::CatalogCopy* copy = nullptr;  // likewise
 };
 
 void add_catalog_admin_routes(Router& router, CatalogAdminRoutesState& state);

@@ -13,6 +13,7 @@ InventoryModule::InventoryModule(const ModuleContext& ctx, InventoryStores& stor
       price_store_(stores.prices),
       catalog_cache_(
           [this, &pool = ctx.pool] { return http::build_catalog_documents(pool, catalog_store_); }),
+      catalog_copy_(stores.catalog_copy),
       fleet_reports_(ctx.pool, ctx.clock, node_store_, &health_log_),
       catalog_routes_{.cache = &catalog_cache_},
       node_admin_routes_{.pool = &ctx.pool,
@@ -25,13 +26,17 @@ InventoryModule::InventoryModule(const ModuleContext& ctx, InventoryStores& stor
       catalog_admin_routes_{.pool = &ctx.pool,
                             .catalog = &catalog_store_,
                             .prices = &price_store_,
-                            .cache = &catalog_cache_} {
-  // Any change to the catalog, made by any replica or by hand, reaches every replica's cache
-  // through a trigger's NOTIFY; after a reconnection the cache is dropped, since
-  // notifications sent meanwhile are lost.
-  ctx.listener.subscribe("gpurent_catalog",
-                         [this](const std::string&) { catalog_cache_.invalidate(); });
-  ctx.listener.on_connected([this] { catalog_cache_.invalidate(); });
+                            .cache = &catalog_cache_,
+                            .copy = &catalog_copy_} {
+  // Any change to the catalog or the prices, made by any replica or by hand, reaches every
+  // replica's documents and bookings' copy through a trigger's NOTIFY; after a reconnection
+  // both are dropped, since notifications sent meanwhile are lost.
+  auto changed = [this] {
+    catalog_cache_.invalidate();
+    catalog_copy_.changed();
+  };
+  ctx.listener.subscribe("gpurent_catalog", [changed](const std::string&) { changed(); });
+  ctx.listener.on_connected(changed);
 }
 
 void InventoryModule::add_routes(http::Router& router) {

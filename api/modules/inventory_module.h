@@ -8,6 +8,7 @@
 #include "api/metrics.h"
 #include "api/modules/module.h"
 #include "api/modules/module_context.h"
+#include "inventory/catalog_copy.h"
 #include "inventory/catalog_store.h"
 #include "inventory/demo_fleet.h"
 #include "inventory/fleet_reports.h"
@@ -23,16 +24,21 @@ namespace gpurent {
 // before the modules, so that the scheduler and the agents' control plane are given them
 // while inventory is given the scheduler's word on a node's work in turn.
 struct InventoryStores {
-  InventoryStores(const Clock& clock, const Config& config)
+  // `listening`: whether the catalog's announcements are arriving (the listener's word).
+  InventoryStores(const Clock& clock, const Config& config, std::function<bool()> listening)
       : catalog(clock),
         nodes(clock, config.enrollment_token_ttl),
         host_keys(clock),
-        prices(clock, config.currency) {}
+        prices(clock, config.currency),
+        catalog_copy(catalog, prices, std::move(listening)) {}
   inventory::CatalogStore catalog;      // models and images
   inventory::NodeStore nodes;           // nodes, their GPUs and links, their state machine
   inventory::NodeHostKeys host_keys;    // the sshd host keys agents report
   inventory::NodeHealthLog health_log;  // telemetry and health events
   inventory::PriceStore prices;         // the price list
+  // What bookings read of the catalog and the prices, from memory; inventory's module keeps
+  // it current (its announcements, and the admin routes after their commits).
+  inventory::CatalogCopy catalog_copy;
 };
 
 class InventoryModule final : public Module {
@@ -62,6 +68,7 @@ class InventoryModule final : public Module {
   inventory::NodeHealthLog& health_log_;
   inventory::PriceStore& price_store_;
   http::CatalogCache catalog_cache_;
+  inventory::CatalogCopy& catalog_copy_;
   inventory::FleetReports fleet_reports_;
   http::CatalogRoutesState catalog_routes_;
   http::NodeAdminRoutesState node_admin_routes_;

@@ -26,7 +26,7 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       capacity_(ctx.clock, candidates_, [&listener = ctx.listener] { return listener.connected(); },
                 {.reach = std::chrono::hours(24) *
                           (ctx.config.booking_horizon_days + limits::kMaxRentalDays + 2)}),
-      booking_(ctx.clock, catalog_, prices_, rentals_, candidates_, capacity_, orgs_,
+      booking_(ctx.clock, peers.catalog_copy, rentals_, candidates_, capacity_, orgs_,
                {.cleaning_window = ctx.config.rental_cleaning_window,
                 .horizon = std::chrono::hours(24) * ctx.config.booking_horizon_days,
                 .pending_for = ctx.config.pending_timeout}),

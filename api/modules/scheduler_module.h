@@ -12,6 +12,7 @@
 #include "core/periodic_worker.h"
 #include "identity/ssh_certificate_authority.h"
 #include "identity/ssh_key_store.h"
+#include "inventory/catalog_copy.h"
 #include "inventory/catalog_store.h"
 #include "inventory/node_store.h"
 #include "inventory/price_store.h"
@@ -29,11 +30,12 @@ namespace gpurent {
 // The other modules' stores the scheduler reads through, one instance each per process
 // (their owners' modules hold them).
 struct SchedulerPeers {
-  OrgDirectory& orgs;                // identity: an org's guardrails
-  identity::SshKeyStore& ssh_keys;   // identity: the keys a booking names
-  inventory::NodeStore& nodes;       // inventory: a drained node through its own machine
-  inventory::CatalogStore& catalog;  // inventory: models and images
-  inventory::PriceStore& prices;     // inventory: the price list
+  OrgDirectory& orgs;                    // identity: an org's guardrails
+  identity::SshKeyStore& ssh_keys;       // identity: the keys a booking names
+  inventory::NodeStore& nodes;           // inventory: a drained node through its own machine
+  inventory::CatalogStore& catalog;      // inventory: models and images
+  inventory::CatalogCopy& catalog_copy;  // inventory: what a booking reads of them, in memory
+  inventory::PriceStore& prices;         // inventory: the price list
   // billing: bookings and extensions hold money, and every move of a rental moves it on
   // (scheduler/rental_billing.h).
   billing::RentalCharges& charges;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <memory>
 #include <set>
 #include <thread>
@@ -24,9 +25,11 @@ struct Replica {
   static constexpr std::chrono::hours kCleaning{2};
   Replica(const Clock& clock, inventory::CatalogStore& catalog, inventory::PriceStore& prices,
           RentalStore& rentals, OrgDirectory& orgs)
-      : capacity(clock, candidates, [] { return true; }),
-        booking(clock, catalog, prices, rentals, candidates, capacity, orgs,
+      : catalog_copy(catalog, prices, [] { return false; }),
+        capacity(clock, candidates, [] { return true; }),
+        booking(clock, catalog_copy, rentals, candidates, capacity, orgs,
                 {.cleaning_window = kCleaning}) {}
+  inventory::CatalogCopy catalog_copy;  // read from the stores: its own tests are inventory's
   CandidateStore candidates;
   CapacityIndex capacity;
   Booking booking;
@@ -142,6 +145,34 @@ TEST_F(BookingFromCopyTest, TwoReplicasBookingAtOnceFillEveryGpuOnceFromTheirOwn
   EXPECT_EQ(overlaps(), 0);
   EXPECT_EQ(count("SELECT count(DISTINCT gpu_id) FROM allocations"), 16);
   EXPECT_EQ(a.capacity.stats().copies_loaded + b.capacity.stats().copies_loaded, 2u);
+}
+
+TEST_F(BookingFromCopyTest, ABookingInFlightOnTheSameReplicaIsNotWaitedFor) {
+  node("n1");
+  Replica& r = replica();
+  transact([&](Tx& tx) { r.booking.quote(tx, request(1)); });  // the copy, made beforehand
+  // The first booking has claimed its GPU and holds its transaction open; the second, on the
+  // same replica and the same copy, chooses another GPU at once instead of queueing on the
+  // first one's lock until it commits, only to be refused.
+  std::promise<void> first_booked, second_done;
+  std::optional<RentalRecord> first, second;
+  std::future_status waited = std::future_status::timeout;
+  std::thread holder([&] {
+    transact([&](Tx& tx) {
+      first = r.booking.book(tx, request(1));
+      first_booked.set_value();
+      // Without the claim the second would wait on this transaction: it is given 10 s.
+      waited = second_done.get_future().wait_for(std::chrono::seconds(10));
+    });
+  });
+  first_booked.get_future().wait();
+  second = transact([&](Tx& tx) { return r.booking.book(tx, request(1)); });
+  second_done.set_value();
+  holder.join();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(waited, std::future_status::ready) << "the second booking waited for the first";
+  EXPECT_NE(first->gpu_indices, second->gpu_indices);
+  EXPECT_EQ(overlaps(), 0);
 }
 
 TEST_F(BookingFromCopyTest, AThousandNodesNeverAnalyzedAreBookedWithinTheStatementTimeout) {

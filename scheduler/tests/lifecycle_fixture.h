@@ -4,6 +4,7 @@
 #pragma once
 
 #include "identity/org_admin_store.h"
+#include "inventory/catalog_copy.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/booking.h"
@@ -151,8 +152,10 @@ class LifecycleTest : public SchedulerTest {
   // Announcements never arrive here: every read loads in its transaction, as a replica whose
   // listener is down does.
   CapacityIndex capacity_{clock_, candidates_, [] { return false; }};
-  Booking booking_{clock_,      catalog_,  prices_, rentals_,
-                   candidates_, capacity_, orgs_,   {.cleaning_window = kWindow}};
+  // Likewise the catalog: read from the stores each time, so a test may change it at will.
+  inventory::CatalogCopy catalog_copy_{catalog_, prices_, [] { return false; }};
+  Booking booking_{
+      clock_, catalog_copy_, rentals_, candidates_, capacity_, orgs_, {.cleaning_window = kWindow}};
   Lifecycle lifecycle_{rentals_,
                        tasks_,
                        nodes_,

@@ -51,9 +51,10 @@ std::vector<FaultCase> fault_cases() {
       {"idempotency_lock", key_lock, nullptr},
       {"idempotency_find", PgMatch::statement("idempotency_find"),
        "LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE"},
-      {"rental_create", PgMatch::statement("rental_create"), nullptr},
-      {"rental_allocate", PgMatch::statement("rental_allocate"), nullptr},
-      {"ledger_post", PgMatch::statement("ledger_post"),
+      // The rental, its event and its allocations in one statement.
+      {"rental_create_placed", PgMatch::statement("rental_create_placed"), nullptr},
+      // The meter, the hold and its posting in one statement.
+      {"billing_hold_covered", PgMatch::statement("billing_hold_covered"),
        "LOCK TABLE ledger_transactions IN ACCESS EXCLUSIVE MODE"},
       {"idempotency_store", PgMatch::statement("idempotency_store"), nullptr},
   };
