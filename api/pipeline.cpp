@@ -13,28 +13,30 @@ void compose_pipeline(Router& router, const PipelineParts& parts) {
     Entry entry = [&authenticator, route = &r, handler = idempotency.wrap(r)](const Request& req) {
       return handler(req, authorize(authenticator, *route, req));
     };
-    if (!r.changes_credentials) return entry;
-    return Entry([&credentials, &barrier, entry](const Request& req) {
+    if (!r.changes_credentials && !r.waits_for_announcement) return entry;
+    return Entry([&credentials, &barrier, entry,
+                  drops_credentials = r.changes_credentials](const Request& req) {
       Response response;
       try {
         response = entry(req);
       } catch (...) {
-        credentials.invalidate();  // a handler that failed may still have committed
+        // A handler that failed may still have committed.
+        if (drops_credentials) credentials.invalidate();
         throw;
       }
-      credentials.invalidate();
+      if (drops_credentials) credentials.invalidate();
       // Before answering, the change's announcement comes back to this replica's listener.
       // PostgreSQL sent it to every replica's listener at the same commit, so by the time
       // the caller has the answer the others have it too, or will within the moment it
       // takes their listener process to be scheduled (milliseconds on a loaded machine).
-      // Bounded, and only for the few routes that change credentials.
+      // Bounded, and only for the few routes that change credentials or webhooks.
       if (response.status < 300) {
         try {
           if (!barrier.pass(std::chrono::seconds(1))) {
-            log::warn("a credential change was not announced back within 1 s");
+            log::warn("a change was not announced back within 1 s");
           }
         } catch (const std::exception& e) {
-          log::warn("announcing a credential change failed: {}", e.what());
+          log::warn("announcing a change failed: {}", e.what());
         }
       }
       return response;

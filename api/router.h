@@ -52,6 +52,10 @@ struct Route {
   // so the change shows on this replica's very next request. Other replicas drop theirs
   // when the database announces the change (api/credential_cache.h).
   bool changes_credentials = false;
+  // Its change is announced to every replica's copy (webhooks' subscriptions; credentials
+  // too, above): a successful answer waits, up to a second, until the announcement is back on
+  // this replica's listener, so that by the time the caller has it the other replicas have it.
+  bool waits_for_announcement = false;
   std::string summary;     // one line for the OpenAPI document
   std::string tag;         // OpenAPI grouping
   bool documented = true;  // false for test-only routes

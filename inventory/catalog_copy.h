@@ -48,15 +48,15 @@ class CatalogCopy {
   void changed();
 
   struct Stats {
-    std::uint64_t loads = 0;     // reads that loaded the catalog (three statements)
+    std::uint64_t loads = 0;      // reads that loaded the catalog (three statements)
     std::uint64_t from_copy = 0;  // reads answered from memory
-    std::uint64_t direct = 0;    // reads that went to the stores (not listening, or an old instant)
+    std::uint64_t direct = 0;  // reads that went to the stores (not listening, or an old instant)
   };
   Stats stats() const;
 
  private:
   struct Snapshot {
-    std::vector<GpuModelRecord> models;  // by name, as CatalogStore::gpu_models
+    std::vector<GpuModelRecord> models;                   // by name, as CatalogStore::gpu_models
     std::unordered_map<std::string, ImageRecord> images;  // every image, by id
     OpenPrices prices;
   };

@@ -68,6 +68,10 @@ constexpr Statement kWebhookWants = {
     "SELECT EXISTS (SELECT 1 FROM webhooks WHERE org_id = $1 AND disabled_at IS NULL"
     " AND $2 = ANY (events))"};
 
+constexpr Statement kWebhookSubscriptions = {
+    "webhook_subscriptions",
+    "SELECT org_id, to_json(events)::text FROM webhooks WHERE disabled_at IS NULL"};
+
 constexpr Statement kWebhookRentalWanted = {
     "webhook_rental_wanted",
     "SELECT EXISTS (SELECT 1 FROM rentals r JOIN webhooks w ON w.org_id = r.org_id"
@@ -327,6 +331,16 @@ Page<DeliveryRecord> WebhookStore::deliveries(Tx& tx, const std::string& webhook
 
 bool WebhookStore::wants(Tx& tx, const std::string& org_id, std::string_view type) {
   return tx.exec(kWebhookWants, org_id, std::string(type))[0][0].as<bool>();
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> WebhookStore::subscriptions(Tx& tx) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& row : tx.exec(kWebhookSubscriptions)) {
+    out.emplace_back(
+        row[0].as<std::string>(),
+        nlohmann::json::parse(row[1].as<std::string>()).get<std::vector<std::string>>());
+  }
+  return out;
 }
 
 bool WebhookStore::rental_wanted(Tx& tx, const std::string& rental_id, std::string_view type) {

@@ -114,6 +114,9 @@ class WebhookStore {
   // True when a live webhook of the org subscribes to `type`: producers ask before they
   // build a payload.
   bool wants(Tx& tx, const std::string& org_id, std::string_view type);
+  // Every live webhook's org and the event types it subscribes to: what SubscriptionCopy
+  // keeps in memory.
+  std::vector<std::pair<std::string, std::vector<std::string>>> subscriptions(Tx& tx);
   // The same for the org that owns `rental_id`, in one statement: a rental's move asks this
   // before it reads the rental to build a payload, so moves of orgs without webhooks cost
   // one statement more, not two.

@@ -107,6 +107,13 @@ std::vector<std::string> checked_events(const nlohmann::json* value) {
 
 }  // namespace
 
+// After the commit (the Idempotency-Key's unit may still be open): a load before it would
+// keep the webhooks as they were.
+void subscriptions_changed(WebhookRoutesState& state) {
+  if (!state.subscriptions) return;
+  state.pool->after_commit([&state] { state.subscriptions->changed(); });
+}
+
 void add_webhook_routes(Router& router, WebhookRoutesState& state) {
   router.add({.method = Method::kGet,
               .pattern = "/v1/webhooks",
@@ -140,6 +147,7 @@ void add_webhook_routes(Router& router, WebhookRoutesState& state) {
                     auto [record, secret] = state.pool->transact("webhook_create", [&](Tx& tx) {
                       return state.store->create(tx, org_id, url, events, actor_of(req, p));
                     });
+                    subscriptions_changed(state);
                     auto out = webhook_json(record);
                     // The only time the secret leaves the server.
                     out["secret"] = secret;
@@ -147,6 +155,7 @@ void add_webhook_routes(Router& router, WebhookRoutesState& state) {
                   },
               .needs_org = true,
               .scope = kWebhookScope,
+              .waits_for_announcement = true,
               .summary = "Create a webhook; its signing secret is shown only in this answer.",
               .tag = "webhooks"});
 
@@ -176,12 +185,14 @@ void add_webhook_routes(Router& router, WebhookRoutesState& state) {
                       return state.store->remove(tx, org_id, id, actor_of(req, p));
                     });
                     if (!removed) throw Error(ErrorCode::kNotFound, "No such webhook.");
+                    subscriptions_changed(state);
                     Response r;
                     r.status = 204;
                     return r;
                   },
               .needs_org = true,
               .scope = kWebhookScope,
+              .waits_for_announcement = true,
               .summary = "Delete a webhook; what it had still to deliver is dropped.",
               .tag = "webhooks"});
 

@@ -35,6 +35,7 @@ WebhookModule::WebhookModule(const ModuleContext& ctx, const WebhookPeers& peers
       expiring_before_(ctx.config.webhook_expiring_before),
       low_balance_minor_(ctx.config.webhook_low_balance_minor),
       store_(ctx.clock, ctx.config.webhook_secret_key),
+      subscriptions_(store_, [&listener = ctx.listener] { return listener.connected(); }),
       resolver_slots_(std::make_shared<webhooks::ResolverSlots>(ctx.config.webhook_max_resolving)),
       sender_(webhooks::make_http_sender(
           {.allow_internal = ctx.config.webhook_allow_internal,
@@ -48,8 +49,10 @@ WebhookModule::WebhookModule(const ModuleContext& ctx, const WebhookPeers& peers
                .lease = ctx.config.webhook_lease,
                .batch = 5,
                .allow_internal = ctx.config.webhook_allow_internal}),
-      routes_{
-          .pool = &ctx.pool, .store = &store_, .allow_internal = ctx.config.webhook_allow_internal},
+      routes_{.pool = &ctx.pool,
+              .store = &store_,
+              .subscriptions = &subscriptions_,
+              .allow_internal = ctx.config.webhook_allow_internal},
       delivery_("webhook delivery run", ctx.config.webhook_poll_interval, [this] { deliver(); }) {
   // A lease shorter than a batch can take lets another replica send a delivery this one is
   // still sending: refused at start rather than found as duplicates later.
@@ -60,6 +63,11 @@ WebhookModule::WebhookModule(const ModuleContext& ctx, const WebhookPeers& peers
   }
   watch_rentals(peers.rentals, peers.lifecycle);
   watch_balances(peers.ledger);
+  // A webhook made, deleted or disabled by any replica reaches every replica's copy; after a
+  // reconnection the copy is dropped, since announcements sent meanwhile are lost.
+  ctx.listener.subscribe("gpurent_webhooks",
+                         [this](const std::string&) { subscriptions_.changed(); });
+  ctx.listener.on_connected([this] { subscriptions_.changed(); });
 }
 
 WebhookModule::~WebhookModule() {
@@ -85,6 +93,7 @@ void WebhookModule::add_metrics(http::Metrics& metrics) {
 void WebhookModule::rental_event(Tx& tx, const scheduler::RentalRecord& rental,
                                  std::optional<scheduler::RentalState> previous) {
   std::string type = "rental." + std::string(scheduler::to_string(rental.state));
+  if (!subscriptions_.wants(tx, rental.org_id, type)) return;
   nlohmann::json data = {
       {"rental", event_rental_json(rental)},
       {"previous_state",
@@ -99,9 +108,9 @@ void WebhookModule::watch_rentals(scheduler::RentalStore& rentals,
       [this](Tx& tx, const scheduler::RentalRecord& r) { rental_event(tx, r, std::nullopt); });
   rentals.on_transition([this](Tx& tx, const std::string& id, scheduler::RentalState from,
                                scheduler::RentalState to) {
-    if (!store_.rental_wanted(tx, id, "rental." + std::string(scheduler::to_string(to)))) {
-      return;
-    }
+    std::string type = "rental." + std::string(scheduler::to_string(to));
+    // Nobody anywhere subscribes (from memory), or not the rental's org (one statement).
+    if (!subscriptions_.anyone_wants(tx, type) || !store_.rental_wanted(tx, id, type)) return;
     // The row as the move left it, in the move's transaction.
     if (auto r = rentals_->get_any(tx, id)) rental_event(tx, *r, from);
   });
@@ -129,7 +138,7 @@ void WebhookModule::expiring_scan(PgPool& pool, Timestamp now) {
 
 void WebhookModule::watch_balances(billing::Ledger& ledger) {
   ledger.on_available_changed([this, &ledger](Tx& tx, const std::string& org_id) {
-    if (org_id.empty() || !store_.wants(tx, org_id, "billing.low_balance")) return;
+    if (org_id.empty() || !subscriptions_.wants(tx, org_id, "billing.low_balance")) return;
     auto balances = ledger.balances(tx, org_id);
     bool below = balances.available.amount_minor() < low_balance_minor_;
     if (!store_.balance_seen(tx, org_id, below)) return;

@@ -14,6 +14,7 @@
 #include "scheduler/rental_store.h"
 #include "webhooks/delivery_worker.h"
 #include "webhooks/sender.h"
+#include "webhooks/subscription_copy.h"
 #include "webhooks/webhook_store.h"
 
 #include <memory>
@@ -64,6 +65,7 @@ class WebhookModule final : public Module {
   std::chrono::seconds expiring_before_;
   long long low_balance_minor_;
   webhooks::WebhookStore store_;
+  webhooks::SubscriptionCopy subscriptions_;  // who wants what, asked before each event
   std::shared_ptr<webhooks::ResolverSlots> resolver_slots_;
   std::unique_ptr<webhooks::Sender> sender_;
   webhooks::DeliveryWorker worker_;

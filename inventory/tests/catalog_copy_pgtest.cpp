@@ -48,9 +48,7 @@ TEST_F(CatalogCopyTest, WhileListeningItAnswersAsTheStoresDoWithoutAStatement) {
   CatalogCopy copy(catalog_, prices_, [] { return true; });
   clock_.advance(hours(1));
   auto now = clock_.now();
-  read([&](Tx& tx) {
-    EXPECT_EQ(copy.gpu_models(tx).size(), catalog_.gpu_models(tx).size());
-  });
+  read([&](Tx& tx) { EXPECT_EQ(copy.gpu_models(tx).size(), catalog_.gpu_models(tx).size()); });
   EXPECT_EQ(copy.stats().loads, 1u);
 
   read([&](Tx& tx) {
