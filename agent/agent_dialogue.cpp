@@ -4,6 +4,7 @@
 #include "agent/agent_messages.h"
 #include "core/log.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gpurent::agent {
@@ -155,7 +156,7 @@ void AgentDialogue::handle_task(const std::string& message_id, const proto::Task
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(task);
+    enqueue(task);
     running_.insert(task.task_id);
     wake = !std::exchange(runner_busy_, true);
   }
@@ -164,6 +165,23 @@ void AgentDialogue::handle_task(const std::string& message_id, const proto::Task
     std::lock_guard lock(mutex_);
     runner_busy_ = false;  // stopping: the journal ends the task as interrupted next run
   }
+}
+
+void AgentDialogue::enqueue(const proto::Task& task) {
+  // A rental's access is its last step before `active` and takes a moment: it goes ahead of
+  // the long tasks queued (provisions, wipes, probes), which are other rentals' or the
+  // node's, since the server sends it only once this rental's provision has finished. A node
+  // given eight one-GPU rentals at once so makes the first usable after one provision, not
+  // after all eight. Among themselves tasks keep the order they came in.
+  if (task.kind == proto::TaskKind::kInstallAccess) {
+    auto long_task = std::find_if(queue_.begin(), queue_.end(), [](const proto::Task& t) {
+      return t.kind == proto::TaskKind::kProvision || t.kind == proto::TaskKind::kWipe ||
+             t.kind == proto::TaskKind::kHealthProbe;
+    });
+    queue_.insert(long_task, task);
+    return;
+  }
+  queue_.push_back(task);
 }
 
 void AgentDialogue::run_tasks(TaskExecutor& executor, const std::stop_token& stop) {

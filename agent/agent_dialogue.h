@@ -33,7 +33,8 @@ class MessageSink {
   virtual bool send(std::string text) = 0;
 };
 
-// How the dialogue's tasks are run, one at a time in the order they came: the real agent's
+// How the dialogue's tasks are run, one at a time in the order they came (a rental's access
+// ahead of the long tasks: AgentDialogue::enqueue): the real agent's
 // worker thread, the simulator's shared pool.
 class TaskRunner {
  public:
@@ -105,6 +106,8 @@ class AgentDialogue {
 
  private:
   void handle_task(const std::string& message_id, const agent_proto::Task& task);
+  // Queues a task to run (mutex_ held).
+  void enqueue(const agent_proto::Task& task);
   // Encodes and sends with the next id; false when it did not go out.
   bool send(agent_proto::Body body);
   std::string next_id();

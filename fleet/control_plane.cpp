@@ -182,7 +182,7 @@ void ControlPlane::record_routine(const std::vector<Routine>& beats) {
 }
 
 bool ControlPlane::task_reported(const std::string& node, const proto::TaskResult& result) {
-  return pool_.transact("agent_task_result", [&](Tx& tx) {
+  bool settled = pool_.transact("agent_task_result", [&](Tx& tx) {
     auto task = peers_.tasks.get(tx, result.task_id);
     // Another node's task is as unknown as none: an agent reports on its own work only.
     if (!task || task->node_id != node) return false;
@@ -191,6 +191,9 @@ bool ControlPlane::task_reported(const std::string& node, const proto::TaskResul
     peers_.lifecycle.task_finished(tx, *task, result.ok, clock_.now());
     return true;
   });
+  // The rental's next step (its access, or active) is due now; committed, so the run sees it.
+  if (settled) peers_.lifecycle.due_now();
+  return settled;
 }
 
 bool ControlPlane::fail_node(Tx& tx, const std::string& node, const std::string& reason,

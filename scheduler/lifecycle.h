@@ -46,6 +46,9 @@ struct LifecycleOptions {
   // making: the certificate's own end (DESIGN.md "Node trust"), so an agent busy past it
   // fails the task rather than start a login probe that cannot succeed.
   std::chrono::seconds probe_deadline{110};
+  // Has the next run_once start now rather than at its poll (the process's lifecycle worker's
+  // wake()); none in tests that run it by hand.
+  std::function<void()> wake;
 };
 
 class Lifecycle {
@@ -70,6 +73,13 @@ class Lifecycle {
   int run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping = nullptr);
 
   const LifecycleOptions& options() const { return options_; }
+
+  // A rental has a step due now (a task of its provisioning has finished, reported after
+  // commit): the next run starts at once, so a CI job waiting for `active` does not wait for
+  // the poll as well.
+  void due_now() {
+    if (options_.wake) options_.wake();
+  }
 
   // Work that runs at the end of every run_once, on every replica, at the run's `now` (the
   // billing capture and invoice finalisation, set by the process wiring). A job must be safe

@@ -235,6 +235,29 @@ TEST_F(AgentDialogueTest, ATaskIsAckedThenRunOnce) {
   EXPECT_EQ(executor_.runs, 1);
 }
 
+TEST_F(AgentDialogueTest, ARentalsAccessGoesAheadOfTheLongTasksQueued) {
+  connect();
+  // A task id of the wire's shape whose last characters name it.
+  auto id = [](const std::string& name) { return "tsk_" + std::string(20, 'X') + name; };
+  auto of_kind = [](const std::string& id, proto::TaskKind kind) {
+    auto t = task(id);
+    t.kind = kind;
+    return t;
+  };
+  // Eight rentals' provisions came at once; the first one's access comes while seven wait.
+  say(of_kind(id("p1"), proto::TaskKind::kProvision));
+  say(of_kind(id("w1"), proto::TaskKind::kWipe));
+  say(of_kind(id("p2"), proto::TaskKind::kProvision));
+  say(of_kind(id("r1"), proto::TaskKind::kRevokeAccess));
+  say(of_kind(id("a1"), proto::TaskKind::kInstallAccess));
+  say(of_kind(id("a2"), proto::TaskKind::kInstallAccess));
+  run_tasks();
+  // The accesses ahead of every provision and wipe, in the order they came; everything else
+  // in the order it came.
+  EXPECT_EQ(runner_.started_ids,
+            (std::vector<std::string>{id("a1"), id("a2"), id("p1"), id("w1"), id("p2"), id("r1")}));
+}
+
 TEST_F(AgentDialogueTest, ARepeatedTaskIdIsAckedWithoutRunningAgain) {
   connect();
   say(task(kTaskA));

@@ -31,10 +31,11 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
                 .horizon = std::chrono::hours(24) * ctx.config.booking_horizon_days,
                 .pending_for = ctx.config.pending_timeout}),
       // Checks as often as the worker runs: a finished task is noticed on the next run.
-      lifecycle_(
-          rentals_, tasks_, nodes_, booking_,
-          {.poll = ctx.config.lifecycle_interval, .user_ca_keys = {ssh_ca_.user_ca_public_key()}},
-          &access_material_),
+      lifecycle_(rentals_, tasks_, nodes_, booking_,
+                 {.poll = ctx.config.lifecycle_interval,
+                  .user_ca_keys = {ssh_ca_.user_ca_public_key()},
+                  .wake = [this] { lifecycle_worker_.wake(); }},
+                 &access_material_),
       views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window,
              ctx.config.booking_horizon_days),
       customer_rentals_(ctx.pool, ctx.clock, booking_, lifecycle_, rentals_, ssh_keys_,
