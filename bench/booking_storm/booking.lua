@@ -1,11 +1,15 @@
 -- wrk script of the booking storm (run.sh): every request is POST /v1/rentals for one H100
--- for one day at a random date of STORM_DATES, with an Idempotency-Key no other request
--- uses. Counts 201s, 409s and other answers; done() prints one STORM line for run.sh.
+-- for one day at a random date of STORM_DATES, for a random one of the customers, with an
+-- Idempotency-Key no other request uses. Counts 201s, 409s and other answers; done() prints
+-- one STORM line for run.sh.
 local dates = {}
 for d in string.gmatch(os.getenv("STORM_DATES") or "", "[^,]+") do dates[#dates + 1] = d end
-local token = os.getenv("STORM_TOKEN")
+-- One API token and SSH key per customer org, in the same order; each request books for one
+-- of them at random.
+local tokens, keys = {}, {}
+for t in string.gmatch(os.getenv("STORM_TOKENS") or "", "[^,]+") do tokens[#tokens + 1] = t end
+for k in string.gmatch(os.getenv("STORM_KEYS") or "", "[^,]+") do keys[#keys + 1] = k end
 local image = os.getenv("STORM_IMAGE")
-local key = os.getenv("STORM_KEY")
 local tag = os.getenv("STORM_TAG") or "storm"
 
 local threads = {}
@@ -28,11 +32,12 @@ end
 
 function request()
   sent = sent + 1
+  local who = math.random(#tokens)
   local body = string.format(
     '{"gpu_model":"H100-SXM5-80GB","gpu_count":1,"interconnect":"any","start":"%s",' ..
-    '"days":1,"image_id":"%s","ssh_key_ids":["%s"]}', dates[math.random(#dates)], image, key)
+    '"days":1,"image_id":"%s","ssh_key_ids":["%s"]}', dates[math.random(#dates)], image, keys[who])
   return wrk.format("POST", "/v1/rentals", {
-    ["Authorization"] = "Bearer " .. token,
+    ["Authorization"] = "Bearer " .. tokens[who],
     ["Content-Type"] = "application/json",
     ["Idempotency-Key"] = prefix .. sent,
   }, body)

@@ -686,6 +686,38 @@ TEST(Place, OrderDoesNotDependOnCandidateOrder) {
   }
 }
 
+// A list in node-id order (a capacity copy's) lets placement stop once the answer is settled
+// (every later node could at best tie and loses on its id); shuffled, it reads every node.
+// Both must give the same answer, whatever the mix of idle nodes, gaps and failures.
+TEST(Place, StoppingEarlyOnAnIdOrderedFleetGivesTheFullAnswer) {
+  std::mt19937 rng(11);
+  std::vector<NodeCandidate> nodes;
+  for (int i = 0; i < 300; ++i) {
+    nodes.push_back(make_node(numbered("node-", 1000 + i), nvswitch(),
+                              rng() % 5 == 0 ? static_cast<int>(rng() % 3) : 0));
+    for (auto& gpu : nodes.back().gpus) {
+      if (rng() % 4 != 0) continue;
+      int from = static_cast<int>(rng() % 72);
+      gpu.busy.push_back(hours(from, from + 1 + static_cast<int>(rng() % 24)));
+    }
+  }
+  std::vector<const NodeCandidate*> in_order;
+  for (const auto& n : nodes) in_order.push_back(&n);
+  for (int count : {1, 2, 8}) {
+    for (int wanted : {1, 3, 16}) {
+      auto shuffled = in_order;
+      std::ranges::shuffle(shuffled, rng);
+      auto early = place_held(request(count, kAny), in_order, {.max_choices = wanted});
+      auto full = place_held(request(count, kAny), shuffled, {.max_choices = wanted});
+      ASSERT_EQ(early.size(), full.size()) << count << " of " << wanted;
+      for (std::size_t i = 0; i < early.size(); ++i) {
+        EXPECT_EQ(early[i].node_id, full[i].node_id) << count << " #" << i;
+        EXPECT_EQ(early[i].gpu_indices, full[i].gpu_indices) << count << " #" << i;
+      }
+    }
+  }
+}
+
 TEST(Place, ReturnsAtMostMaxChoices) {
   std::vector<NodeCandidate> nodes;
   for (int i = 0; i < 12; ++i) nodes.push_back(make_node(numbered("n", 10 + i), nvswitch()));
