@@ -1,7 +1,6 @@
 #include "scheduler/in_flight_claims.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace gpurent::scheduler {
 
@@ -28,23 +27,32 @@ std::vector<std::shared_ptr<const NodeCandidate>> InFlightClaims::apply(
     if (claims_.empty()) return {};
     in_force = claims_;
   }
-  std::unordered_map<std::string, std::vector<const Claim*>> by_node;
-  for (const auto& c : in_force) by_node[c.node_id].push_back(&c);
+  // The candidates come in node-id order (CapacityIndex's): each claimed node is found by a
+  // binary search, so a booking pays for the few claims, not for the fleet.
+  auto by_id = [](const NodeCandidate* c, const std::string& id) { return c->node_id < id; };
+  std::sort(in_force.begin(), in_force.end(),
+            [](const Claim& a, const Claim& b) { return a.node_id < b.node_id; });
   std::vector<std::shared_ptr<const NodeCandidate>> copies;
-  for (auto& candidate : candidates) {
-    auto found = by_node.find(candidate->node_id);
-    if (found == by_node.end()) continue;
-    auto copy = std::make_shared<NodeCandidate>(*candidate);
-    for (const Claim* c : found->second) {
-      for (auto& gpu : copy->gpus) {
-        if (std::find(c->gpu_indices.begin(), c->gpu_indices.end(), gpu.index) !=
-            c->gpu_indices.end()) {
-          gpu.busy.push_back(c->occupies);
+  for (std::size_t i = 0; i < in_force.size();) {
+    const std::string& node_id = in_force[i].node_id;
+    std::size_t end = i;
+    while (end < in_force.size() && in_force[end].node_id == node_id) ++end;
+    auto at = std::lower_bound(candidates.begin(), candidates.end(), node_id, by_id);
+    if (at != candidates.end() && (*at)->node_id == node_id) {
+      auto copy = std::make_shared<NodeCandidate>(**at);
+      for (std::size_t k = i; k < end; ++k) {
+        const Claim& c = in_force[k];
+        for (auto& gpu : copy->gpus) {
+          if (std::find(c.gpu_indices.begin(), c.gpu_indices.end(), gpu.index) !=
+              c.gpu_indices.end()) {
+            gpu.busy.push_back(c.occupies);
+          }
         }
       }
+      *at = copy.get();
+      copies.push_back(std::move(copy));
     }
-    candidate = copy.get();
-    copies.push_back(std::move(copy));
+    i = end;
   }
   return copies;
 }

@@ -47,9 +47,10 @@ class InFlightClaims {
   // at its transaction's end.
   void release(std::uint64_t id);
 
-  // `candidates` with the claims in force over them: each candidate node that has some is
-  // replaced by a copy whose GPUs carry the claims' periods as busy ones, kept alive in the
-  // returned list. Candidates without claims are left as they are, unchanged and uncopied.
+  // `candidates` (in node-id order, as CapacityIndex gives them) with the claims in force
+  // over them: each candidate node that has some is replaced by a copy whose GPUs carry the
+  // claims' periods as busy ones, kept alive in the returned list. Candidates without claims
+  // are left as they are, unchanged and uncopied.
   std::vector<std::shared_ptr<const NodeCandidate>> apply(
       std::vector<const NodeCandidate*>& candidates, Clock::time_point now);
 

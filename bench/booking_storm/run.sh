@@ -175,9 +175,12 @@ pg_cpu() {
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # What the cluster spends at rest, on the agents' heartbeats, over 5 s before the storm: the
 # storm's own PostgreSQL CPU per booking is stated without it too.
+# The replicas' likewise (replica A serves the agents).
 rest_start=$(pg_cpu)
+rest_replicas=$(replica_cpu)
 sleep 5
 rest_per_s=$(echo "scale=4; ($(pg_cpu) - $rest_start) / 5" | bc)
+rest_replicas_per_s=$(echo "scale=4; ($(replica_cpu) - $rest_replicas) / 5" | bc)
 export STORM_DATES="$dates" STORM_IMAGE="$image_id"
 STORM_TOKENS=$(IFS=,; echo "${tokens[*]}") STORM_KEYS=$(IFS=,; echo "${keys[*]}")
 export STORM_TOKENS STORM_KEYS
@@ -249,7 +252,9 @@ echo "ratio bookings/s / pgbench tps: $(echo "scale=3; $bookings / $tps" | bc);"
   "to the minimal booking: $(echo "scale=3; $bookings / $minimal_tps" | bc)"
 echo "rentals written by the storm: $((rentals_after - rentals_before)) (201s counted: $created);" \
   "gpurentd database round trips per booking: $(echo "scale=1; ($rt_after - $rt_before) / ($created + $conflicts + $other)" | bc);" \
-  "gpurentd CPU per booking: $(echo "scale=2; 1000 * ($cpu_after - $cpu_before) / ($created + $conflicts + $other)" | bc) ms;" \
+  "gpurentd CPU per booking: $(echo "scale=2; 1000 * ($cpu_after - $cpu_before) / ($created + $conflicts + $other)" | bc) ms," \
+  "$(echo "scale=2; 1000 * ($cpu_after - $cpu_before - $rest_replicas_per_s * $seconds) / ($created + $conflicts + $other)" | bc) ms" \
+  "less the agents' load at rest ($rest_replicas_per_s CPU s per s);" \
   "PostgreSQL CPU per booking: $(echo "scale=2; 1000 * ($pg_after - $pg_before) / ($created + $conflicts + $other)" | bc) ms," \
   "$(echo "scale=2; 1000 * ($pg_after - $pg_before - $rest_per_s * $seconds) / ($created + $conflicts + $other)" | bc) ms" \
   "less the agents' load at rest ($rest_per_s CPU s per s)"
