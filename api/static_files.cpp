@@ -77,9 +77,12 @@ StaticFiles::StaticFiles(const std::string& root) {
     if (entry.is_symlink() || !entry.is_regular_file() || entry.file_size() > kMaxFileSize) {
       continue;
     }
+    // One read of the known size: a character at a time cost every sanitizer-built server
+    // start ~20 ms.
     std::ifstream in(entry.path(), std::ios::binary);
-    auto content = std::make_shared<std::string>(std::istreambuf_iterator<char>(in),
-                                                 std::istreambuf_iterator<char>());
+    auto content = std::make_shared<std::string>(entry.file_size(), '\0');
+    in.read(content->data(), static_cast<std::streamsize>(content->size()));
+    content->resize(static_cast<std::size_t>(in.gcount()));
     // Appended rather than `"/" + string`: GCC 12 at -O3 warns falsely (stringop-overflow)
     // on operator+(const char*, string&&).
     std::string url = "/";
