@@ -358,6 +358,11 @@ const std::vector<Field>& fields() {
       {{"lifecycle_interval", "GPURENT_LIFECYCLE_INTERVAL",
         "how often the rental lifecycle worker runs on each replica (whole seconds)", "5s"},
        [](Config& c, const std::string& v) { c.lifecycle_interval = parse_whole_seconds(v); }},
+      {{"lifecycle_wake", "GPURENT_LIFECYCLE_WAKE",
+        "run the lifecycle worker at once when a rental that starts now is booked or an agent"
+        " reports a task, not only every lifecycle_interval",
+        "true"},
+       [](Config& c, const std::string& v) { c.lifecycle_wake = parse_bool(v); }},
       {{"agent_listen", "GPURENT_AGENT_LISTEN",
         "agent listener (TLS) host:port, or off (port 0 picks a free one)", "127.0.0.1:8443"},
        [](Config& c, const std::string& v) {

@@ -71,6 +71,11 @@ struct Config {
   // How often each replica's lifecycle worker steps the rentals that are due (starts, ends,
   // provisioning and wipe checks, the waitlist): the delay a rental's moves can have.
   std::chrono::seconds lifecycle_interval{5};
+  // Whether a booking that starts now and an agent's report of a finished task start a
+  // lifecycle run at once rather than at the next interval: a CI job waiting for `active`
+  // waits for its node, not for the worker's clock. Off only where a test steps the
+  // lifecycle itself.
+  bool lifecycle_wake = true;
 
   // Agent listener: its own TLS port for node agents. Empty host: off.
   std::string agent_listen_host = "127.0.0.1";

@@ -191,6 +191,8 @@ bool ControlPlane::task_reported(const std::string& node, const proto::TaskResul
     peers_.lifecycle.task_finished(tx, *task, result.ok, clock_.now());
     return true;
   });
+  // The rental's next step (its access, or active) is due now; committed, so the run sees it.
+  if (settled) peers_.lifecycle.due_now();
   return settled;
 }
 

@@ -61,6 +61,11 @@ RentalRecord Rentals::book(const Caller& caller, BookingRequest request) {
     return booking_.book(tx, request);
   });
   capacity_changed(rental);
+  // A rental that starts now is the lifecycle's to provision now, not at its next poll: a CI
+  // job waits for `active`. After the commit, as the run must see it.
+  if (rental.state == RentalState::kScheduled && rental.period.start <= clock_.now()) {
+    pool_.after_commit([this] { lifecycle_.due_now(); });
+  }
   return rental;
 }
 

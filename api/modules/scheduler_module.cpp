@@ -34,7 +34,9 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       lifecycle_(rentals_, tasks_, nodes_, booking_,
                  {.poll = ctx.config.lifecycle_interval,
                   .user_ca_keys = {ssh_ca_.user_ca_public_key()},
-                  .wake = [this] { lifecycle_worker_.wake(); }},
+                  .wake = ctx.config.lifecycle_wake
+                              ? std::function<void()>([this] { lifecycle_worker_.wake(); })
+                              : std::function<void()>()},
                  &access_material_),
       views_(ctx.clock, catalog_, prices_, capacity_, ctx.config.rental_cleaning_window,
              ctx.config.booking_horizon_days),

@@ -96,7 +96,8 @@ class ChaosSuite : public ::testing::Test {
         .database_url = db_->url(),
         .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
                   "--lifecycle_interval=1s", "--agent_task_poll=2s",
-                  "--agent_pki_dir=" + dir_ + "/pki", "--ssh_ca_dir=" + dir_ + "/ssh-ca"}};
+                  "--agent_pki_dir=" + dir_ + "/pki", "--ssh_ca_dir=" + dir_ + "/ssh-ca"},
+        .lifecycle_wake = true};  // as deployed
     // One after the other: the first makes the agents' and the SSH CAs the second reuses.
     replicas_[0] = std::make_unique<Replica>(0, options);
     replicas_[1] = std::make_unique<Replica>(1, options);

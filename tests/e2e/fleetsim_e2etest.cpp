@@ -26,7 +26,7 @@ class FleetsimE2E : public RentalFleetTest {
   void SetUp() override {
     pki_dir_ = make_temp_dir("gpurent-fleetsim-pki");
     work_ = make_temp_dir("gpurent-fleetsim-run");
-    server_ = agent_server(pki_dir_);
+    server_ = agent_server(pki_dir_, lifecycle_wake_);
     ASSERT_NE(server_->agent_port(), 0) << "the agent listener is on";
     seed_fleet({1, 2, 4, 8});
   }
@@ -37,7 +37,8 @@ class FleetsimE2E : public RentalFleetTest {
     fs::remove_all(work_);
   }
 
-  std::unique_ptr<ChildProcess> start_fleet(std::vector<std::string> more, const std::string& log) {
+  std::unique_ptr<ChildProcess> start_fleet(std::vector<std::string> more, const std::string& log,
+                                            int agents = kAgents) {
     std::vector<std::string> args = {"--server",
                                      "https://127.0.0.1:" + std::to_string(server_->agent_port()),
                                      "--ca",
@@ -45,7 +46,7 @@ class FleetsimE2E : public RentalFleetTest {
                                      "--state-dir",
                                      work_ + "/state",
                                      "--agents",
-                                     std::to_string(kAgents),
+                                     std::to_string(agents),
                                      "--heartbeat",
                                      "1s",
                                      "--ramp",
@@ -83,8 +84,35 @@ class FleetsimE2E : public RentalFleetTest {
     return last;
   }
 
+  // Enrols `count` new nodes through the simulator; their ids, once all are in service.
+  std::vector<std::string> enrolled_fleet(int count, std::unique_ptr<ChildProcess>& fleet) {
+    std::vector<std::string> nodes;
+    {
+      std::ofstream file(work_ + "/enroll.txt");
+      file << "# node_id token\n";
+      for (int i = 0; i < count; ++i) {
+        auto [node_id, token] = create_enrolling_node("fleet-" + std::to_string(i));
+        nodes.push_back(node_id);
+        file << node_id << ' ' << token << '\n';
+      }
+    }
+    fleet = start_fleet({"--enroll-from", work_ + "/enroll.txt"}, "fleet-1.log", count);
+    EXPECT_TRUE(wait_for([&] { return in_service(nodes) == count; }, std::chrono::seconds(60)))
+        << in_service(nodes) << " in service\n"
+        << fleet->log();
+    return nodes;
+  }
+
   std::string pki_dir_;
   std::string work_;
+  bool lifecycle_wake_ = false;  // the lifecycle runs when the test asks
+};
+
+// As deployed: the lifecycle worker runs on its interval (a minute here) and whenever a
+// rental that starts now is booked or an agent reports a task.
+class FleetsimWakeE2E : public FleetsimE2E {
+ protected:
+  FleetsimWakeE2E() { lifecycle_wake_ = true; }
 };
 
 TEST_F(FleetsimE2E, TwentyAgentsEnrolComeIntoServiceAndOneProvisionsARental) {
@@ -140,6 +168,26 @@ TEST_F(FleetsimE2E, TwentyAgentsEnrolComeIntoServiceAndOneProvisionsARental) {
   EXPECT_NE(again->log().find("\"enrolled\": 0"), std::string::npos) << again->log();
   EXPECT_EQ(again->stop(SIGINT), 0) << again->log();
   EXPECT_EQ(in_service(nodes), kAgents);
+}
+
+// A CI job books a GPU for now and waits for `active`: the rental moves as soon as its node's
+// agent has provisioned it and installed its access, not at the worker's next interval. With
+// no wake the rental would sit `scheduled` until the next run, a minute after the server's
+// start, and then wait a minute per step.
+TEST_F(FleetsimWakeE2E, ARentalThatStartsNowGoesActiveWithoutWaitingForTheLifecycleInterval) {
+  std::unique_ptr<ChildProcess> fleet;
+  auto nodes = enrolled_fleet(2, fleet);
+  ASSERT_EQ(in_service(nodes), 2);
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = book_now(owner, 1);
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string rental = booked.json()["id"];
+  // Well within the minute: provision (300 ms in the simulator), then install_access.
+  bool active = wait_for(
+      [&] { return get("/v1/rentals/" + rental, session(owner)).json()["state"] == "active"; },
+      std::chrono::seconds(30), std::chrono::milliseconds(200));
+  ASSERT_TRUE(active) << get("/v1/rentals/" + rental, session(owner)).body << "\n" << fleet->log();
+  EXPECT_EQ(fleet->stop(SIGTERM), 0) << fleet->log();
 }
 
 }  // namespace gpurent::testing::fleetsim_e2e

@@ -33,6 +33,7 @@ ServerProcess::ServerProcess(ServerOptions options) {
                                    "--ssh_ca_dir=" + dir_ + "/ssh-ca", "--log_format=json",
                                    "--io_threads=2", "--web_root=" + source_dir() + "/web/public"};
   if (options.test_mode) args.push_back("--test_mode=true");
+  args.push_back(options.lifecycle_wake ? "--lifecycle_wake=true" : "--lifecycle_wake=false");
   if (options.database_url.empty()) {
     args.push_back("--data_dir=" + dir_ + "/pg");
   }

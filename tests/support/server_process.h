@@ -14,6 +14,11 @@ struct ServerOptions {
   std::vector<std::string> flags;  // extra --key=value flags
   std::map<std::string, std::string> env;
   bool test_mode = true;
+  // --lifecycle_wake: off by default, so that the lifecycle moves rentals on its interval
+  // alone: a rental booked "now" stays `scheduled` for the interval's first seconds, and a
+  // test that steps the lifecycle itself (a long interval, POST /v1/test/lifecycle/run) is
+  // the only one to move it. FleetsimWakeE2E and the chaos suite run with it on.
+  bool lifecycle_wake = false;
   bool wait_ready = true;  // wait for the port file (the server is listening)
 };
 
