@@ -103,6 +103,7 @@ const std::map<std::string, std::string>& other_values() {
       {"booking_horizon_days", "30"},
       {"pending_timeout", "6h"},
       {"lifecycle_interval", "30s"},
+      {"lifecycle_wake", "false"},
       {"agent_listen", "0.0.0.0:9443"},
       {"agent_pki_dir", "/etc/gpurent/pki"},
       {"agent_hostnames", "agents.example.com"},
@@ -166,6 +167,7 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.booking_horizon_days, 90);
   EXPECT_EQ(c.pending_timeout, hours(24));
   EXPECT_EQ(c.lifecycle_interval, seconds(5));
+  EXPECT_TRUE(c.lifecycle_wake);
   EXPECT_EQ(c.agent_listen_host, "127.0.0.1");
   EXPECT_EQ(c.agent_listen_port, 8443);
   EXPECT_EQ(c.agent_pki_dir, "var/pki");
