@@ -1,6 +1,12 @@
-// An in-memory snapshot of data that changes rarely (the GPU catalog, images), rebuilt on
-// the first read after invalidate(). Replicas invalidate theirs when PostgreSQL notifies
-// them of a change (NotifyListener), and the replica that made the change does so itself.
+// An in-memory snapshot of data that changes rarely (the GPU catalog, images, webhook
+// subscriptions), rebuilt on the first read after invalidate(). Replicas invalidate theirs
+// when PostgreSQL notifies them of a change (NotifyListener), and the replica that made the
+// change does so itself.
+//
+// Two ways to build: a cache made with a builder builds on its own (get()); a cache whose
+// builds read inside the caller's transaction takes the builder at each read
+// (get_with(build, keep)). Either way, a snapshot built while an invalidation came in is
+// returned to the read that built it but not kept: it may predate the change.
 #pragma once
 
 #include "core/blocking.h"
@@ -17,11 +23,22 @@ template <typename T>
 class SnapshotCache {
  public:
   explicit SnapshotCache(std::function<T()> build) : build_(std::move(build)) {}
+  // A cache whose reads each bring their builder (get_with).
+  SnapshotCache() = default;
+  SnapshotCache(const SnapshotCache&) = delete;
+  SnapshotCache& operator=(const SnapshotCache&) = delete;
 
-  // The current snapshot, building it when there is none. A build that raced with an
-  // invalidation is returned to its caller but not kept: it may predate the change. Where
-  // blocking is forbidden (core/blocking.h), a missing snapshot throws WouldBlock.
-  std::shared_ptr<const T> get() {
+  // The current snapshot, building it when there is none. Where blocking is forbidden
+  // (core/blocking.h), a missing snapshot throws WouldBlock.
+  std::shared_ptr<const T> get() { return get_with(build_); }
+
+  // The current snapshot, or one `build()` makes when there is none (it may read in the
+  // caller's transaction: the generation is taken before it runs, so a change committed after
+  // its reads' snapshot is announced after, and its invalidate() stops the result being kept).
+  // The result is kept only if `keep()` (when given) still holds once it is built: a copy
+  // kept while announcements were not arriving could miss a change for good.
+  template <typename Build>
+  std::shared_ptr<const T> get_with(Build&& build, const std::function<bool()>& keep = {}) {
     std::uint64_t generation;
     {
       std::lock_guard lock(mutex_);
@@ -33,9 +50,10 @@ class SnapshotCache {
     }
     may_block();  // a build reads the database: not on a network thread
     misses_.fetch_add(1, std::memory_order_relaxed);
-    auto built = std::make_shared<const T>(build_());
+    auto built = std::make_shared<const T>(build());
+    bool keeping = !keep || keep();
     std::lock_guard lock(mutex_);
-    if (generation == generation_) snapshot_ = built;
+    if (keeping && generation == generation_) snapshot_ = built;
     return built;
   }
 

@@ -10,30 +10,20 @@ std::shared_ptr<const CatalogCopy::Snapshot> CatalogCopy::copy(Tx& tx) {
     direct_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  std::uint64_t generation;
-  {
-    std::lock_guard lock(mutex_);
-    if (snapshot_) {
-      from_copy_.fetch_add(1, std::memory_order_relaxed);
-      return snapshot_;
-    }
-    generation = generation_;
-  }
-  // Read after the generation is taken: a change that commits after these statements' snapshots
-  // is announced after it, and its changed() makes this copy one not to keep.
-  auto built = std::make_shared<Snapshot>();
-  built->models = catalog_.gpu_models(tx);
-  for (auto& image : catalog_.images(tx, true)) {
-    std::string id = image.id;
-    built->images.emplace(std::move(id), std::move(image));
-  }
-  built->prices = prices_.open(tx);
-  loads_.fetch_add(1, std::memory_order_relaxed);
-  // Kept only if announcements still arrive and nothing was announced meanwhile.
-  bool still_listening = listening_();
-  std::lock_guard lock(mutex_);
-  if (still_listening && generation == generation_) snapshot_ = built;
-  return built;
+  // Kept only if announcements still arrive once it is loaded (and nothing was announced
+  // meanwhile: SnapshotCache::get_with).
+  return cache_.get_with(
+      [&] {
+        Snapshot built;
+        built.models = catalog_.gpu_models(tx);
+        for (auto& image : catalog_.images(tx, true)) {
+          std::string id = image.id;
+          built.images.emplace(std::move(id), std::move(image));
+        }
+        built.prices = prices_.open(tx);
+        return built;
+      },
+      listening_);
 }
 
 std::vector<GpuModelRecord> CatalogCopy::gpu_models(Tx& tx) {
@@ -65,14 +55,11 @@ std::optional<PriceRecord> CatalogCopy::price_at(Tx& tx, const std::string& gpu_
 }
 
 void CatalogCopy::changed() {
-  std::lock_guard lock(mutex_);
-  ++generation_;
-  snapshot_.reset();
+  cache_.invalidate();
 }
 
 CatalogCopy::Stats CatalogCopy::stats() const {
-  return {loads_.load(std::memory_order_relaxed), from_copy_.load(std::memory_order_relaxed),
-          direct_.load(std::memory_order_relaxed)};
+  return {cache_.misses(), cache_.hits(), direct_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace gpurent::inventory

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "core/db_pool.h"
+#include "core/snapshot_cache.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 
@@ -21,7 +22,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -66,10 +66,8 @@ class CatalogCopy {
   CatalogStore& catalog_;
   PriceStore& prices_;
   std::function<bool()> listening_;
-  std::mutex mutex_;
-  std::shared_ptr<const Snapshot> snapshot_;
-  std::uint64_t generation_ = 0;  // changed() calls so far
-  std::atomic<std::uint64_t> loads_{0}, from_copy_{0}, direct_{0};
+  SnapshotCache<Snapshot> cache_;
+  std::atomic<std::uint64_t> direct_{0};
 };
 
 }  // namespace gpurent::inventory

@@ -8,30 +8,19 @@ std::shared_ptr<const SubscriptionCopy::Snapshot> SubscriptionCopy::copy(Tx& tx)
     direct_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  std::uint64_t generation;
-  {
-    std::lock_guard lock(mutex_);
-    if (snapshot_) {
-      from_copy_.fetch_add(1, std::memory_order_relaxed);
-      return snapshot_;
-    }
-    generation = generation_;
-  }
-  // Read after the generation is taken: a change that commits after this statement's
-  // snapshot is announced after it, and its changed() makes this copy one not to keep.
-  auto built = std::make_shared<Snapshot>();
-  for (auto& [org, events] : store_.subscriptions(tx)) {
-    auto& types = built->by_org[org];
-    for (auto& e : events) {
-      built->any.insert(e);
-      types.insert(std::move(e));
-    }
-  }
-  loads_.fetch_add(1, std::memory_order_relaxed);
-  bool still_listening = listening_();
-  std::lock_guard lock(mutex_);
-  if (still_listening && generation == generation_) snapshot_ = built;
-  return built;
+  return cache_.get_with(
+      [&] {
+        Snapshot built;
+        for (auto& [org, events] : store_.subscriptions(tx)) {
+          auto& types = built.by_org[org];
+          for (auto& e : events) {
+            built.any.insert(e);
+            types.insert(std::move(e));
+          }
+        }
+        return built;
+      },
+      listening_);
 }
 
 bool SubscriptionCopy::wants(Tx& tx, const std::string& org_id, std::string_view type) {
@@ -47,14 +36,11 @@ bool SubscriptionCopy::anyone_wants(Tx& tx, std::string_view type) {
 }
 
 void SubscriptionCopy::changed() {
-  std::lock_guard lock(mutex_);
-  ++generation_;
-  snapshot_.reset();
+  cache_.invalidate();
 }
 
 SubscriptionCopy::Stats SubscriptionCopy::stats() const {
-  return {loads_.load(std::memory_order_relaxed), from_copy_.load(std::memory_order_relaxed),
-          direct_.load(std::memory_order_relaxed)};
+  return {cache_.misses(), cache_.hits(), direct_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace gpurent::webhooks

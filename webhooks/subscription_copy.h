@@ -14,13 +14,13 @@
 #pragma once
 
 #include "core/db_pool.h"
+#include "core/snapshot_cache.h"
 #include "webhooks/webhook_store.h"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -61,10 +61,8 @@ class SubscriptionCopy {
 
   WebhookStore& store_;
   std::function<bool()> listening_;
-  std::mutex mutex_;
-  std::shared_ptr<const Snapshot> snapshot_;
-  std::uint64_t generation_ = 0;
-  std::atomic<std::uint64_t> loads_{0}, from_copy_{0}, direct_{0};
+  SnapshotCache<Snapshot> cache_;
+  std::atomic<std::uint64_t> direct_{0};
 };
 
 }  // namespace gpurent::webhooks
