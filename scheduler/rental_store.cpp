@@ -314,22 +314,29 @@ void check_limit(int limit) {
   if (limit < 1) throw std::invalid_argument("a rental page holds at least one row");
 }
 
+// kCreate's and kCreatePlaced's parameters: the rental's 23 in the same order, then `more`.
+template <typename... More>
+pqxx::result insert_rental(Tx& tx, const Statement& statement, const NewRental& rental,
+                           const std::string& now, More&&... more) {
+  return tx.exec(statement, new_id(id_prefix::kRental), rental.org_id, rental.created_by,
+                 rental.created_by_token, rental.name, std::string(to_string(rental.state)),
+                 rental.gpu_model, rental.gpu_count, std::string(to_string(rental.link_need)),
+                 rental.node_id, pg_array_literal(rental.gpu_indices),
+                 sql_timestamp(rental.period.start), sql_timestamp(rental.period.end), rental.days,
+                 rental.image_id, pg_array_literal(rental.ssh_key_ids),
+                 static_cast<long long>(rental.price_per_day.amount_minor()),
+                 rental.price_per_day.currency(), rental.price_id, rental.wait_for_capacity,
+                 optional_timestamp(rental.pending_expires_at), now, rental.reason,
+                 std::forward<More>(more)...);
+}
+
 }  // namespace
 
 RentalRecord RentalStore::create(Tx& tx, const NewRental& rental) {
   if (rental.state != RentalState::kScheduled && rental.state != RentalState::kPending) {
     throw std::invalid_argument("a rental starts scheduled or pending");
   }
-  auto now = sql_timestamp(clock_.now());
-  auto rows = tx.exec(kCreate, new_id(id_prefix::kRental), rental.org_id, rental.created_by,
-                      rental.created_by_token, rental.name, std::string(to_string(rental.state)),
-                      rental.gpu_model, rental.gpu_count, std::string(to_string(rental.link_need)),
-                      rental.node_id, pg_array_literal(rental.gpu_indices),
-                      sql_timestamp(rental.period.start), sql_timestamp(rental.period.end),
-                      rental.days, rental.image_id, pg_array_literal(rental.ssh_key_ids),
-                      static_cast<long long>(rental.price_per_day.amount_minor()),
-                      rental.price_per_day.currency(), rental.price_id, rental.wait_for_capacity,
-                      optional_timestamp(rental.pending_expires_at), now, rental.reason);
+  auto rows = insert_rental(tx, kCreate, rental, sql_timestamp(clock_.now()));
   RentalRecord record = rental_from(rows[0]);
   for (const auto& hook : on_created_) hook(tx, record);
   return record;
@@ -340,18 +347,10 @@ std::optional<RentalRecord> RentalStore::create_placed(Tx& tx, const NewRental& 
   if (rental.state != RentalState::kScheduled || !rental.node_id || rental.gpu_indices.empty()) {
     throw std::invalid_argument("create_placed: a scheduled rental with its GPUs");
   }
-  auto now = sql_timestamp(clock_.now());
-  auto rows = tx.exec(kCreatePlaced, new_id(id_prefix::kRental), rental.org_id, rental.created_by,
-                      rental.created_by_token, rental.name, std::string(to_string(rental.state)),
-                      rental.gpu_model, rental.gpu_count, std::string(to_string(rental.link_need)),
-                      rental.node_id, pg_array_literal(rental.gpu_indices),
-                      sql_timestamp(rental.period.start), sql_timestamp(rental.period.end),
-                      rental.days, rental.image_id, pg_array_literal(rental.ssh_key_ids),
-                      static_cast<long long>(rental.price_per_day.amount_minor()),
-                      rental.price_per_day.currency(), rental.price_id, rental.wait_for_capacity,
-                      optional_timestamp(rental.pending_expires_at), now, rental.reason,
-                      static_cast<int>(rental.gpu_indices.size()), sql_timestamp(occupies.start),
-                      sql_timestamp(occupies.end), kAllocationLockSpace);
+  auto rows =
+      insert_rental(tx, kCreatePlaced, rental, sql_timestamp(clock_.now()),
+                    static_cast<int>(rental.gpu_indices.size()), sql_timestamp(occupies.start),
+                    sql_timestamp(occupies.end), kAllocationLockSpace);
   if (rows.empty()) return std::nullopt;
   RentalRecord record = rental_from(rows[0]);
   for (const auto& hook : on_created_) hook(tx, record);
