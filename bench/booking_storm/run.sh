@@ -91,6 +91,7 @@ wait_ready "$port_b"
 # leaves it, before autovacuum's first pass; the first booking's candidate load brings the
 # statistics up to date itself (CandidateStore::keep_statistics).
 api_a="http://127.0.0.1:$port_a"
+api_b="http://127.0.0.1:$port_b"
 admin_login "$api_a"
 enroll_fleet "$agent_port" "$nodes" storm
 # pgbench's scripts pick a node by number: the fleet's node ids, numbered in creation order.
@@ -280,4 +281,27 @@ fi
 overlaps=$(psql -At -c "SELECT count(*) FROM allocations a JOIN allocations b
   ON a.gpu_id = b.gpu_id AND a.ctid < b.ctid AND a.period && b.period")
 echo "overlapping allocations after the storm: $overlaps"
+
+# The admin's lists over the whole fleet and everything booked, as the panel and an
+# operator's scripts walk them: every page of 500, through replica B (not the one that
+# enrolled the fleet), each page's time as curl saw it.
+admin_login "$api_b"
+walk_list() {
+  local path=$1 cursor='' pages=0 items=0 total=0 slowest=0 out t body
+  while :; do
+    out=$(curl -sf -K "$work/admin.curl" -w '\n%{time_total}' \
+      "$api_b$path?limit=500${cursor:+&cursor=$cursor}") || { echo "  $path: failed"; return; }
+    t=${out##*$'\n'} body=${out%$'\n'*}
+    pages=$((pages + 1)) items=$((items + $(jq '.items | length' <<<"$body")))
+    total=$(echo "$total + $t" | bc -l)
+    slowest=$(echo "if ($t > $slowest) $t else $slowest" | bc -l)
+    cursor=$(jq -r '.next_cursor // empty' <<<"$body")
+    [ -n "$cursor" ] || break
+  done
+  printf '  %s: %d items in %d pages, %.3f s in all, slowest page %.0f ms\n' \
+    "$path" "$items" "$pages" "$total" "$(echo "$slowest * 1000" | bc -l)"
+}
+echo "admin lists, limit=500, every page:"
+walk_list /v1/admin/nodes
+walk_list /v1/admin/rentals
 [ "$overlaps" = 0 ]
