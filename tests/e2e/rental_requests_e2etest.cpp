@@ -1,12 +1,14 @@
 // Rental requests end to end beyond one named model: a request by constraints (memory,
 // bf16/fp8, architecture) books the cheapest model that fits, a refusal offers other
 // models, sizes and start days, and a waiting request shows its place and estimated start.
+#include "core/time.h"
 #include "tests/support/rental_fleet_fixture.h"
 
 #include <gtest/gtest.h>
 
 #include <pqxx/pqxx>
 
+#include <chrono>
 #include <set>
 #include <string>
 
@@ -157,11 +159,24 @@ TEST_F(RentalRequestsE2E, ARefusalOffersOtherModelsSizesAndTheEarliestDay) {
     later_day_listed |= a["gpu_model"] == kModel && a["start"] == details["earliest_start"];
   }
   EXPECT_TRUE(later_day_listed) << details;
-  // A quote of the same shows the same alternatives.
+  // A quote of the same shows the same alternatives. The quote comes a moment later: a start
+  // that is "now" on some day may have moved on by a second or two.
   auto q = post("/v1/quotes", by_model(kModel, 8), session(owner_));
   ASSERT_EQ(q.status, 200) << q.body;
   EXPECT_EQ(q.json()["available"], false);
-  EXPECT_EQ(q.json()["alternatives"], details["alternatives"]);
+  json quoted = q.json()["alternatives"];
+  ASSERT_EQ(quoted.size(), details["alternatives"].size()) << quoted << "\n" << details;
+  for (std::size_t i = 0; i < quoted.size(); ++i) {
+    const json& a = quoted[i];
+    const json& b = details["alternatives"][i];
+    EXPECT_EQ(a["gpu_model"], b["gpu_model"]) << quoted << "\n" << details;
+    EXPECT_EQ(a["gpu_count"], b["gpu_count"]) << quoted << "\n" << details;
+    auto quoted_start = parse_rfc3339(a["start"].get<std::string>());
+    auto refused_start = parse_rfc3339(b["start"].get<std::string>());
+    ASSERT_TRUE(quoted_start && refused_start) << a << " " << b;
+    EXPECT_GE(*quoted_start, *refused_start) << a << " " << b;
+    EXPECT_LE(*quoted_start - *refused_start, std::chrono::seconds(10)) << a << " " << b;
+  }
 }
 
 TEST_F(RentalRequestsE2E, AWaitingRentalShowsItsPlaceAndEstimatedStart) {
