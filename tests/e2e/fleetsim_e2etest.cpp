@@ -116,20 +116,9 @@ class FleetsimWakeE2E : public FleetsimE2E {
 };
 
 TEST_F(FleetsimE2E, TwentyAgentsEnrolComeIntoServiceAndOneProvisionsARental) {
-  std::vector<std::string> nodes;
-  {
-    std::ofstream file(work_ + "/enroll.txt");
-    file << "# node_id token\n";
-    for (int i = 0; i < kAgents; ++i) {
-      auto [node_id, token] = create_enrolling_node("fleet-" + std::to_string(i));
-      nodes.push_back(node_id);
-      file << node_id << ' ' << token << '\n';
-    }
-  }
-  auto fleet = start_fleet({"--enroll-from", work_ + "/enroll.txt"}, "fleet-1.log");
-  ASSERT_TRUE(wait_for([&] { return in_service(nodes) == kAgents; }, std::chrono::seconds(60)))
-      << in_service(nodes) << " in service\n"
-      << fleet->log();
+  std::unique_ptr<ChildProcess> fleet;
+  auto nodes = enrolled_fleet(kAgents, fleet);
+  ASSERT_EQ(in_service(nodes), kAgents) << fleet->log();
   // Heartbeats keep coming and are acknowledged once recorded.
   ASSERT_TRUE(wait_for([&] {
     json s = last_status(fleet->log());
