@@ -8,7 +8,7 @@
 JOBS ?= $(shell nproc)
 # One test process more than there are cores: end-to-end tests spend part of their time
 # waiting on servers' timers and agents' heartbeats, and on 2 cores -j3 ran the suite in
-# 534 s where -j2 took 563 s (docs/TESTING.md, "Suite time").
+# 534 s where -j2 took 563 s (docs/TESTING.md, "What makes it fast").
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
