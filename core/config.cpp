@@ -43,6 +43,8 @@ long long parse_int(const std::string& v, long long lo, long long hi) {
 }
 
 constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(87600);
+// The least scrypt cost a server outside test mode hashes passwords with (Config's default).
+constexpr int kProductionPasswordHashCost = Config{}.password_hash_cost;
 
 // "500ms", "10s", "2m", "1h", up to kMaxDuration.
 std::chrono::milliseconds parse_duration(const std::string& v) {
@@ -267,6 +269,11 @@ const std::vector<Field>& fields() {
       {{"session_absolute", "GPURENT_SESSION_ABSOLUTE",
         "a panel session ends this long after sign-in, active or not (whole seconds)", "168h"},
        [](Config& c, const std::string& v) { c.session_absolute = parse_whole_seconds(v); }},
+      {{"password_hash_cost", "GPURENT_PASSWORD_HASH_COST",
+        "scrypt's cost for new password hashes, log2 of N (10 to 20; below 15 only with "
+        "test_mode)",
+        "15"},
+       [](Config& c, const std::string& v) { c.password_hash_cost = parse_int(v, 10, 20); }},
       {{"rate_limit_per_credential", "GPURENT_RATE_LIMIT_PER_CREDENTIAL",
         "requests a second per API token or session, sustained (0: no limit)", "20"},
        [](Config& c, const std::string& v) {
@@ -575,6 +582,12 @@ void check_together(const Config& c, const Origins& origins) {
     throw ConfigError("config session_idle (" + origin(origins, "session_idle") +
                       ") must not exceed session_absolute (" + origin(origins, "session_absolute") +
                       ")");
+  }
+  if (c.password_hash_cost < kProductionPasswordHashCost && !c.test_mode) {
+    throw ConfigError("config password_hash_cost (" + origin(origins, "password_hash_cost") +
+                      ") below " + std::to_string(kProductionPasswordHashCost) +
+                      " is for the test suite only: it needs test_mode (" +
+                      origin(origins, "test_mode") + ")");
   }
 }
 

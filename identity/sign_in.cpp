@@ -5,16 +5,6 @@
 #include "identity/password.h"
 
 namespace gpurent::identity {
-namespace {
-
-// A hash of nothing in particular: verifying against it when the email is unknown makes
-// "no such user" take as long as "wrong password".
-const std::string& dummy_hash() {
-  static const std::string kHash = hash_password("no user has this password");
-  return kHash;
-}
-
-}  // namespace
 
 LoginKeys login_keys(std::string_view email, std::string_view ip) {
   LoginKeys keys{"acct:" + std::string(email), "ip:" + std::string(ip)};
@@ -29,10 +19,16 @@ std::pair<User, Org> SignIn::signup(const Actor& actor, const std::string& email
   if (auto why = password_policy_violation(password); !why.empty()) {
     throw Error::invalid_field("password", why);
   }
-  std::string hash = hash_password(password);
+  std::string hash = hash_password(password, hashing_);
   return pool_.transact("identity_signup", [&](Tx& tx) {
     return store_.create_user_with_org(tx, email, hash, org_name, actor);
   });
+}
+
+const std::string& SignIn::dummy_hash() {
+  std::call_once(dummy_once_,
+                 [this] { dummy_hash_ = hash_password("no user has this password", hashing_); });
+  return dummy_hash_;
 }
 
 SignedIn SignIn::login(const Actor& who, const std::string& email, const std::string& password) {

@@ -8,7 +8,9 @@
 #include "core/db_pool.h"
 #include "core/error.h"
 #include "identity/identity_store.h"
+#include "identity/password.h"
 
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,9 +57,11 @@ struct SignedIn {
 
 class SignIn {
  public:
-  // `throttle` absent: failed logins are not throttled.
-  SignIn(PgPool& pool, IdentityStore& store, const SessionPolicy& policy, LoginThrottling* throttle)
-      : pool_(pool), store_(store), policy_(policy), throttle_(throttle) {}
+  // `throttle` absent: failed logins are not throttled. New passwords are hashed with
+  // `hashing` (config password_hash_cost).
+  SignIn(PgPool& pool, IdentityStore& store, const SessionPolicy& policy, LoginThrottling* throttle,
+         ScryptParams hashing = {})
+      : pool_(pool), store_(store), policy_(policy), throttle_(throttle), hashing_(hashing) {}
 
   // A user, an org they own and the `user.signup` audit row. invalid_request naming
   // password when it breaks the policy; conflict when the email is taken. The email and the
@@ -76,6 +80,12 @@ class SignIn {
   IdentityStore& store_;
   const SessionPolicy& policy_;
   LoginThrottling* throttle_;
+  const ScryptParams hashing_;
+  // A hash of nothing in particular, at the same cost: verifying against it when the email
+  // is unknown makes "no such user" take as long as "wrong password". Made on first use.
+  const std::string& dummy_hash();
+  std::once_flag dummy_once_;
+  std::string dummy_hash_;
 };
 
 }  // namespace gpurent::identity

@@ -85,6 +85,7 @@ const std::map<std::string, std::string>& other_values() {
       {"signup_enabled", "false"},
       {"session_idle", "11h"},
       {"session_absolute", "169h"},
+      {"password_hash_cost", "16"},
       {"rate_limit_per_credential", "21"},
       {"rate_limit_burst_per_credential", "101"},
       {"trusted_proxies", "10.0.0.0/8"},
@@ -515,6 +516,28 @@ TEST(LoadConfig, SessionIdleUpToSessionAbsoluteIsAccepted) {
     Config config = load_config(c.args, c.env);
     EXPECT_EQ(config.session_idle, c.idle);
     EXPECT_EQ(config.session_absolute, c.absolute);
+  }
+}
+
+TEST(LoadConfig, ACheaperPasswordHashNeedsTestMode) {
+  for (const auto& [args, env] :
+       std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>{
+           {{"--password_hash_cost=14"}, {}},
+           {{"--password_hash_cost=10", "--test_mode=false"}, {}},
+           {{}, {"GPURENT_PASSWORD_HASH_COST=12"}}}) {
+    std::string msg = config_error(args, env);
+    SCOPED_TRACE(msg);
+    EXPECT_THAT(msg, HasSubstr("password_hash_cost ("));
+    EXPECT_THAT(msg, HasSubstr("is for the test suite only: it needs test_mode"));
+    EXPECT_THAT(msg, Not(HasSubstr("\n")));
+  }
+  EXPECT_EQ(load_config({"--password_hash_cost=10", "--test_mode=true"}, {}).password_hash_cost,
+            10);
+  EXPECT_EQ(load_flag("password_hash_cost", "20").password_hash_cost, 20);
+  for (const char* out_of_range : {"9", "21", "x"}) {
+    EXPECT_THAT(
+        config_error({std::string("--password_hash_cost=") + out_of_range, "--test_mode=true"}),
+        HasSubstr("password_hash_cost"));
   }
 }
 
