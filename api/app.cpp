@@ -136,16 +136,14 @@ int run_server(const Config& config) {
   idempotency.add_metrics(metrics);
   for (auto* m : modules) m->add_metrics(metrics);
   ops.metrics = &metrics;
-  const auto& fragments = http::embedded_openapi_fragments();
-  const auto document = http::build_openapi(router, GPURENT_VERSION, fragments);
   // The suite holds the document to the router through test-mode servers
   // (GET /v1/test/openapi-check): the fragments are compiled in, so a released binary has
-  // passed that check and need not repeat it.
-  if (config.test_mode) {
-    test_state.openapi_disagreements = http::openapi_disagreements(router, fragments, &document);
-    for (const auto& d : test_state.openapi_disagreements) log::error("OpenAPI document: {}", d);
-  }
-  ops.openapi = std::make_shared<const std::string>(document.dump());
+  // passed that check and need not repeat it. Outside test mode it is built now rather than
+  // on a client's first request.
+  http::OpenApiDocument openapi(router, GPURENT_VERSION, config.test_mode);
+  if (!config.test_mode) openapi.text();
+  ops.openapi = &openapi;
+  test_state.openapi = &openapi;
 
   http::StaticFiles static_files(config.web_root);
   http::RateLimiters rate_limiters(config.rate_limit_per_credential,

@@ -2,6 +2,7 @@
 #include "api/openapi.h"
 
 #include "api/openapi_fragment_files.h"
+#include "core/log.h"
 
 #include <algorithm>
 #include <cctype>
@@ -296,6 +297,28 @@ std::vector<std::string> openapi_disagreements(const Router& router,
   collect_refs(doc["paths"], "paths", out, schemas);
   collect_refs(schemas, "components", out, schemas);
   return out;
+}
+
+void OpenApiDocument::build() {
+  std::call_once(built_, [this] {
+    const auto& fragments = embedded_openapi_fragments();
+    const auto document = build_openapi(router_, version_, fragments);
+    if (check_) {
+      disagreements_ = openapi_disagreements(router_, fragments, &document);
+      for (const auto& d : disagreements_) log::error("OpenAPI document: {}", d);
+    }
+    text_ = std::make_shared<const std::string>(document.dump());
+  });
+}
+
+std::shared_ptr<const std::string> OpenApiDocument::text() {
+  build();
+  return text_;
+}
+
+std::vector<std::string> OpenApiDocument::disagreements() {
+  build();
+  return disagreements_;
 }
 
 }  // namespace gpurent::http

@@ -77,7 +77,7 @@ void add_ops_routes(Router& router, OpsState& state) {
               .handler =
                   [&state](const Request&, const Principal&) {
                     Response r;
-                    r.shared_body = state.openapi;
+                    r.shared_body = state.openapi->text();
                     r.set_header("Cache-Control", "public, max-age=60");
                     return r;
                   },

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "api/metrics.h"
+#include "api/openapi.h"
 #include "api/router.h"
 #include "core/db_pool.h"
 
@@ -13,10 +14,10 @@ namespace gpurent::http {
 
 struct OpsState {
   PgPool* pool = nullptr;
-  int expected_schema_version = 0;             // the newest migration this build carries
-  std::function<bool()> shutting_down;         // readyz turns 503 while draining
-  Metrics* metrics = nullptr;                  // set once all routes are registered
-  std::shared_ptr<const std::string> openapi;  // likewise
+  int expected_schema_version = 0;      // the newest migration this build carries
+  std::function<bool()> shutting_down;  // readyz turns 503 while draining
+  Metrics* metrics = nullptr;           // set once all routes are registered
+  OpenApiDocument* openapi = nullptr;   // likewise
 };
 
 void add_ops_routes(Router& router, OpsState& state);

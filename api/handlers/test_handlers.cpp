@@ -74,7 +74,7 @@ void add_test_routes(Router& router, TestRoutesState& state) {
               .pattern = "/v1/test/openapi-check",
               .handler =
                   [&state](const Request&, const Principal&) {
-                    return json_response(200, {{"disagreements", state.openapi_disagreements}});
+                    return json_response(200, {{"disagreements", state.openapi->disagreements()}});
                   },
               .execution = Execution::kInline,
               .access = Access::kAnyone,

@@ -3,6 +3,7 @@
 // They are registered only in test mode and left out of the OpenAPI document.
 #pragma once
 
+#include "api/openapi.h"
 #include "api/router.h"
 #include "core/clock.h"
 #include "core/db_pool.h"
@@ -24,7 +25,7 @@ struct TestRoutesState {
   // A lifecycle run judges the agents' silence first, as the agents' poll does.
   fleet::ControlPlane* fleet = nullptr;
   // Where the router and api/openapi/ disagree (api/openapi.h), set before serving.
-  std::vector<std::string> openapi_disagreements;
+  OpenApiDocument* openapi = nullptr;
 };
 
 void add_test_routes(Router& router, TestRoutesState& state);
