@@ -173,7 +173,9 @@ Response IdempotencyGuard::run(const Handler& inner, const Request& req, const P
 
 void IdempotencyGuard::add_metrics(Metrics& metrics) const {
   metrics.add_collector([this](std::string& out) {
-    out.append("# TYPE gpurent_idempotent_requests_total counter\n");
+    append_family(out, "gpurent_idempotent_requests_total", "counter",
+                  "Requests with an Idempotency-Key, by outcome: ran, replayed, or busy (the "
+                  "first is still running).");
     auto line = [&out](const char* outcome, std::uint64_t n) {
       out.append("gpurent_idempotent_requests_total{outcome=\"")
           .append(outcome)

@@ -131,4 +131,16 @@ std::string Metrics::render() const {
   return out;
 }
 
+void append_family(std::string& out, std::string_view name, std::string_view type,
+                   std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void append_metric(std::string& out, std::string_view name, std::string_view type,
+                   std::string_view help, std::uint64_t value) {
+  append_family(out, name, type, help);
+  out.append(name).append(" ").append(std::to_string(value)).append("\n");
+}
+
 }  // namespace gpurent::http

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpurent::http {
@@ -43,5 +44,13 @@ class Metrics {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::function<void(std::string&)>> collectors_;
 };
+
+// The HELP and TYPE lines that open a metric family; every family a collector writes starts
+// with them (`promtool check metrics` reports a family without HELP).
+void append_family(std::string& out, std::string_view name, std::string_view type,
+                   std::string_view help);
+// A family of one unlabelled sample: its HELP and TYPE lines, then `name value`.
+void append_metric(std::string& out, std::string_view name, std::string_view type,
+                   std::string_view help, std::uint64_t value);
 
 }  // namespace gpurent::http

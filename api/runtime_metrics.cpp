@@ -10,41 +10,46 @@ namespace gpurent {
 
 void add_runtime_collectors(http::Metrics& metrics, PgPool& pool, WorkerPool& workers) {
   metrics.add_collector([&pool, &workers](std::string& out) {
+    using http::append_metric;
     PgPoolStats s = pool.stats();
-    char buf[2048];
-    std::snprintf(
-        buf, sizeof buf,
-        "# TYPE gpurent_db_pool_size gauge\ngpurent_db_pool_size %d\n"
-        "# TYPE gpurent_db_pool_open gauge\ngpurent_db_pool_open %d\n"
-        "# TYPE gpurent_db_pool_in_use gauge\ngpurent_db_pool_in_use %d\n"
-        "# TYPE gpurent_db_pool_waiting gauge\ngpurent_db_pool_waiting %d\n"
-        "# TYPE gpurent_db_pool_acquired_total counter\ngpurent_db_pool_acquired_total %llu\n"
-        "# TYPE gpurent_db_pool_wait_timeouts_total counter\n"
-        "gpurent_db_pool_wait_timeouts_total %llu\n"
-        "# TYPE gpurent_db_pool_connect_failures_total counter\n"
-        "gpurent_db_pool_connect_failures_total %llu\n"
-        "# TYPE gpurent_db_pool_broken_total counter\ngpurent_db_pool_broken_total %llu\n"
-        "# TYPE gpurent_db_round_trips_total counter\ngpurent_db_round_trips_total %llu\n"
-        "# TYPE gpurent_worker_queue_depth gauge\ngpurent_worker_queue_depth %zu\n"
-        "# TYPE gpurent_worker_busy gauge\ngpurent_worker_busy %zu\n"
-        "# TYPE gpurent_build_info gauge\n"
-        "gpurent_build_info{version=\"%s\",commit=\"%s\"} 1\n",
-        s.size, s.open, s.in_use, s.waiting, static_cast<unsigned long long>(s.acquired_total),
-        static_cast<unsigned long long>(s.wait_timeouts_total),
-        static_cast<unsigned long long>(s.connect_failures_total),
-        static_cast<unsigned long long>(s.broken_total),
-        static_cast<unsigned long long>(s.round_trips_total), workers.queued(), workers.busy(),
-        GPURENT_VERSION, build_commit());
-    out += buf;
+    append_metric(out, "gpurent_db_pool_size", "gauge",
+                  "Database connections the pool may open (db_pool_size).", s.size);
+    append_metric(out, "gpurent_db_pool_open", "gauge", "Database connections open now.", s.open);
+    append_metric(out, "gpurent_db_pool_in_use", "gauge", "Database connections leased now.",
+                  s.in_use);
+    append_metric(out, "gpurent_db_pool_waiting", "gauge",
+                  "Callers waiting for a free database connection.", s.waiting);
+    append_metric(out, "gpurent_db_pool_acquired_total", "counter",
+                  "Database connection leases handed out.", s.acquired_total);
+    append_metric(out, "gpurent_db_pool_wait_timeouts_total", "counter",
+                  "Callers that waited past db_pool_wait for a connection (answered 503).",
+                  s.wait_timeouts_total);
+    append_metric(out, "gpurent_db_pool_connect_failures_total", "counter",
+                  "Attempts to open a database connection that failed.", s.connect_failures_total);
+    append_metric(out, "gpurent_db_pool_broken_total", "counter",
+                  "Database connections dropped as broken after an error.", s.broken_total);
+    append_metric(out, "gpurent_db_round_trips_total", "counter",
+                  "Round trips to PostgreSQL: statements, PREPAREs, BEGINs and COMMITs.",
+                  s.round_trips_total);
+    append_metric(out, "gpurent_worker_queue_depth", "gauge",
+                  "Tasks queued for the worker threads (database and blocking work).",
+                  workers.queued());
+    append_metric(out, "gpurent_worker_busy", "gauge", "Worker threads running a task now.",
+                  workers.busy());
+    http::append_family(out, "gpurent_build_info", "gauge",
+                        "The running build: always 1, its version and commit as labels.");
+    char line[256];
+    std::snprintf(line, sizeof line, "gpurent_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+                  GPURENT_VERSION, build_commit());
+    out += line;
   });
 }
 
 void add_rate_limit_collector(http::Metrics& metrics, const http::RateLimiters& limiters,
                               const http::LoginThrottle& login) {
   metrics.add_collector([&limiters, &login](std::string& out) {
-    out +=
-        "# HELP gpurent_rate_limited_total Requests refused with 429, by limiter.\n"
-        "# TYPE gpurent_rate_limited_total counter\n";
+    http::append_family(out, "gpurent_rate_limited_total", "counter",
+                        "Requests refused with 429, by limiter.");
     auto line = [&out](const char* limiter, const http::RateLimiter& l) {
       out += "gpurent_rate_limited_total{limiter=\"";
       out += limiter;
@@ -63,31 +68,41 @@ void add_rate_limit_collector(http::Metrics& metrics, const http::RateLimiters& 
 // reconnects show whether invalidations could have been missed.
 void add_http_server_collector(http::Metrics& metrics, const http::HttpServer& server) {
   metrics.add_collector([&server](std::string& out) {
+    using http::append_metric;
     http::HttpServerStats s = server.stats();
-    auto line = [&out](const char* name, const char* type, std::uint64_t value) {
-      out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-      out.append(name).append(" ").append(std::to_string(value)).append("\n");
-    };
-    line("gpurent_http_connections_open", "gauge", s.connections_open);
-    line("gpurent_http_connections_peak", "gauge", s.connections_peak);
-    line("gpurent_http_connections_max", "gauge", s.connections_max);
-    line("gpurent_http_connections_accepted_total", "counter", s.connections_accepted_total);
-    line("gpurent_http_connections_refused_total", "counter", s.connections_refused_total);
-    line("gpurent_http_accept_errors_total", "counter", s.accept_errors_total);
-    line("gpurent_http_requests_waiting", "gauge", s.requests_waiting);
-    line("gpurent_http_inline_answered_total", "counter", s.inline_answered_total);
-    line("gpurent_http_inline_diverted_total", "counter", s.inline_diverted_total);
+    append_metric(out, "gpurent_http_connections_open", "gauge", "HTTP connections open now.",
+                  s.connections_open);
+    append_metric(out, "gpurent_http_connections_peak", "gauge",
+                  "The most HTTP connections open at once since start.", s.connections_peak);
+    append_metric(out, "gpurent_http_connections_max", "gauge",
+                  "HTTP connections allowed at once (http_max_connections).", s.connections_max);
+    append_metric(out, "gpurent_http_connections_accepted_total", "counter",
+                  "HTTP connections accepted.", s.connections_accepted_total);
+    append_metric(out, "gpurent_http_connections_refused_total", "counter",
+                  "HTTP connections over the limit, answered 503 and closed.",
+                  s.connections_refused_total);
+    append_metric(out, "gpurent_http_accept_errors_total", "counter",
+                  "Failed accepts (out of descriptors, memory, ...).", s.accept_errors_total);
+    append_metric(out, "gpurent_http_requests_waiting", "gauge",
+                  "Requests waiting to be called again, holding no worker (long polls).",
+                  s.requests_waiting);
+    append_metric(out, "gpurent_http_inline_answered_total", "counter",
+                  "Requests answered on the network thread.", s.inline_answered_total);
+    append_metric(out, "gpurent_http_inline_diverted_total", "counter",
+                  "Requests that would have blocked the network thread, run on a worker.",
+                  s.inline_diverted_total);
   });
 }
 
 void add_listener_collector(http::Metrics& metrics, const NotifyListener& listener) {
   metrics.add_collector([&listener](std::string& out) {
-    auto line = [&out](const char* name, std::uint64_t value) {
-      out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");
-      out.append(std::to_string(value)).append("\n");
-    };
-    line("gpurent_notify_reconnects_total", listener.reconnects_total());
-    line("gpurent_notifications_total", listener.notifications_total());
+    http::append_metric(out, "gpurent_notify_reconnects_total", "counter",
+                        "Times the notification listener connected again after losing its "
+                        "connection (announcements sent meanwhile are lost).",
+                        listener.reconnects_total());
+    http::append_metric(out, "gpurent_notifications_total", "counter",
+                        "Notifications the listener received from PostgreSQL.",
+                        listener.notifications_total());
   });
 }
 

@@ -128,25 +128,38 @@ void AgentModule::stop() {
 
 void AgentModule::add_metrics(http::Metrics& metrics) {
   metrics.add_collector([this](std::string& out) {
-    auto line = [&out](const char* name, const char* type, std::uint64_t value) {
-      out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-      out.append(name).append(" ").append(std::to_string(value)).append("\n");
-    };
+    using http::append_metric;
     if (listener_) {
       auto s = listener_->stats();
-      line("gpurent_agent_channels_open", "gauge", s.channels_open);
-      line("gpurent_agent_channels_opened_total", "counter", s.channels_opened_total);
-      line("gpurent_agent_refused_total", "counter", s.refused_total);
-      line("gpurent_agent_messages_received_total", "counter", s.messages_received_total);
-      line("gpurent_agent_messages_sent_total", "counter", s.messages_sent_total);
-      line("gpurent_agent_outbox_messages", "gauge", s.outbox_messages);
-      line("gpurent_agent_outbox_bytes", "gauge", s.outbox_bytes);
-      line("gpurent_agent_outbox_overflows_total", "counter", s.outbox_overflows_total);
+      append_metric(out, "gpurent_agent_channels_open", "gauge",
+                    "Agents connected to this replica now (one WebSocket each).", s.channels_open);
+      append_metric(out, "gpurent_agent_channels_opened_total", "counter",
+                    "Agent channels opened since start.", s.channels_opened_total);
+      append_metric(out, "gpurent_agent_refused_total", "counter",
+                    "Agent connections refused: TLS failures, refused certificates, bad requests.",
+                    s.refused_total);
+      append_metric(out, "gpurent_agent_messages_received_total", "counter",
+                    "Messages received from agents.", s.messages_received_total);
+      append_metric(out, "gpurent_agent_messages_sent_total", "counter", "Messages sent to agents.",
+                    s.messages_sent_total);
+      append_metric(out, "gpurent_agent_outbox_messages", "gauge",
+                    "Messages waiting to be sent to agents, all channels together.",
+                    s.outbox_messages);
+      append_metric(out, "gpurent_agent_outbox_bytes", "gauge",
+                    "Bytes waiting to be sent to agents, all channels together.", s.outbox_bytes);
+      append_metric(out, "gpurent_agent_outbox_overflows_total", "counter",
+                    "Agent channels cut because their outbox was full.", s.outbox_overflows_total);
     }
     if (heartbeats_) {
-      line("gpurent_agent_heartbeats_pending", "gauge", heartbeats_->pending());
-      line("gpurent_agent_heartbeats_pending_max", "gauge", heartbeats_->max_pending());
-      line("gpurent_agent_heartbeats_refused_total", "counter", heartbeats_->refused_total());
+      append_metric(out, "gpurent_agent_heartbeats_pending", "gauge",
+                    "Routine heartbeats waiting to be written (queued or in the batch).",
+                    heartbeats_->pending());
+      append_metric(out, "gpurent_agent_heartbeats_pending_max", "gauge",
+                    "Routine heartbeats that may wait at once; more are refused.",
+                    heartbeats_->max_pending());
+      append_metric(out, "gpurent_agent_heartbeats_refused_total", "counter",
+                    "Heartbeats refused because the batch writer was full.",
+                    heartbeats_->refused_total());
     }
     heartbeat_lag_.render(out, "gpurent_agent_heartbeat_commit_lag_seconds");
   });

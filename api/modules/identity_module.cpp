@@ -50,15 +50,16 @@ void IdentityModule::add_routes(http::Router& router) {
 
 void IdentityModule::add_metrics(http::Metrics& metrics) {
   metrics.add_collector([this](std::string& out) {
-    auto line = [&out](const char* name, std::uint64_t value) {
-      out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");
-      out.append(std::to_string(value)).append("\n");
-    };
-    line("gpurent_credential_cache_hits_total", credentials_.hits());
-    line("gpurent_credential_cache_misses_total", credentials_.misses());
-    line("gpurent_credential_cache_invalidations_total", credentials_.invalidations());
-    out.append("# TYPE gpurent_credential_cache_entries gauge\ngpurent_credential_cache_entries ");
-    out.append(std::to_string(credentials_.entries())).append("\n");
+    using http::append_metric;
+    append_metric(out, "gpurent_credential_cache_hits_total", "counter",
+                  "Credentials resolved from memory.", credentials_.hits());
+    append_metric(out, "gpurent_credential_cache_misses_total", "counter",
+                  "Credentials resolved from the database.", credentials_.misses());
+    append_metric(out, "gpurent_credential_cache_invalidations_total", "counter",
+                  "Announced credential changes that dropped cached entries.",
+                  credentials_.invalidations());
+    append_metric(out, "gpurent_credential_cache_entries", "gauge",
+                  "Credentials held in memory now.", credentials_.entries());
   });
 }
 

@@ -48,13 +48,15 @@ void InventoryModule::add_routes(http::Router& router) {
 // The catalog cache's hits and misses show whether the snapshot works.
 void InventoryModule::add_metrics(http::Metrics& metrics) {
   metrics.add_collector([this](std::string& out) {
-    auto line = [&out](const char* name, std::uint64_t value) {
-      out.append("# TYPE ").append(name).append(" counter\n").append(name).append(" ");
-      out.append(std::to_string(value)).append("\n");
-    };
-    line("gpurent_catalog_cache_hits_total", catalog_cache_.hits());
-    line("gpurent_catalog_cache_misses_total", catalog_cache_.misses());
-    line("gpurent_catalog_cache_invalidations_total", catalog_cache_.invalidations());
+    using http::append_metric;
+    append_metric(out, "gpurent_catalog_cache_hits_total", "counter",
+                  "Catalog reads answered from the snapshot in memory.", catalog_cache_.hits());
+    append_metric(out, "gpurent_catalog_cache_misses_total", "counter",
+                  "Catalog reads that built the snapshot from the database.",
+                  catalog_cache_.misses());
+    append_metric(out, "gpurent_catalog_cache_invalidations_total", "counter",
+                  "Announced catalog changes that dropped the snapshot.",
+                  catalog_cache_.invalidations());
   });
 }
 

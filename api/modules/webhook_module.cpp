@@ -80,13 +80,14 @@ void WebhookModule::add_routes(http::Router& router) {
 
 void WebhookModule::add_metrics(http::Metrics& metrics) {
   metrics.add_collector([slots = resolver_slots_](std::string& out) {
-    auto line = [&out](const char* name, const char* type, std::uint64_t value) {
-      out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-      out.append(name).append(" ").append(std::to_string(value)).append("\n");
-    };
-    line("gpurent_webhook_resolving", "gauge", slots->in_use());
-    line("gpurent_webhook_resolving_max", "gauge", slots->limit());
-    line("gpurent_webhook_resolver_busy_total", "counter", slots->busy_total());
+    http::append_metric(out, "gpurent_webhook_resolving", "gauge",
+                        "Webhook address lookups in flight.", slots->in_use());
+    http::append_metric(out, "gpurent_webhook_resolving_max", "gauge",
+                        "Webhook address lookups allowed at once (webhook_max_resolving).",
+                        slots->limit());
+    http::append_metric(out, "gpurent_webhook_resolver_busy_total", "counter",
+                        "Webhook attempts failed at once because every lookup slot was taken.",
+                        slots->busy_total());
   });
 }
 

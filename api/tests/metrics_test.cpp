@@ -192,5 +192,19 @@ TEST_F(MetricsTest, EveryLineIsWellFormed) {
   }
 }
 
+TEST(MetricFamily, EveryFamilyOpensWithHelpThenType) {
+  std::string out;
+  append_metric(out, "gpurent_things_total", "counter", "Things done.", 7);
+  append_family(out, "gpurent_kinds", "gauge", "Kinds, by colour.");
+  out += "gpurent_kinds{colour=\"red\"} 2\n";
+  EXPECT_EQ(out,
+            "# HELP gpurent_things_total Things done.\n"
+            "# TYPE gpurent_things_total counter\n"
+            "gpurent_things_total 7\n"
+            "# HELP gpurent_kinds Kinds, by colour.\n"
+            "# TYPE gpurent_kinds gauge\n"
+            "gpurent_kinds{colour=\"red\"} 2\n");
+}
+
 }  // namespace metrics_test
 }  // namespace gpurent::http
