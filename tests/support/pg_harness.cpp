@@ -9,6 +9,7 @@
 #include <pqxx/pqxx>
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <cctype>
 #include <cstdlib>
@@ -30,11 +31,36 @@ std::string lower_id() {
 
 }  // namespace
 
-std::string make_temp_dir(const std::string& prefix) {
-  std::string pattern = "/tmp/" + prefix + "-XXXXXX";
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+namespace {
+
+std::string make_dir_in(const std::string& parent, const std::string& prefix) {
+  std::string pattern = parent + "/" + prefix + "-XXXXXX";
+  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed under " + parent);
   chmod(pattern.c_str(), 0755);
   return pattern;
+}
+
+// A writable folder with at least `bytes` free.
+bool has_room(const char* dir, unsigned long long bytes) {
+  struct statvfs fs {};
+  if (statvfs(dir, &fs) != 0 || access(dir, W_OK) != 0) return false;
+  return static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize >= bytes;
+}
+
+}  // namespace
+
+std::string make_temp_dir(const std::string& prefix) {
+  return make_dir_in("/tmp", prefix);
+}
+
+std::string make_cluster_dir() {
+  if (const char* parent = std::getenv("GPURENT_TEST_CLUSTER_PARENT"); parent && *parent) {
+    return make_dir_in(parent, "gpurent-test");
+  }
+  // The template and a few test databases at a time are tens of megabytes; 2 GiB leaves
+  // room for what a test writes.
+  constexpr unsigned long long kRoom = 2ull << 30;
+  return make_dir_in(has_room("/dev/shm", kRoom) ? "/dev/shm" : "/tmp", "gpurent-test");
 }
 
 class ClusterAccess {
@@ -49,7 +75,7 @@ class ClusterAccess {
       return c;
     }
     // Run by hand: a cluster for this process only.
-    std::string dir = make_temp_dir();
+    std::string dir = make_cluster_dir();
     c->owned_ = std::make_unique<EmbeddedPostgres>(EmbeddedPostgresOptions{
         .data_dir = dir + "/pg", .database = TestCluster::kTemplate, .durable = false});
     c->owned_->start();

@@ -12,8 +12,15 @@ namespace gpurent::testing {
 // clusters that tests start themselves. Not removed automatically.
 std::string make_temp_dir(const std::string& prefix = "gpurent-test");
 
+// The same, for the run's throwaway cluster: on tmpfs (/dev/shm) when there is one with
+// room, otherwise /tmp. Every test's database is hundreds of files copied from the template
+// and removed after; on ext4 finding inodes for them took a tenth of PostgreSQL's CPU in
+// the suite (docs/TESTING.md, "What makes it fast"). GPURENT_TEST_CLUSTER_PARENT names
+// another parent folder.
+std::string make_cluster_dir();
+
 // Where the run's cluster is. Under CTest, the pg_cluster fixture started it and wrote its
-// state file (GPURENT_TEST_STATE); a binary run by hand starts one for itself in /tmp.
+// state file (GPURENT_TEST_STATE); a binary run by hand starts one for itself (make_cluster_dir).
 class TestCluster {
  public:
   static TestCluster& get();

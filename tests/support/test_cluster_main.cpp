@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   gpurent::log::init(gpurent::LogFormat::kText, "warn");
   try {
     if (command == "start") {
-      std::string dir = gpurent::testing::make_temp_dir();
+      std::string dir = gpurent::testing::make_cluster_dir();
       std::string data_dir = dir + "/pg";
       EmbeddedPostgres pg({.data_dir = data_dir,
                            .database = gpurent::testing::TestCluster::kTemplate,
