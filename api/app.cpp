@@ -25,6 +25,7 @@
 #include "core/db_pool.h"
 #include "core/log.h"
 #include "core/notify_listener.h"
+#include "core/service_notify.h"
 #include "core/trusted_proxies.h"
 #include "core/worker_pool.h"
 
@@ -163,7 +164,8 @@ int run_server(const Config& config) {
                            .max_connections = config.http_max_connections,
                            .shutdown_deadline = config.shutdown_deadline,
                            .rate_limiters = &rate_limiters,
-                           .trusted_proxies = &trusted_proxies},
+                           .trusted_proxies = &trusted_proxies,
+                           .on_shutdown = [] { service::notify("STOPPING=1"); }},
                           router, metrics, workers, &static_files);
   add_http_server_collector(metrics, server);
   ops.shutting_down = [&server] { return server.shutting_down(); };
@@ -179,6 +181,11 @@ int run_server(const Config& config) {
     log::info("agent listener on https://{}:{} (CA in {})", config.agent_listen_host, agent_port,
               config.agent_pki_dir);
   }
+  // Under systemd (Type=notify, deploy/systemd/gpurentd.service): ready once migrated and
+  // listening, alive while the network threads answer.
+  service::notify("READY=1\nSTATUS=serving on port " + std::to_string(port));
+  service::Watchdog watchdog(
+      [&server](std::chrono::milliseconds t) { return server.responsive(t); });
   server.run();
   agents.stop();  // its channels close before the workers and the pool they use stop
   // Past the deadline some requests may still be in the database: cancel them so the

@@ -32,6 +32,7 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <future>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -664,6 +665,7 @@ void HttpServer::Impl::refuse(tcp::socket& socket) {
 
 void HttpServer::Impl::begin_shutdown() {
   if (stopping.exchange(true)) return;
+  if (options.on_shutdown) options.on_shutdown();
   log::info("shutting down: no new connections; waiting up to {} ms for in-flight requests",
             options.shutdown_deadline.count());
   net::post(acceptor.get_executor(), [this] {
@@ -740,6 +742,13 @@ void HttpServer::run() {
 
 void HttpServer::shutdown() {
   impl_->begin_shutdown();
+}
+
+bool HttpServer::responsive(std::chrono::milliseconds timeout) {
+  auto ran = std::make_shared<std::promise<void>>();
+  auto answered = ran->get_future();
+  net::post(impl_->ioc, [ran] { ran->set_value(); });
+  return answered.wait_for(timeout) == std::future_status::ready;
 }
 
 bool HttpServer::shutting_down() const {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,8 @@ struct ServerOptions {
   RateLimiters* rate_limiters = nullptr;  // none: nothing is limited
   // Peers whose X-Forwarded-For names the client; none or empty: the peer is the client.
   const TrustedProxies* trusted_proxies = nullptr;
+  // Called once, on whichever thread starts the shutdown, before connections drain.
+  std::function<void()> on_shutdown;
 };
 
 // What /metrics shows of the listener and its connections.
@@ -68,6 +71,9 @@ class HttpServer {
   // Starts a graceful shutdown; safe from any thread.
   void shutdown();
   bool shutting_down() const;
+  // Whether the network threads run a posted task within `timeout` (the service watchdog's
+  // question: a loop stuck on a blocking call answers nothing). Any thread.
+  bool responsive(std::chrono::milliseconds timeout);
   std::size_t open_connections() const;
   HttpServerStats stats() const;
 
