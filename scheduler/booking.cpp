@@ -457,10 +457,10 @@ CapacityIndex::Candidates Booking::candidates_of(Tx& tx, const std::string& mode
   if (from_copy) return capacity_.candidates(tx, model, window);
   candidates_.keep_statistics(tx);
   auto loaded = candidates_.load(tx, model, window);
-  auto nodes = std::make_shared<std::vector<CapacityIndex::Node>>();
-  nodes->reserve(loaded.size());
-  for (auto& c : loaded) nodes->push_back(std::make_shared<const NodeCandidate>(std::move(c)));
-  return nodes;
+  std::vector<CapacityIndex::Node> nodes;
+  nodes.reserve(loaded.size());
+  for (auto& c : loaded) nodes.push_back(std::make_shared<const NodeCandidate>(std::move(c)));
+  return std::make_shared<const CandidateList>(std::move(nodes));
 }
 
 void Booking::hold_for(Tx& tx, const RentalRecord& rental, const BookingRequest& r,

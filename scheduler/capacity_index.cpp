@@ -18,10 +18,6 @@ bool covers(const Period& outer, const Period& inner) {
   return outer.start <= inner.start && inner.end <= outer.end;
 }
 
-bool by_id(const CapacityIndex::Node& x, const CapacityIndex::Node& y) {
-  return x->node_id < y->node_id;
-}
-
 // The loaded candidates (sorted by id) as shared nodes, those of `model` only.
 std::vector<CapacityIndex::Node> shared_nodes(std::vector<NodeCandidate> loaded,
                                               const std::string& model) {
@@ -42,8 +38,8 @@ CapacityIndex::CapacityIndex(const Clock& clock, CandidateStore& store,
 CapacityIndex::Candidates CapacityIndex::load_directly(Tx& tx, const std::string& model,
                                                        const Period& window) {
   store_.keep_statistics(tx);
-  auto nodes = std::make_shared<const std::vector<Node>>(
-      shared_nodes(store_.load(tx, model, window), model));
+  auto nodes =
+      std::make_shared<const CandidateList>(shared_nodes(store_.load(tx, model, window), model));
   std::lock_guard lock(mutex_);
   ++stats_.direct_loads;
   return nodes;
@@ -111,7 +107,7 @@ CapacityIndex::Candidates CapacityIndex::candidates(Tx& tx, const std::string& m
 
   if (!base) {
     store_.keep_statistics(tx);
-    auto nodes = std::make_shared<const std::vector<Node>>(
+    auto nodes = std::make_shared<const CandidateList>(
         shared_nodes(store_.load(tx, model, fresh_window), model));
     std::lock_guard lock(mutex_);
     if (generation == generation_) {
@@ -133,20 +129,14 @@ CapacityIndex::Candidates CapacityIndex::candidates(Tx& tx, const std::string& m
     if (auto it = models_.find(model); it != models_.end()) it->second.copy.reset();
     throw;
   }
-  std::vector<Node> kept;
-  kept.reserve(base->size());
-  std::set<std::string> replaced(announced.begin(), announced.end());
-  for (const auto& c : *base) {
-    if (!replaced.contains(c->node_id)) kept.push_back(c);
-  }
-  auto merged = std::make_shared<std::vector<Node>>();
-  merged->reserve(kept.size() + reloaded.size());
-  std::merge(kept.begin(), kept.end(), reloaded.begin(), reloaded.end(),
-             std::back_inserter(*merged), by_id);
-  Candidates result = std::move(merged);
+  // `announced` came from a set: ascending, as replaced() wants; so is `reloaded`.
+  std::size_t rebuilt = 0;
+  Candidates result =
+      std::make_shared<const CandidateList>(base->replaced(announced, reloaded, &rebuilt));
   std::lock_guard lock(mutex_);
   ++stats_.reloads;
   stats_.nodes_reloaded += announced.size();
+  stats_.chunks_rebuilt += rebuilt;
   if (generation == generation_) {
     if (auto it = models_.find(model); it != models_.end() && it->second.copy) {
       it->second.copy->nodes = result;

@@ -24,6 +24,7 @@
 
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "scheduler/candidate_list.h"
 #include "scheduler/candidate_store.h"
 #include "scheduler/placement.h"
 
@@ -52,9 +53,11 @@ class CapacityIndex {
     std::chrono::hours max_age{24 * 7};
   };
 
-  // Shared, so that bringing a copy up to date copies pointers, not 10,000 link matrices.
-  using Node = std::shared_ptr<const NodeCandidate>;
-  using Candidates = std::shared_ptr<const std::vector<Node>>;
+  // Shared, so that bringing a copy up to date copies pointers, not 10,000 link matrices;
+  // and held in shared chunks, so that it copies the pointers of the chunks the announced
+  // nodes fall in, not of every node (candidate_list.h).
+  using Node = CandidateList::Node;
+  using Candidates = std::shared_ptr<const CandidateList>;
 
   // `listening` says whether announcements are arriving (the listener is connected).
   CapacityIndex(const Clock& clock, CandidateStore& store, std::function<bool()> listening,
@@ -86,6 +89,7 @@ class CapacityIndex {
     std::uint64_t direct_loads = 0;            // reads answered from the database, nothing kept
     std::uint64_t served = 0;                  // reads answered from a copy
     std::uint64_t served_while_reloading = 0;  // answered from a copy as it stood, not waiting
+    std::uint64_t chunks_rebuilt = 0;          // chunks the reloads made anew (the rest shared)
   };
   Stats stats() const;
 
