@@ -1,5 +1,5 @@
 // PeriodicWorker: a wait on a condition variable for the interval, cut short by wake() and
-// stop(), then a tick whose failure is logged.
+// stop(), then a tick whose failure is logged; every tick is counted.
 #include "core/periodic_worker.h"
 
 #include "core/log.h"
@@ -62,7 +62,7 @@ void PeriodicWorker::run() {
 
 void PeriodicWorker::tick_once() {
   try {
-    tick_();
+    stats_.run(tick_);
   } catch (const std::exception& e) {
     log::warn("{} failed: {}", name_, e.what());
   } catch (...) {

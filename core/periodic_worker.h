@@ -3,6 +3,8 @@
 // written behind, the agents' task poll).
 #pragma once
 
+#include "core/job_stats.h"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -23,7 +25,8 @@ class PeriodicWorker {
   };
 
   // `name` is what the log calls a tick that failed ("<name> failed: <what>"). A tick that
-  // throws is logged and the loop goes on: the next tick is the retry.
+  // throws is logged and counted as failed (stats()), and the loop goes on: the next tick is
+  // the retry.
   PeriodicWorker(std::string name, std::chrono::milliseconds interval, Tick tick, Options options);
   PeriodicWorker(std::string name, std::chrono::milliseconds interval, Tick tick)
       : PeriodicWorker(std::move(name), interval, std::move(tick), Options{}) {}
@@ -42,6 +45,9 @@ class PeriodicWorker {
   // True from stop() on: a long tick reads it between its steps to end early.
   const std::atomic<bool>& stopping() const { return stopping_; }
   const std::string& name() const { return name_; }
+  // The ticks that ended, those that threw, and when one last returned: what /metrics shows
+  // of the loop (the wiring names it there).
+  const JobStats& stats() const { return stats_; }
 
  private:
   void run();
@@ -51,6 +57,7 @@ class PeriodicWorker {
   const std::chrono::milliseconds interval_;
   const Tick tick_;
   const Options options_;
+  JobStats stats_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -1,7 +1,8 @@
 // Tests PeriodicWorker: the first tick, wake(), a tick asking for another, stop joining the
-// tick in progress, and a throwing tick logged by name without ending the loop. No test
-// depends on how long anything takes: intervals are an hour where a tick must come from
-// wake(), and waits end on a count (kWait only when something is broken).
+// tick in progress, a throwing tick logged by name without ending the loop, and every tick
+// counted (runs, failures, the last success) for /metrics. No test depends on how long
+// anything takes: intervals are an hour where a tick must come from wake(), and waits end
+// on a count (kWait only when something is broken).
 #include "core/periodic_worker.h"
 
 #include "core/log.h"
@@ -179,6 +180,26 @@ TEST_F(PeriodicWorkerLogTest, AThrowingTickIsLoggedByNameAndTheLoopGoesOn) {
   EXPECT_THAT(out, HasSubstr("nightly sweep failed: database is down"));
   EXPECT_THAT(out, HasSubstr("nightly sweep failed: an exception that is not a std::exception"));
   EXPECT_EQ(counter.ticks(), 3);
+}
+
+TEST_F(PeriodicWorkerLogTest, EveryTickIsCountedAndAThrowIsAFailure) {
+  TickCounter counter;
+  PeriodicWorker worker("nightly sweep", kNever, [&] {
+    counter.tick();
+    if (counter.ticks() == 2) throw std::runtime_error("database is down");
+  });
+  EXPECT_EQ(worker.stats().runs(), 0u);
+  EXPECT_FALSE(worker.stats().last_success());
+  testing::internal::CaptureStderr();
+  worker.start();
+  ASSERT_TRUE(counter.reaches(1));
+  worker.wake();
+  ASSERT_TRUE(counter.reaches(2));
+  worker.stop();  // joins the second tick, so its failure is counted
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(worker.stats().runs(), 2u);
+  EXPECT_EQ(worker.stats().failures(), 1u);
+  EXPECT_TRUE(worker.stats().last_success());  // the first tick's
 }
 
 }  // namespace periodic_worker_test
