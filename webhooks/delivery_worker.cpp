@@ -1,4 +1,4 @@
-// The delivery worker's batch: claim, send, record.
+// The delivery worker's batch: claim, send, record; now and then a look at the backlog.
 #include "webhooks/delivery_worker.h"
 
 #include "core/log.h"
@@ -48,14 +48,41 @@ int DeliveryWorker::run_once(const std::atomic<bool>* stopping) {
     if (stopping && stopping->load()) break;
     AttemptOutcome outcome = attempt(c);
     ++attempted;
+    (outcome.next == DeliveryState::kDelivered ? delivered_ : failed_)
+        .fetch_add(1, std::memory_order_relaxed);
     bool ours =
         pool_.transact("webhook_finish", [&](Tx& tx) { return store_.finish(tx, c, outcome); });
     if (!ours) {
       log::warn("webhook delivery {} attempt {} finished after its claim was taken over",
                 delivery_id_text(c.id), c.attempt);
+    } else if (outcome.next == DeliveryState::kFailed) {
+      // Only while the claim was ours: a late attempt decides nothing, so gives nothing up.
+      given_up_.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  if (!(stopping && stopping->load())) look_at_backlog();
   return attempted;
+}
+
+void DeliveryWorker::look_at_backlog() {
+  auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(backlog_mutex_);
+    if (looked_at_ && now - *looked_at_ < options_.backlog_every) return;
+  }
+  auto backlog = pool_.read("webhook_backlog", [&](Tx& tx) { return store_.backlog(tx); });
+  std::lock_guard lock(backlog_mutex_);
+  backlog_ = backlog;
+  looked_at_ = now;
+}
+
+DeliveryStats DeliveryWorker::stats() const {
+  DeliveryStats out{.delivered = delivered_.load(std::memory_order_relaxed),
+                    .failed = failed_.load(std::memory_order_relaxed),
+                    .given_up = given_up_.load(std::memory_order_relaxed)};
+  std::lock_guard lock(backlog_mutex_);
+  out.backlog = backlog_;
+  return out;
 }
 
 AttemptOutcome DeliveryWorker::attempt(const ClaimedDelivery& c) {

@@ -1,6 +1,7 @@
 // Delivers the outbox: claims due deliveries (FOR UPDATE SKIP LOCKED, so every replica can
 // run one), POSTs each signed event outside any transaction, and records the attempt with
-// what happens next: delivered, tried again after a backoff, or failed for good.
+// what happens next: delivered, tried again after a backoff, or failed for good. Counts what
+// it did and keeps the outbox's backlog as it last looked, for /metrics.
 #pragma once
 
 #include "core/clock.h"
@@ -11,7 +12,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace gpurent::webhooks {
@@ -24,6 +28,18 @@ struct DeliveryOptions {
   std::chrono::milliseconds lease{120'000};
   int batch = 5;
   bool allow_internal = false;
+  // How often a run looks at the backlog as well (one statement; zero: every run). A scrape
+  // reads what the last look found and never waits for the database.
+  std::chrono::milliseconds backlog_every{10'000};
+};
+
+// What one worker has done since it started, and the whole outbox's backlog (every
+// replica's deliveries) as it last looked.
+struct DeliveryStats {
+  std::uint64_t delivered = 0;           // attempts the receiver answered with a 2xx
+  std::uint64_t failed = 0;              // attempts that got no 2xx: an error, a refusal, no answer
+  std::uint64_t given_up = 0;            // deliveries it failed for good after their last attempt
+  std::optional<OutboxBacklog> backlog;  // nullopt until its first look
 };
 
 // The JSON body a receiver gets: {id, type, created_at, data}.
@@ -39,6 +55,9 @@ class DeliveryWorker {
   // comes back when its lease ends.
   int run_once(const std::atomic<bool>* stopping = nullptr);
 
+  // Safe from any thread while run_once() runs.
+  DeliveryStats stats() const;
+
   // A number in [0, 1) for the jitter; tests fix it.
   void draw_jitter_with(std::function<double()> draw) { draw_ = std::move(draw); }
 
@@ -46,6 +65,8 @@ class DeliveryWorker {
 
  private:
   AttemptOutcome attempt(const ClaimedDelivery& claimed);
+  // Looks at the backlog when backlog_every has passed since the last look.
+  void look_at_backlog();
 
   PgPool& pool_;
   const Clock& clock_;
@@ -53,6 +74,13 @@ class DeliveryWorker {
   Sender& sender_;
   DeliveryOptions options_;
   std::function<double()> draw_;
+
+  std::atomic<std::uint64_t> delivered_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> given_up_{0};
+  mutable std::mutex backlog_mutex_;
+  std::optional<OutboxBacklog> backlog_;                            // under backlog_mutex_
+  std::optional<std::chrono::steady_clock::time_point> looked_at_;  // under backlog_mutex_
 };
 
 }  // namespace gpurent::webhooks

@@ -123,6 +123,16 @@ constexpr Statement kWebhookFinish = {
     " finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $7::timestamptz END"
     " WHERE id = $1 AND attempts = $2 AND state = 'pending' RETURNING id"};
 
+// The state as a literal, not a parameter, so that the partial index on pending deliveries
+// serves every plan of the prepared statement. A claimed delivery's due time is its lease's
+// end.
+constexpr Statement kWebhookBacklog = {
+    "webhook_backlog",
+    "WITH pending AS (SELECT created_at, next_attempt_at FROM webhook_deliveries"
+    " WHERE state = 'pending')"
+    " SELECT count(*), " SQL_MICROS("min(created_at)") ", " SQL_MICROS(
+        "min(next_attempt_at)") " FROM pending"};
+
 constexpr Statement kWebhookExpiring = {
     "webhook_expiring_rentals",
     "SELECT r.id, r.org_id FROM rentals r"
@@ -395,6 +405,13 @@ bool WebhookStore::finish(Tx& tx, const ClaimedDelivery& claimed, const AttemptO
   return !tx.exec(kWebhookFinish, claimed.id, claimed.attempt, std::string(to_string(outcome.next)),
                   outcome.status, outcome.error, retry_at, sql_timestamp(outcome.at))
               .empty();
+}
+
+OutboxBacklog WebhookStore::backlog(Tx& tx) {
+  auto row = tx.exec(kWebhookBacklog)[0];
+  return {.pending = row[0].as<long long>(),
+          .oldest_created_at = read_optional_timestamp(row[1]),
+          .first_due_at = read_optional_timestamp(row[2])};
 }
 
 std::vector<std::pair<std::string, std::string>> WebhookStore::expiring_rentals(

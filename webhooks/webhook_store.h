@@ -75,6 +75,14 @@ struct ClaimedDelivery {
   Timestamp event_created_at;
 };
 
+// The deliveries still to make (pending: neither delivered nor given up), all webhooks and
+// orgs together.
+struct OutboxBacklog {
+  long long pending = 0;
+  std::optional<Timestamp> oldest_created_at;  // the pending delivery made first
+  std::optional<Timestamp> first_due_at;       // the soonest next attempt among them
+};
+
 // An attempt's result and what happens next.
 struct AttemptOutcome {
   Timestamp at;
@@ -145,6 +153,10 @@ class WebhookStore {
   // (the same attempt count, still pending): a claim whose lease ran out and that another
   // replica took over logs its attempt but decides nothing. False then.
   bool finish(Tx& tx, const ClaimedDelivery& claimed, const AttemptOutcome& outcome);
+
+  // The outbox's backlog, in one statement over the pending deliveries' partial index: what
+  // /metrics shows, as the delivery worker last looked.
+  OutboxBacklog backlog(Tx& tx);
 
   // Rentals in `running_state` (the scheduler's name for active, which the wiring passes:
   // webhooks know no rental states) of orgs that subscribe to rental.expiring whose end is

@@ -1,7 +1,8 @@
 // The delivery worker against a real PostgreSQL, with a sender that answers as each test
 // says: a signed body on success; retries with backoff and then failed, every attempt in the
 // log; two workers at once send each delivery once; a claim abandoned by a dead worker is
-// taken over when its lease ends, and the dead worker's late result decides nothing.
+// taken over when its lease ends, and the dead worker's late result decides nothing; what a
+// worker counts and the backlog it finds (what /metrics shows).
 #include "billing/payment_signature.h"
 #include "webhooks/tests/webhook_fixture.h"
 
@@ -238,6 +239,92 @@ TEST_F(DeliveryWorkerTest, WithAKeySecretsAreSealedAndOnlyThatKeyOpensThem) {
   transact([&](Tx& tx) { return sealed.emit(tx, acme, "rental.ended", {{"id", "rnt_c"}}); });
   EXPECT_EQ(w.run_once(), 1);
   EXPECT_EQ(sender_.sent().size(), 1u);
+}
+
+TEST_F(DeliveryWorkerTest, CountsAttemptsAndWhatItGaveUpAndFindsTheBacklog) {
+  std::string acme = org();
+  webhook(acme, {"rental.ended"});
+  auto o = options(2);
+  o.backlog_every = milliseconds(0);  // a look with every run
+  auto w = worker(o);
+  auto stats = w->stats();
+  EXPECT_EQ(stats.delivered + stats.failed + stats.given_up, 0u);
+  EXPECT_FALSE(stats.backlog);  // not looked yet
+
+  // A delivery that fails its first attempt stays pending, due again after the backoff.
+  Timestamp made_at = clock_.now();
+  transact([&](Tx& tx) { return store_.emit(tx, acme, "rental.ended", {{"id", "rnt_a"}}); });
+  sender_.answer_with([](const SentRequest&) { return SendResult{503, ""}; });
+  EXPECT_EQ(w->run_once(), 1);
+  stats = w->stats();
+  EXPECT_EQ(stats.delivered, 0u);
+  EXPECT_EQ(stats.failed, 1u);
+  EXPECT_EQ(stats.given_up, 0u);
+  ASSERT_TRUE(stats.backlog);
+  EXPECT_EQ(stats.backlog->pending, 1);
+  ASSERT_TRUE(stats.backlog->oldest_created_at);
+  EXPECT_GE(*stats.backlog->oldest_created_at, made_at);
+  EXPECT_LE(*stats.backlog->oldest_created_at, clock_.now());
+  ASSERT_TRUE(stats.backlog->first_due_at);
+  EXPECT_GT(*stats.backlog->first_due_at, clock_.now());  // 10 s base, jitter 0 → 5 s
+  EXPECT_LE(*stats.backlog->first_due_at, clock_.now() + seconds(5));
+
+  // Both delivered once the first is due again: the backlog is empty.
+  clock_.advance(seconds(6));
+  transact([&](Tx& tx) { return store_.emit(tx, acme, "rental.ended", {{"id", "rnt_b"}}); });
+  auto both = transact([&](Tx& tx) { return store_.backlog(tx); });
+  EXPECT_EQ(both.pending, 2);
+  EXPECT_EQ(both.oldest_created_at, stats.backlog->oldest_created_at);  // the first one's
+  EXPECT_EQ(both.first_due_at, stats.backlog->first_due_at);            // its retry, due before now
+  sender_.answer_with([](const SentRequest&) { return SendResult{204, ""}; });
+  EXPECT_EQ(w->run_once(), 2);
+  stats = w->stats();
+  EXPECT_EQ(stats.delivered, 2u);
+  EXPECT_EQ(stats.failed, 1u);
+  EXPECT_EQ(stats.backlog->pending, 0);
+  EXPECT_FALSE(stats.backlog->oldest_created_at);
+  EXPECT_FALSE(stats.backlog->first_due_at);
+
+  // Two failed attempts are all it gets: given up, and no longer in the backlog.
+  transact([&](Tx& tx) { return store_.emit(tx, acme, "rental.ended", {{"id", "rnt_c"}}); });
+  sender_.answer_with([](const SentRequest&) { return SendResult{std::nullopt, "timed out"}; });
+  EXPECT_EQ(w->run_once(), 1);
+  EXPECT_EQ(w->stats().backlog->pending, 1);
+  clock_.advance(seconds(6));
+  EXPECT_EQ(w->run_once(), 1);
+  stats = w->stats();
+  EXPECT_EQ(stats.delivered, 2u);
+  EXPECT_EQ(stats.failed, 3u);
+  EXPECT_EQ(stats.given_up, 1u);
+  EXPECT_EQ(stats.backlog->pending, 0);
+  EXPECT_EQ(count("SELECT count(*) FROM webhook_deliveries WHERE state = 'failed'"), 1);
+}
+
+TEST_F(DeliveryWorkerTest, LooksAtTheBacklogNoMoreOftenThanAskedAndNotWhenStopping) {
+  std::string acme = org();
+  webhook(acme, {"rental.ended"});
+  auto o = options();
+  o.backlog_every = std::chrono::hours(1);
+  auto w = worker(o);
+  std::atomic<bool> stopping{true};
+  EXPECT_EQ(w->run_once(&stopping), 0);
+  EXPECT_FALSE(w->stats().backlog);  // a run that is stopping does not look
+
+  EXPECT_EQ(w->run_once(), 0);
+  ASSERT_TRUE(w->stats().backlog);
+  EXPECT_EQ(w->stats().backlog->pending, 0);
+  // Made and claimed since: the next look is an hour away, so the last one stands.
+  transact([&](Tx& tx) { return store_.emit(tx, acme, "rental.ended", {{"id", "rnt_a"}}); });
+  transact([&](Tx& tx) { return store_.claim_due(tx, clock_.now(), seconds(30), 5); });
+  EXPECT_EQ(w->run_once(), 0);
+  EXPECT_EQ(w->stats().backlog->pending, 0);
+  // Another worker looks for itself, and finds the claimed delivery pending, due when its
+  // lease ends.
+  auto fresh = worker(o);
+  EXPECT_EQ(fresh->run_once(), 0);
+  ASSERT_TRUE(fresh->stats().backlog);
+  EXPECT_EQ(fresh->stats().backlog->pending, 1);
+  EXPECT_GT(*fresh->stats().backlog->first_due_at, clock_.now());
 }
 
 }  // namespace delivery_worker_pgtest
