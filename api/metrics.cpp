@@ -78,6 +78,37 @@ void Metrics::add_collector(std::function<void(std::string&)> collector) {
   collectors_.push_back(std::move(collector));
 }
 
+void Metrics::add_job(std::string name, const JobStats& stats) {
+  jobs_.emplace_back(std::move(name), &stats);
+}
+
+void Metrics::render_jobs(std::string& out) const {
+  if (jobs_.empty()) return;
+  char line[512];
+  auto family = [&](const char* name, const char* type, const char* help, auto value_of) {
+    append_family(out, name, type, help);
+    for (const auto& [job, stats] : jobs_) {
+      std::snprintf(line, sizeof line, "%s{job_name=\"%s\"} %s\n", name, job.c_str(),
+                    value_of(*stats).c_str());
+      out += line;
+    }
+  };
+  family("gpurent_job_runs_total", "counter", "Background job runs that ended, by job.",
+         [](const JobStats& s) { return std::to_string(s.runs()); });
+  family("gpurent_job_failures_total", "counter", "Background job runs that failed, by job.",
+         [](const JobStats& s) { return std::to_string(s.failures()); });
+  family("gpurent_job_last_success_timestamp_seconds", "gauge",
+         "When the job last ended without an error, in Unix seconds; 0 before its first success.",
+         [](const JobStats& s) -> std::string {
+           auto at = s.last_success();
+           if (!at) return "0";
+           char seconds[32];
+           std::snprintf(seconds, sizeof seconds, "%.3f",
+                         static_cast<double>(at->time_since_epoch().count()) / 1e6);
+           return seconds;
+         });
+}
+
 std::string Metrics::render() const {
   std::string out;
   out.reserve(16384);
@@ -128,6 +159,7 @@ std::string Metrics::render() const {
     out += line;
   }
   for (const auto& c : collectors_) c(out);
+  render_jobs(out);
   return out;
 }
 

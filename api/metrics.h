@@ -2,6 +2,8 @@
 // rendered in the Prometheus text format.
 #pragma once
 
+#include "core/job_stats.h"
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpurent::http {
@@ -35,14 +38,22 @@ class Metrics {
 
   // Extra text appended to render(): pool gauges, build info, ...
   void add_collector(std::function<void(std::string&)> collector);
+  // A background job's runs, failures and last success, as gpurent_job_runs_total,
+  // gpurent_job_failures_total and gpurent_job_last_success_timestamp_seconds with the label
+  // job_name="<name>" (not `job`, which Prometheus gives every series of a scrape target).
+  // Its series are there from the start, at zero. `stats` outlives this.
+  void add_job(std::string name, const JobStats& stats);
 
   std::string render() const;
 
  private:
   struct Shard;
+  void render_jobs(std::string& out) const;
+
   std::vector<std::string> labels_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::function<void(std::string&)>> collectors_;
+  std::vector<std::pair<std::string, const JobStats*>> jobs_;
 };
 
 // The HELP and TYPE lines that open a metric family; every family a collector writes starts

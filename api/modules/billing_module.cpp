@@ -7,6 +7,13 @@
 #include "core/log.h"
 
 namespace gpurent {
+namespace {
+
+// The jobs' names: the lifecycle's log and /metrics' job_name label.
+constexpr const char* kCaptureJob = "billing_capture";
+constexpr const char* kFinaliseJob = "invoice_finalise";
+
+}  // namespace
 
 billing::RentalChargesOptions billing_options(const Config& config) {
   billing::RentalChargesOptions o;
@@ -69,13 +76,18 @@ void BillingModule::add_routes(http::Router& router) {
   http::add_invoice_routes(router, invoice_routes_);
 }
 
+void BillingModule::add_metrics(http::Metrics& metrics) {
+  metrics.add_job(kCaptureJob, capture_stats_);
+  metrics.add_job(kFinaliseJob, finalise_stats_);
+}
+
 std::vector<scheduler::Lifecycle::Job> BillingModule::lifecycle_jobs() {
-  return {{"billing_capture",
+  return {{kCaptureJob,
            [this](PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
-             charges_.capture_due(pool, now, 500, stopping);
+             capture_stats_.run([&] { charges_.capture_due(pool, now, 500, stopping); });
            }},
-          {"invoice_finalise", [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) {
-             invoices_.finalise_due(pool, now);
+          {kFinaliseJob, [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) {
+             finalise_stats_.run([&] { invoices_.finalise_due(pool, now); });
            }}};
 }
 

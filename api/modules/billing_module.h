@@ -13,6 +13,7 @@
 #include "billing/ledger.h"
 #include "billing/rental_charges.h"
 #include "billing/top_ups.h"
+#include "core/job_stats.h"
 #include "core/org_directory.h"
 #include "scheduler/lifecycle.h"
 
@@ -31,8 +32,10 @@ class BillingModule final : public Module, public http::OrgBalancesView {
   BillingModule& operator=(const BillingModule&) = delete;
 
   void add_routes(http::Router& router) override;
+  // The jobs' runs, failures and last success (jobs billing_capture and invoice_finalise).
+  void add_metrics(http::Metrics& metrics) override;
   // The capture and invoice jobs, which ride on the lifecycle worker of every replica (the
-  // scheduler is given them when it is made).
+  // scheduler is given them when it is made). Each run is counted for add_metrics.
   std::vector<scheduler::Lifecycle::Job> lifecycle_jobs();
   // The admins' org list's balances (identity's route).
   std::map<std::string, nlohmann::json> balances_json(
@@ -50,6 +53,8 @@ class BillingModule final : public Module, public http::OrgBalancesView {
   billing::AdminMoney money_;
   http::BillingRoutesState billing_routes_;
   http::InvoiceRoutesState invoice_routes_;
+  JobStats capture_stats_;
+  JobStats finalise_stats_;
 };
 
 }  // namespace gpurent

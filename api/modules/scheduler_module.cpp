@@ -99,6 +99,10 @@ void SchedulerModule::add_routes(http::Router& router) {
   http::add_advisor_routes(router, advisor_routes_);
 }
 
+void SchedulerModule::add_metrics(http::Metrics& metrics) {
+  metrics.add_job("rental_lifecycle", lifecycle_worker_.stats());
+}
+
 void SchedulerModule::start() {
   lifecycle_worker_.start();
 }

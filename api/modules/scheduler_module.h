@@ -51,6 +51,9 @@ class SchedulerModule final : public Module, public http::NodeWork {
   SchedulerModule& operator=(const SchedulerModule&) = delete;
 
   void add_routes(http::Router& router) override;
+  // The lifecycle worker's runs, failures and last success (job rental_lifecycle). A run
+  // that fails before its end runs none of the jobs riding on it (billing's, webhooks').
+  void add_metrics(http::Metrics& metrics) override;
   // What the admin node view lists as the node's rentals.
   nlohmann::json node_rentals(Tx& tx, const std::string& node_id) override {
     return http::node_rentals_json(tx, rentals_, node_id);

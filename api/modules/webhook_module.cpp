@@ -27,7 +27,42 @@ std::string expiring_key(const scheduler::RentalRecord& r) {
 // Rentals looked at per expiry scan; the rest wait for the next lifecycle run.
 constexpr int kExpiringBatch = 200;
 
+// Whole seconds from `from` to `to`; zero when `to` is not later.
+std::uint64_t seconds_between(Timestamp from, Timestamp to) {
+  if (to <= from) return 0;
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(to - from).count());
+}
+
 }  // namespace
+
+void append_webhook_delivery_metrics(std::string& out, const webhooks::DeliveryStats& stats,
+                                     Timestamp now) {
+  http::append_family(out, "gpurent_webhook_attempts_total", "counter",
+                      "Webhook delivery attempts this replica made, by outcome: delivered (the "
+                      "receiver answered 2xx) or failed.");
+  out += "gpurent_webhook_attempts_total{outcome=\"delivered\"} " +
+         std::to_string(stats.delivered) + "\n";
+  out +=
+      "gpurent_webhook_attempts_total{outcome=\"failed\"} " + std::to_string(stats.failed) + "\n";
+  http::append_metric(out, "gpurent_webhook_deliveries_given_up_total", "counter",
+                      "Webhook deliveries this replica failed for good after their last attempt "
+                      "(webhook_max_attempts).",
+                      stats.given_up);
+  webhooks::OutboxBacklog backlog = stats.backlog.value_or(webhooks::OutboxBacklog{});
+  http::append_metric(out, "gpurent_webhook_deliveries_pending", "gauge",
+                      "Webhook deliveries neither delivered nor given up, every replica's, as "
+                      "this replica last looked.",
+                      static_cast<std::uint64_t>(backlog.pending));
+  http::append_metric(
+      out, "gpurent_webhook_deliveries_oldest_pending_age_seconds", "gauge",
+      "How long ago the oldest pending webhook delivery was made; 0 with none.",
+      backlog.oldest_created_at ? seconds_between(*backlog.oldest_created_at, now) : 0);
+  http::append_metric(out, "gpurent_webhook_deliveries_overdue_seconds", "gauge",
+                      "How long the pending webhook delivery due first has been due without "
+                      "being claimed; 0 when none is due.",
+                      backlog.first_due_at ? seconds_between(*backlog.first_due_at, now) : 0);
+}
 
 WebhookModule::WebhookModule(const ModuleContext& ctx, const WebhookPeers& peers)
     : pool_(ctx.pool),
@@ -89,6 +124,13 @@ void WebhookModule::add_metrics(http::Metrics& metrics) {
                         "Webhook attempts failed at once because every lookup slot was taken.",
                         slots->busy_total());
   });
+  // The ages from the stored times at each scrape: should the worker stop looking, they grow
+  // rather than freeze.
+  metrics.add_collector([this](std::string& out) {
+    append_webhook_delivery_metrics(out, worker_.stats(), clock_.now());
+  });
+  metrics.add_job("webhook_delivery", delivery_.stats());
+  metrics.add_job("webhook_expiring", expiring_stats_);
 }
 
 void WebhookModule::rental_event(Tx& tx, const scheduler::RentalRecord& rental,
@@ -115,9 +157,10 @@ void WebhookModule::watch_rentals(scheduler::RentalStore& rentals,
     // The row as the move left it, in the move's transaction.
     if (auto r = rentals_->get_any(tx, id)) rental_event(tx, *r, from);
   });
-  lifecycle.add_job(
-      "webhook_expiring",
-      [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) { expiring_scan(pool, now); });
+  lifecycle.add_job("webhook_expiring",
+                    [this](PgPool& pool, Timestamp now, const std::atomic<bool>*) {
+                      expiring_stats_.run([&] { expiring_scan(pool, now); });
+                    });
 }
 
 void WebhookModule::expiring_scan(PgPool& pool, Timestamp now) {

@@ -8,6 +8,7 @@
 #include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "billing/ledger.h"
+#include "core/job_stats.h"
 #include "core/periodic_worker.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/records.h"
@@ -21,6 +22,12 @@
 #include <optional>
 
 namespace gpurent {
+
+// The delivery worker's families at `now` (the clock that times the deliveries): attempts by
+// outcome and deliveries given up, this replica's; the outbox's backlog (every replica's) as
+// the worker last looked, zero before its first look.
+void append_webhook_delivery_metrics(std::string& out, const webhooks::DeliveryStats& stats,
+                                     Timestamp now);
 
 // What the webhooks report on, the other modules' stores: one instance each per process.
 struct WebhookPeers {
@@ -41,7 +48,9 @@ class WebhookModule final : public Module {
   WebhookModule& operator=(const WebhookModule&) = delete;
 
   void add_routes(http::Router& router) override;
-  // Host lookups in flight against webhook_max_resolving, and attempts refused for it.
+  // Host lookups in flight against webhook_max_resolving, and attempts refused for it; the
+  // deliveries (append_webhook_delivery_metrics); the delivery thread's runs and the expiry
+  // scan's, as jobs webhook_delivery and webhook_expiring.
   void add_metrics(http::Metrics& metrics) override;
 
   // Starts the delivery thread: a batch whenever one is due, else a look every
@@ -71,6 +80,7 @@ class WebhookModule final : public Module {
   webhooks::DeliveryWorker worker_;
   http::WebhookRoutesState routes_;
   scheduler::RentalStore* rentals_ = nullptr;
+  JobStats expiring_stats_;  // the expiry scan, a job of the lifecycle worker's runs
   // Last: stopped before what its ticks use is destroyed.
   PeriodicWorker delivery_;
 };

@@ -7,6 +7,7 @@
 
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace gpurent::http {
@@ -178,6 +179,53 @@ TEST_F(MetricsTest, CollectorsAreAppendedInOrder) {
   EXPECT_LT(pool, build);
   EXPECT_GT(pool, text.find("gpurent_http_request_duration_seconds_count"));
   EXPECT_EQ(text.substr(text.size() - 33), "gpurent_build_info{commit=\"x\"} 1\n");
+}
+
+TEST_F(MetricsTest, JobsAreThereFromTheStartAndCountRunsFailuresAndTheLastSuccess) {
+  TestClock clock;
+  JobStats capture(clock);
+  JobStats finalise(clock);
+  metrics_.add_job("billing_capture", capture);
+  metrics_.add_job("invoice_finalise", finalise);
+  auto runs = [](const std::string& job) {
+    return "gpurent_job_runs_total{job_name=\"" + job + "\"}";
+  };
+  auto failures = [](const std::string& job) {
+    return "gpurent_job_failures_total{job_name=\"" + job + "\"}";
+  };
+  auto last_success = [](const std::string& job) {
+    return "gpurent_job_last_success_timestamp_seconds{job_name=\"" + job + "\"}";
+  };
+
+  std::string text = metrics_.render();
+  for (const std::string job : {"billing_capture", "invoice_finalise"}) {
+    EXPECT_EQ(sample(text, runs(job)), "0") << job;
+    EXPECT_EQ(sample(text, failures(job)), "0") << job;
+    EXPECT_EQ(sample(text, last_success(job)), "0") << job;
+  }
+
+  clock.advance(24h);
+  capture.run([] {});
+  EXPECT_THROW(finalise.run([] { throw std::runtime_error("database is down"); }),
+               std::runtime_error);
+  text = metrics_.render();
+  EXPECT_EQ(sample(text, runs("billing_capture")), "1");
+  EXPECT_EQ(sample(text, failures("billing_capture")), "0");
+  auto at = sample(text, last_success("billing_capture"));
+  ASSERT_TRUE(at);
+  EXPECT_NEAR(std::stod(*at),
+              static_cast<double>(capture.last_success()->time_since_epoch().count()) / 1e6, 0.001);
+  EXPECT_EQ(sample(text, runs("invoice_finalise")), "1");
+  EXPECT_EQ(sample(text, failures("invoice_finalise")), "1");
+  EXPECT_EQ(sample(text, last_success("invoice_finalise")), "0");
+  // One family each, whatever the number of jobs.
+  for (const std::string type :
+       {"# TYPE gpurent_job_runs_total counter\n", "# TYPE gpurent_job_failures_total counter\n",
+        "# TYPE gpurent_job_last_success_timestamp_seconds gauge\n"}) {
+    auto first = text.find(type);
+    ASSERT_NE(first, std::string::npos) << type;
+    EXPECT_EQ(text.find(type, first + 1), std::string::npos) << type;
+  }
 }
 
 TEST_F(MetricsTest, EveryLineIsWellFormed) {

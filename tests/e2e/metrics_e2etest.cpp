@@ -1,6 +1,6 @@
 // /metrics as Prometheus reads it: a real gpurentd's scrape passes `promtool check metrics`,
-// and the alert rules and the Grafana dashboard in deploy/ name only metrics, routes and
-// limiters the server has, so neither can drift from the code unnoticed.
+// and the alert rules and the Grafana dashboard in deploy/ name only metrics, routes,
+// limiters and background jobs the server has, so neither can drift from the code unnoticed.
 #include "core/subprocess.h"
 #include "tests/support/http_client.h"
 #include "tests/support/paths.h"
@@ -127,6 +127,12 @@ TEST(MetricsE2E, TheScrapePassesPromtoolAndHasEveryMetricTheRulesAndDashboardNam
   const nlohmann::json document = openapi.json();
   for (const auto& [path, item] : document.at("paths").items()) paths.insert(path);
   std::set<std::string> limiters = label_values_in(scraped.body, "limiter");
+  // Every background job is in the families from the start, whether or not it has run yet.
+  std::set<std::string> jobs = label_values_in(scraped.body, "job_name");
+  for (const char* job : {"rental_lifecycle", "billing_capture", "invoice_finalise",
+                          "webhook_expiring", "webhook_delivery"}) {
+    EXPECT_TRUE(jobs.count(job)) << "/metrics lacks job_name \"" << job << "\"";
+  }
 
   std::string dashboard;
   collect_strings(nlohmann::json::parse(read_file(dashboard_path())), dashboard);
@@ -142,6 +148,9 @@ TEST(MetricsE2E, TheScrapePassesPromtoolAndHasEveryMetricTheRulesAndDashboardNam
     for (const auto& limiter : label_values_in(text, "limiter"))
       EXPECT_TRUE(limiters.count(limiter))
           << file << " selects limiter \"" << limiter << "\", which /metrics lacks";
+    for (const auto& job : label_values_in(text, "job_name"))
+      EXPECT_TRUE(jobs.count(job))
+          << file << " selects job_name \"" << job << "\", which /metrics lacks";
   }
   EXPECT_EQ(server.stop(), "");
 }
