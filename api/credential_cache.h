@@ -80,6 +80,8 @@ class CredentialCache {
   std::uint64_t invalidations() const { return invalidations_.load(); }
   // Tokens and sessions held now.
   std::size_t entries() const;
+  // The write-behind's ticks (runs, failures, last success), for /metrics.
+  const JobStats& write_behind_stats() const { return flusher_.stats(); }
 
  private:
   // Times in microseconds since the epoch, as the clock reads them.

@@ -127,6 +127,7 @@ void AgentModule::stop() {
 }
 
 void AgentModule::add_metrics(http::Metrics& metrics) {
+  metrics.add_job("agent_task_poll", poll_.stats());
   metrics.add_collector([this](std::string& out) {
     using http::append_metric;
     if (listener_) {

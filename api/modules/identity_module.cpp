@@ -49,6 +49,7 @@ void IdentityModule::add_routes(http::Router& router) {
 }
 
 void IdentityModule::add_metrics(http::Metrics& metrics) {
+  metrics.add_job("credential_write_behind", credentials_.write_behind_stats());
   metrics.add_collector([this](std::string& out) {
     using http::append_metric;
     append_metric(out, "gpurent_credential_cache_hits_total", "counter",

@@ -129,8 +129,9 @@ TEST(MetricsE2E, TheScrapePassesPromtoolAndHasEveryMetricTheRulesAndDashboardNam
   std::set<std::string> limiters = label_values_in(scraped.body, "limiter");
   // Every background job is in the families from the start, whether or not it has run yet.
   std::set<std::string> jobs = label_values_in(scraped.body, "job_name");
-  for (const char* job : {"rental_lifecycle", "billing_capture", "invoice_finalise",
-                          "webhook_expiring", "webhook_delivery"}) {
+  for (const char* job :
+       {"rental_lifecycle", "billing_capture", "invoice_finalise", "webhook_expiring",
+        "webhook_delivery", "agent_task_poll", "credential_write_behind"}) {
     EXPECT_TRUE(jobs.count(job)) << "/metrics lacks job_name \"" << job << "\"";
   }
 
