@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
@@ -76,6 +77,7 @@ class ClusterAccess {
     }
     // Run by hand: a cluster for this process only.
     std::string dir = make_cluster_dir();
+    c->owned_dir_ = dir;
     c->owned_ = std::make_unique<EmbeddedPostgres>(EmbeddedPostgresOptions{
         .data_dir = dir + "/pg", .database = TestCluster::kTemplate, .durable = false});
     c->owned_->start();
@@ -93,8 +95,14 @@ TestCluster& TestCluster::get() {
 
 void TestCluster::shutdown() {
   std::lock_guard lock(g_mutex);
-  delete g_cluster;
+  if (!g_cluster) return;
+  std::string dir = g_cluster->owned_dir_;
+  delete g_cluster;  // stops the cluster it owns
   g_cluster = nullptr;
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
 }
 
 std::string TestCluster::url(const std::string& database) const {

@@ -24,7 +24,8 @@ std::string make_cluster_dir();
 class TestCluster {
  public:
   static TestCluster& get();
-  // Stops a cluster this process started (no-op for the fixture's).
+  // Stops a cluster this process started and removes its folder, which is on tmpfs, in
+  // memory (no-op for the fixture's, which pg_cluster_stop removes).
   static void shutdown();
 
   // URL of a database in the cluster.
@@ -38,6 +39,7 @@ class TestCluster {
  private:
   std::string socket_dir_;
   std::unique_ptr<EmbeddedPostgres> owned_;
+  std::string owned_dir_;  // the folder of owned_, removed once it has stopped
   friend class ClusterAccess;
 };
 
