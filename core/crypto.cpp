@@ -30,6 +30,16 @@ std::string to_hex(const std::uint8_t* data, std::size_t n) {
   return out;
 }
 
+std::string base64(std::string_view data) {
+  // EVP_EncodeBlock writes a terminating NUL after the text: room for it, then cut.
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(data.data()),
+                          static_cast<int>(data.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
 std::string sha256_hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

@@ -21,6 +21,9 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data);
 // Lowercase hex of raw bytes.
 std::string to_hex(const std::uint8_t* data, std::size_t n);
 
+// Standard base64 with '=' padding, on one line.
+std::string base64(std::string_view data);
+
 // SHA-256 of data, raw 32 bytes.
 std::string sha256_raw(std::string_view data);
 

@@ -39,15 +39,6 @@ std::string derive_key(std::string_view passphrase, std::string_view salt, int l
   return key;
 }
 
-std::string base64(std::string_view raw) {
-  std::string out(4 * ((raw.size() + 2) / 3), '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(raw.data()),
-                          static_cast<int>(raw.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
 std::string unbase64(std::string_view text) {
   std::string clean;
   for (char c : text) {
@@ -105,14 +96,15 @@ std::string seal(const std::vector<KeyFile>& files, std::string_view passphrase,
   }
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : files) {
-    list.push_back({{"folder", f.folder}, {"name", f.name}, {"content", base64(f.content)}});
+    list.push_back(
+        {{"folder", f.folder}, {"name", f.name}, {"content", crypto::base64(f.content)}});
   }
   auto salt_bytes = crypto::random_bytes(kSaltBytes);
   std::string salt(salt_bytes.begin(), salt_bytes.end());
   const std::string header = std::string(kHeader) + std::to_string(log2_n);
   std::string sealed = crypto::seal(derive_key(passphrase, salt, log2_n),
                                     nlohmann::json{{"files", list}}.dump(), header);
-  std::string body = base64(salt + sealed);
+  std::string body = crypto::base64(salt + sealed);
   std::string out = header + "\n";
   for (std::size_t at = 0; at < body.size(); at += 76) out += body.substr(at, 76) + "\n";
   return out;

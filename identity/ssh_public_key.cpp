@@ -393,12 +393,7 @@ void check_comment(std::string_view comment) {
 }  // namespace
 
 std::string ssh_base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(data.data()),
-                          static_cast<int>(data.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
+  return crypto::base64(data);
 }
 
 std::string ssh_fingerprint(std::string_view blob) {

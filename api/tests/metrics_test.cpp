@@ -1,6 +1,7 @@
 // Tests Metrics: per route/method/status counters, cumulative histograms and collectors,
 // as rendered in the Prometheus text format.
 #include "api/metrics.h"
+#include "api/tests/metric_sample.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,19 +18,7 @@ using namespace std::chrono_literals;
 using testing::HasSubstr;
 using testing::Not;
 
-// The value of the one sample line that starts with `series` followed by a space.
-std::optional<std::string> sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::optional<std::string> found;
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
-        line[series.size()] == ' ') {
-      EXPECT_FALSE(found) << "two samples for " << series;
-      found = line.substr(series.size() + 1);
-    }
-  }
-  return found;
-}
+using metric_sample::sample;
 
 std::string requests(const std::string& route, const std::string& method,
                      const std::string& status) {

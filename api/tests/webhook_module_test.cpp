@@ -2,6 +2,7 @@
 // the deliveries it gave up; the outbox's backlog with its ages taken at the scrape, and
 // every series there at zero before the worker's first look.
 #include "api/modules/webhook_module.h"
+#include "api/tests/metric_sample.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,19 +15,7 @@ namespace webhook_module_test {
 using namespace std::chrono_literals;
 using testing::HasSubstr;
 
-// The value of the one sample line that starts with `series` followed by a space.
-std::optional<std::string> sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::optional<std::string> found;
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
-        line[series.size()] == ' ') {
-      EXPECT_FALSE(found) << "two samples for " << series;
-      found = line.substr(series.size() + 1);
-    }
-  }
-  return found;
-}
+using metric_sample::sample;
 
 const std::string kDelivered = "gpurent_webhook_attempts_total{outcome=\"delivered\"}";
 const std::string kFailed = "gpurent_webhook_attempts_total{outcome=\"failed\"}";
