@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -30,6 +31,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,37 +129,67 @@ class Tally {
   std::vector<std::string> problems_;
 };
 
-// Runs `pg_ctl stop -m immediate`: every backend is killed without a checkpoint, as in a crash
-// of the server's machine or a failover; the next start runs crash recovery.
-void stop_immediately(const std::string& data_dir) {
-  std::optional<RunAs> as;
-  if (geteuid() == 0) {
-    passwd* pw = getpwnam("postgres");
-    ASSERT_NE(pw, nullptr) << "running as root, but there is no postgres user";
-    as = RunAs{pw->pw_uid, pw->pw_gid};
-  }
-  auto r = run_subprocess({std::string(kPgBin) + "/pg_ctl", "-D", data_dir, "-m", "immediate", "-w",
-                           "-t", "60", "stop"},
-                          as, as ? "/" : "");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+// The PostgreSQL system user when we are root (the server refuses to run as root).
+std::optional<RunAs> server_user() {
+  if (geteuid() != 0) return std::nullopt;
+  passwd* pw = getpwnam("postgres");
+  if (!pw) throw std::runtime_error("running as root, but there is no postgres user");
+  return RunAs{pw->pw_uid, pw->pw_gid};
 }
 
-enum class Stop { kFast, kImmediate };
+// Runs a PostgreSQL program as the server's user; its output when it fails.
+std::string pg_program(const std::string& name, std::vector<std::string> args) {
+  args.insert(args.begin(), std::string(kPgBin) + "/" + name);
+  auto as = server_user();
+  auto r = run_subprocess(args, as, as ? "/" : "");
+  return r.exit_code == 0 ? "" : name + " failed: " + r.output;
+}
+
+// `pg_ctl stop -m immediate`: every backend is killed without a checkpoint, as in a crash of
+// the server's machine; the next start runs crash recovery.
+void stop_immediately(const std::string& data_dir) {
+  auto failed = pg_program("pg_ctl", {"-D", data_dir, "-m", "immediate", "-w", "-t", "60", "stop"});
+  ASSERT_TRUE(failed.empty()) << failed;
+}
 
 class DatabaseRestartE2E : public ::testing::Test {
  protected:
-  void SetUp() override {
+  // The cluster (durable, as in production: a crash must not lose what was acknowledged; on
+  // tmpfs, where the run's cluster lives too, fsync costs nothing), migrated; with `standby`,
+  // a streaming standby of it as well, and the replicas reach them through one libpq
+  // multi-host URL that only a read-write server satisfies, as an operator would set it.
+  // Then two replicas, and accounts for the load and an admin.
+  void start(bool standby) {
     // A cluster of its own: restarting the run's shared one would break every other test.
-    // Durable, as in production: a crash must not lose what was acknowledged (on tmpfs,
-    // where the run's cluster lives, fsync costs nothing).
     dir_ = make_cluster_dir();
     pg_ = std::make_unique<EmbeddedPostgres>(
-        EmbeddedPostgresOptions{.data_dir = dir_ + "/pg", .durable = true});
+        EmbeddedPostgresOptions{.data_dir = dir_ + "/primary", .durable = true});
     pg_->start();
     Migrator(pg_->url(), embedded_migrations()).migrate();
+    std::string url = pg_->url();
+    if (standby) {
+      std::string standby_dir = dir_ + "/standby";
+      std::filesystem::create_directory(standby_dir);
+      if (auto as = server_user()) {
+        ASSERT_EQ(chown(standby_dir.c_str(), as->uid, as->gid), 0);
+      }
+      std::filesystem::permissions(standby_dir, std::filesystem::perms::owner_all);
+      // -R writes standby.signal and primary_conninfo: it starts as a hot standby.
+      auto failed = pg_program("pg_basebackup",
+                               {"-D", standby_dir, "-h", pg_->socket_dir(), "-p", "5432", "-U",
+                                "gpurent", "-R", "-X", "stream", "-c", "fast", "--no-sync"});
+      ASSERT_TRUE(failed.empty()) << failed;
+      // The primary's socket lives in its data folder, so the copy has the socket's lock file.
+      std::filesystem::remove(standby_dir + "/.s.PGSQL.5432.lock");
+      standby_ = std::make_unique<EmbeddedPostgres>(
+          EmbeddedPostgresOptions{.data_dir = standby_dir, .durable = true});
+      standby_->start();
+      url = "postgresql://gpurent@/gpurent?host=" + pg_->socket_dir() + "," +
+            standby_->socket_dir() + "&port=5432&target_session_attrs=read-write";
+    }
     for (auto* replica : {&a_, &b_}) {
       *replica = std::make_unique<ServerProcess>(
-          ServerOptions{.database_url = pg_->url(),
+          ServerOptions{.database_url = url,
                         .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
                                   "--db_statement_timeout=5s"}});
     }
@@ -187,7 +219,8 @@ class DatabaseRestartE2E : public ::testing::Test {
         replica->reset();
       }
     }
-    pg_.reset();  // stops the cluster
+    standby_.reset();  // stops the clusters
+    pg_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);  // on tmpfs: memory
   }
@@ -280,11 +313,28 @@ class DatabaseRestartE2E : public ::testing::Test {
     }
   }
 
+  // Starts the clients and waits until they have read and written through both replicas.
   void start_load() {
+    auto started = Clock::now();
+    for (auto& t : tally_) t.mark(started);
     stop_load_ = false;
     for (int i = 0; i < kClientsPerReplica * 2; ++i) {
       int r = i % 2;
       load_.emplace_back([this, i, r] { client(r == 0 ? *a_ : *b_, clients_[i], tally_[r]); });
+    }
+    ASSERT_TRUE(wait_for([&] {
+      return tally_[0].first_read() && tally_[0].first_write() && tally_[1].first_read() &&
+             tally_[1].first_write();
+    })) << tally_[0].summary()
+        << "; " << tally_[1].summary();
+  }
+  // Stops the clients; every problem they met fails the test.
+  void check_load() {
+    stop_load();
+    for (int r = 0; r < 2; ++r) {
+      for (const auto& p : tally_[r].problems())
+        ADD_FAILURE() << "replica "
+                      << "AB"[r] << ": " << p;
     }
   }
   void stop_load() {
@@ -352,21 +402,16 @@ class DatabaseRestartE2E : public ::testing::Test {
     return seen && metric(reader, "gpurent_notify_reconnects_total") == reconnects;
   }
 
-  // PostgreSQL goes down under load and comes back; each replica must recover within
-  // kRecoveryLimit of its return. Prints the figures.
-  void restart_under_load(Stop how) {
-    const char* label = how == Stop::kFast ? "fast shutdown" : "immediate stop (crash)";
+  // Under load, `fail` takes the database away and `repair` gives one back; each replica
+  // must recover within kRecoveryLimit of `repair` returning. Prints the figures.
+  void outage_under_load(const std::string& label, const std::string& tag,
+                         const std::function<void()>& fail, const std::function<void()>& repair) {
     ServerProcess* replicas[2] = {a_.get(), b_.get()};
     pid_t pids[2] = {a_->pid(), b_->pid()};
 
     auto struck = Clock::now();
     for (auto& t : tally_) t.mark(struck);
-    if (how == Stop::kFast) {
-      pg_->stop();
-    } else {
-      stop_immediately(pg_->data_dir());
-      pg_->detach();  // it is down; start() below starts it again
-    }
+    fail();
     // Down for kOutage, and each replica seen saying so to the load and to /readyz.
     bool said[2] = {false, false};
     EXPECT_TRUE(wait_for(
@@ -380,7 +425,7 @@ class DatabaseRestartE2E : public ::testing::Test {
         15s, 50ms))
         << label << ": both replicas should answer 503 while PostgreSQL is down ("
         << tally_[0].summary() << "; " << tally_[1].summary() << ")";
-    pg_->start();
+    repair();
     auto back = Clock::now();
     for (auto& t : tally_) t.mark(back);
     auto deadline = back + kRecoveryLimit;
@@ -401,8 +446,7 @@ class DatabaseRestartE2E : public ::testing::Test {
     std::optional<Clock::time_point> hears[2];
     for (int r = 0; r < 2; ++r) {
       for (int round = 0; !hears[r] && Clock::now() < deadline; ++round) {
-        std::string name = std::string(how == Stop::kFast ? "fast" : "crash") + "-to-" +
-                           std::to_string(r) + "-" + std::to_string(round);
+        std::string name = tag + "-to-" + std::to_string(r) + "-" + std::to_string(round);
         if (announcement_reaches(*replicas[1 - r], *replicas[r], name, deadline)) {
           hears[r] = Clock::now();
         } else {
@@ -450,7 +494,7 @@ class DatabaseRestartE2E : public ::testing::Test {
 
   static constexpr int kClientsPerReplica = 2;
   std::string dir_;
-  std::unique_ptr<EmbeddedPostgres> pg_;
+  std::unique_ptr<EmbeddedPostgres> pg_, standby_;
   std::unique_ptr<ServerProcess> a_, b_;
   std::unique_ptr<ContractCheck> contract_;
   Login admin_;
@@ -461,24 +505,39 @@ class DatabaseRestartE2E : public ::testing::Test {
 };
 
 TEST_F(DatabaseRestartE2E, EveryReplicaRecoversByItselfFromAFastShutdownAndACrash) {
-  auto started = Clock::now();
-  for (auto& t : tally_) t.mark(started);
-  start_load();
-  // The load reads and writes through both before anything breaks.
-  ASSERT_TRUE(wait_for([&] {
-    return tally_[0].first_read() && tally_[0].first_write() && tally_[1].first_read() &&
-           tally_[1].first_write();
-  })) << tally_[0].summary()
-      << "; " << tally_[1].summary();
-  restart_under_load(Stop::kFast);
-  restart_under_load(Stop::kImmediate);
-  stop_load();
-  for (int r = 0; r < 2; ++r) {
-    for (const auto& p : tally_[r].problems()) {
-      ADD_FAILURE() << "replica "
-                    << "AB"[r] << ": " << p;
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(start(/*standby=*/false));
+  ASSERT_NO_FATAL_FAILURE(start_load());
+  outage_under_load(
+      "fast shutdown", "fast", [&] { pg_->stop(); }, [&] { pg_->start(); });
+  outage_under_load(
+      "immediate stop (crash)", "crash",
+      [&] {
+        stop_immediately(pg_->data_dir());
+        pg_->detach();  // it is down: start() starts it again
+      },
+      [&] { pg_->start(); });
+  check_load();
+}
+
+// A failover: the primary crashes and the operator promotes its streaming standby. The
+// replicas' DATABASE_URL names both servers (libpq's multi-host form, which gpurentd passes
+// to libpq unchanged) with target_session_attrs=read-write, so while the primary is down and
+// the standby still read-only nothing satisfies it (503), and after the promotion every new
+// connection, the listener's included, goes to the new primary.
+TEST_F(DatabaseRestartE2E, EveryReplicaFollowsAPromotedStandbyNamedInAMultiHostUrl) {
+  ASSERT_NO_FATAL_FAILURE(start(/*standby=*/true));
+  ASSERT_NO_FATAL_FAILURE(start_load());
+  outage_under_load(
+      "failover (primary crashed, standby promoted)", "failover",
+      [&] {
+        stop_immediately(pg_->data_dir());
+        pg_->detach();  // it stays down: starting it again would make two primaries
+      },
+      [&] {
+        auto failed = pg_program("pg_ctl", {"-D", standby_->data_dir(), "-w", "promote"});
+        ASSERT_TRUE(failed.empty()) << failed;
+      });
+  check_load();
 }
 
 }  // namespace gpurent::testing::database_restart_e2e
