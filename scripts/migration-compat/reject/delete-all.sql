@@ -1,0 +1,2 @@
+-- expect: unbatched-write
+DELETE FROM audit_log;

@@ -1,0 +1,2 @@
+-- expect: opaque
+DO $$ BEGIN EXECUTE 'ALTER TABLE nodes DROP COLUMN labels'; END $$;

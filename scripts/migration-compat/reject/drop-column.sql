@@ -1,0 +1,2 @@
+-- expect: drop
+ALTER TABLE nodes ADD COLUMN rack text, DROP COLUMN labels;

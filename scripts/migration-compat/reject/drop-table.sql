@@ -1,0 +1,2 @@
+-- expect: drop
+DROP TABLE IF EXISTS public.health_events;

@@ -1,0 +1,2 @@
+-- expect: rename
+ALTER TABLE rentals RENAME COLUMN name TO title;

@@ -1,0 +1,2 @@
+-- expect: type-change
+ALTER TABLE nodes ALTER hostname SET DATA TYPE varchar(100);

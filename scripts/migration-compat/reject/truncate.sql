@@ -1,0 +1,2 @@
+-- expect: unbatched-write
+TRUNCATE webhook_deliveries;

@@ -1,0 +1,2 @@
+-- expect: type-change
+ALTER TABLE rentals ALTER COLUMN days TYPE bigint;

@@ -1,0 +1,2 @@
+-- expect: new-unique
+ALTER TABLE nodes ADD COLUMN serial_number text UNIQUE;
