@@ -163,6 +163,9 @@ int run_server(const Config& config) {
                            .pipeline_limit = config.http_pipeline_limit,
                            .max_connections = config.http_max_connections,
                            .shutdown_deadline = config.shutdown_deadline,
+                           .tls_certificate = config.tls_certificate,
+                           .tls_key = config.tls_key,
+                           .hsts_max_age = config.hsts_max_age,
                            .rate_limiters = &rate_limiters,
                            .trusted_proxies = &trusted_proxies,
                            .on_shutdown = [] { service::notify("STOPPING=1"); }},
@@ -176,7 +179,8 @@ int run_server(const Config& config) {
     seed_demo(config, pool, identity.identity_store(), inventory.demo_fleet_stores(),
               billing.top_ups());
   if (!config.port_file.empty()) write_port_file(config.port_file, port, agent_port);
-  log::info("gpurentd {} listening on http://{}:{}", GPURENT_VERSION, config.listen_host, port);
+  log::info("gpurentd {} listening on {}://{}:{}", GPURENT_VERSION,
+            config.tls_certificate.empty() ? "http" : "https", config.listen_host, port);
   if (agent_port != 0) {
     log::info("agent listener on https://{}:{} (CA in {})", config.agent_listen_host, agent_port,
               config.agent_pki_dir);

@@ -1,12 +1,13 @@
 // Beast-based listener and per-connection sessions: a connection limit, timeouts before
 // every read and write, a fresh parser per message, bounded pipelining, requests that wait
-// on timers rather than workers, graceful shutdown. The only translation unit that
-// includes Beast and Asio.
+// on timers rather than workers, graceful shutdown; HTTPS when given a certificate. The
+// only translation unit that includes Beast and Asio.
 #include "api/http_server.h"
 
 #include "api/dispatch.h"
 #include "api/rate_limiter.h"
 #include "api/responses.h"
+#include "api/tls_context.h"
 #include "api/wire.h"
 #include "core/blocking.h"
 #include "core/error.h"
@@ -20,6 +21,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -27,6 +29,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <algorithm>
 #include <array>
@@ -49,7 +52,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-class Session;
+// What the server asks of every connection, plain or TLS, at shutdown.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void on_shutdown() = 0;
+};
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 class BeastHeaders final : public HeaderSource {
  public:
@@ -141,6 +152,7 @@ struct HttpServer::Impl {
         acceptor(net::make_strand(ioc)),
         accept_retry_timer(acceptor.get_executor()),
         signals(ioc, SIGINT, SIGTERM),
+        reload_signals(ioc, SIGHUP),
         drain_timer(ioc) {}
 
   void accept();
@@ -156,11 +168,20 @@ struct HttpServer::Impl {
     }
   }
 
-  void add(Session* s, std::weak_ptr<Session> w) {
+  // The context new TLS connections are made with; null for plain HTTP. A reload replaces
+  // it; connections made with the old one keep it alive until they close.
+  std::shared_ptr<net::ssl::context> current_tls() {
+    std::lock_guard lock(tls_mutex);
+    return tls;
+  }
+  std::string reload_tls();
+  void await_reload_signal();
+
+  void add(SessionBase* s, std::weak_ptr<SessionBase> w) {
     std::lock_guard lock(sessions_mutex);
     sessions.emplace(s, std::move(w));
   }
-  void remove(Session* s) {
+  void remove(SessionBase* s) {
     std::lock_guard lock(sessions_mutex);
     sessions.erase(s);
   }
@@ -174,7 +195,7 @@ struct HttpServer::Impl {
   // Declared before the io_context, so they outlive it: sessions whose handlers are still
   // queued when it is destroyed unregister themselves here.
   mutable std::mutex sessions_mutex;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;
   std::atomic<std::size_t> connections_open{0};
   std::atomic<std::size_t> connections_peak{0};
   std::atomic<std::uint64_t> connections_accepted{0};
@@ -188,6 +209,7 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor;
   net::steady_timer accept_retry_timer;  // on the acceptor's strand
   net::signal_set signals;
+  net::signal_set reload_signals;  // SIGHUP: reload the TLS certificate
   net::steady_timer drain_timer;
   Clock::time_point drain_deadline;
   std::atomic<bool> stopping{false};
@@ -195,18 +217,35 @@ struct HttpServer::Impl {
   // refusals in a row, so each episode is logged once when it starts and once when it ends.
   std::uint64_t failed_accepts_in_a_row = 0;
   std::uint64_t refusals_in_a_row = 0;
+
+  mutable std::mutex tls_mutex;
+  std::shared_ptr<net::ssl::context> tls;  // guarded by tls_mutex
+  std::atomic<long long> tls_not_after{0};
+  std::atomic<std::uint64_t> tls_reloads{0};
+  std::atomic<std::uint64_t> tls_reload_failures{0};
+  std::atomic<std::uint64_t> tls_handshake_failures{0};
 };
 
 namespace {
 
-class Session : public std::enable_shared_from_this<Session> {
+// One connection: PlainStream, or TlsStream made with the context current when it was
+// accepted (tls_), which it keeps however often the certificate is reloaded.
+template <class Stream>
+class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
+
  public:
-  Session(tcp::socket&& socket, HttpServer::Impl& server)
+  Session(tcp::socket&& socket, HttpServer::Impl& server) requires(!kTls)
       : stream_(std::move(socket)), server_(server) {
-    server_.connection_opened();
-    beast::error_code ec;
-    auto endpoint = stream_.socket().remote_endpoint(ec);
-    if (!ec) remote_ip_ = endpoint.address().to_string();
+    opened();
+  }
+  Session(tcp::socket&& socket, std::shared_ptr<net::ssl::context> tls,
+          HttpServer::Impl& server) requires kTls : tls_(std::move(tls)),
+                                                    stream_(std::move(socket), *tls_),
+                                                    server_(server) {
+    opened();
   }
 
   ~Session() {
@@ -216,21 +255,51 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start() {
     server_.add(this, weak_from_this());
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if constexpr (kTls) {
+        self->handshake();
+      } else {
+        self->do_read();
+      }
+    });
   }
 
   // Called on shutdown: finish what is in flight, accept nothing new. Requests waiting to be
   // called again are answered 503 now rather than when their patience runs out, so they
-  // never hold up the drain.
-  void on_shutdown() {
+  // never hold up the drain; a TLS handshake still under way is cut.
+  void on_shutdown() override {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
       self->closing_ = true;
       for (auto& timer : self->waits_) timer.cancel();
-      if (self->idle_wait_ && self->queue_.empty()) self->close();
+      if ((self->idle_wait_ || self->handshaking_) && self->queue_.empty()) self->close();
     });
   }
 
  private:
+  void opened() {
+    server_.connection_opened();
+    beast::error_code ec;
+    auto endpoint = lowest().socket().remote_endpoint(ec);
+    if (!ec) remote_ip_ = endpoint.address().to_string();
+  }
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // The TLS handshake must end within the read timeout, as a request must.
+  void handshake() {
+    handshaking_ = true;
+    lowest().expires_after(server_.options.read_timeout);
+    stream_.async_handshake(net::ssl::stream_base::server,
+                            [self = shared_from_this()](beast::error_code ec) {
+                              self->handshaking_ = false;
+                              if (ec) {
+                                ++self->server_.tls_handshake_failures;
+                                return self->close();
+                              }
+                              self->do_read();
+                            });
+  }
+
   struct Slot {
     Clock::time_point started;
     std::string wire;
@@ -255,10 +324,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_more() {
     if (request_started_) {
-      stream_.expires_at(read_deadline_);
+      lowest().expires_at(read_deadline_);
     } else {
       idle_wait_ = true;
-      stream_.expires_after(server_.options.idle_timeout);
+      lowest().expires_after(server_.options.idle_timeout);
     }
     stream_.async_read_some(buffer_.prepare(kReadChunk),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
@@ -334,6 +403,7 @@ class Session : public std::enable_shared_from_this<Session> {
     view.method = Method::kOther;
     view.request_id = request_id;
     view.remote_ip = remote_ip_;
+    view.secure = kTls;
     complete(next_seq_++, view, std::move(r), server_.metrics.unmatched_slot(), false);
   }
 
@@ -358,7 +428,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // Its X-Forwarded-Proto says whether the client reached it over TLS; anyone else's is
     // ignored, and the connection itself is plain HTTP.
     std::string forwarded_client;
-    bool secure = false;
+    bool secure = kTls;
     const TrustedProxies* proxies = server_.options.trusted_proxies;
     if (proxies && !proxies->empty()) {
       // Every X-Forwarded-For line, joined in order (RFC 9110 5.3): a proxy that adds a
@@ -372,8 +442,10 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       forwarded_client = proxies->client_address(remote_ip_, xff);
       if (proxies->contains(remote_ip_)) {
-        auto proto = message["X-Forwarded-Proto"];
-        secure = forwarded_proto_is_https(std::string_view(proto.data(), proto.size()));
+        // The proxy knows how the client reached it; when it does not say, this hop counts.
+        if (auto proto = message["X-Forwarded-Proto"]; !proto.empty()) {
+          secure = forwarded_proto_is_https(std::string_view(proto.data(), proto.size()));
+        }
       }
     }
     std::string_view client_ip = forwarded_client.empty() ? std::string_view(remote_ip_)
@@ -474,7 +546,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // of it, so a long-poll looks once more at its deadline rather than giving up early.
     if (now >= *owned->call_again_until) return finish(*owned, route, seq, std::move(r));
     auto pause = std::min<Clock::duration>(owned->call_again_delay, *owned->call_again_until - now);
-    if (!stream_.socket().is_open()) return stop_waiting(*owned);  // the client is gone
+    if (!lowest().socket().is_open()) return stop_waiting(*owned);  // the client is gone
     auto timer = waits_.emplace(waits_.end(), stream_.get_executor());
     timer->expires_after(pause);
     timer->async_wait([self = shared_from_this(), timer, owned, route, seq](beast::error_code) {
@@ -483,7 +555,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (self->server_.stopping.load()) {
         return self->finish(*owned, route, seq, shutting_down_response());
       }
-      if (!self->stream_.socket().is_open()) return self->stop_waiting(*owned);
+      if (!self->lowest().socket().is_open()) return self->stop_waiting(*owned);
       self->run_on_worker(owned, route, seq);
     });
   }
@@ -505,6 +577,11 @@ class Session : public std::enable_shared_from_this<Session> {
                 bool quiet) {
     Slot& slot = queue_[seq - base_seq_];
     auto latency = Clock::now() - slot.started;
+    // HSTS (RFC 6797) means something only over TLS; over plain HTTP it must not be sent.
+    if (view.secure && server_.options.hsts_max_age.count() > 0) {
+      r.set_header("Strict-Transport-Security",
+                   "max-age=" + std::to_string(server_.options.hsts_max_age.count()));
+    }
     // The last queued response of a closing connection says so.
     bool keep_alive = !(closing_ && seq + 1 == next_seq_);
     serialize_response(r, view.request_id, keep_alive && !r.close, view.method == Method::kHead,
@@ -520,7 +597,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void write_front() {
     if (writing_ || queue_.empty() || !queue_.front().ready) return;
     writing_ = true;
-    stream_.expires_after(server_.options.write_timeout);
+    lowest().expires_after(server_.options.write_timeout);
     net::async_write(
         stream_, net::buffer(queue_.front().wire),
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
@@ -540,37 +617,44 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    lowest().close();
   }
 
   // Closes after a final response without resetting the connection: the client may still
   // be sending (a body we refused), and closing with unread bytes would make the kernel
   // send RST, which can destroy our response before the client reads it. So stop sending,
   // then read and discard for a moment until the client closes its side.
+  // Over TLS the same moment is spent in the closing handshake: close_notify sent, the
+  // client's awaited (or its EOF), then the socket closed.
   void linger_close() {
     if (reading_) return close();  // a read is outstanding; a second one is not allowed
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    if (ec) return stream_.close();
-    stream_.expires_after(std::chrono::seconds(2));
-    drain();
+    lowest().expires_after(std::chrono::seconds(2));
+    if constexpr (kTls) {
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) { self->close(); });
+    } else {
+      beast::error_code ec;
+      lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+      if (ec) return lowest().close();
+      drain();
+    }
   }
 
   void drain() {
     buffer_.clear();
-    stream_.async_read_some(buffer_.prepare(65536),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                              if (ec || (self->drained_ += n) > kMaxDrain) {
-                                return self->stream_.close();
-                              }
-                              self->drain();
-                            });
+    lowest().async_read_some(buffer_.prepare(65536),
+                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                               if (ec || (self->drained_ += n) > kMaxDrain) {
+                                 return self->lowest().close();
+                               }
+                               self->drain();
+                             });
   }
 
   static constexpr std::size_t kMaxDrain = 16 * 1024 * 1024;
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<net::ssl::context> tls_;  // TlsStream's context; declared before stream_
+  Stream stream_;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -590,6 +674,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool idle_wait_ = false;
   bool writing_ = false;
   bool closing_ = false;
+  bool handshaking_ = false;
 };
 
 }  // namespace
@@ -616,7 +701,11 @@ void HttpServer::Impl::accept() {
       ++connections_accepted;
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      std::make_shared<Session>(std::move(socket), *this)->start();
+      if (auto context = current_tls()) {
+        std::make_shared<Session<TlsStream>>(std::move(socket), std::move(context), *this)->start();
+      } else {
+        std::make_shared<Session<PlainStream>>(std::move(socket), *this)->start();
+      }
     }
     accept();
   });
@@ -649,6 +738,12 @@ void HttpServer::Impl::refuse(tcp::socket& socket) {
               options.max_connections);
   }
   beast::error_code ec;
+  if (current_tls()) {
+    // A TLS client cannot read a plain 503, and a handshake would hold the descriptor the
+    // limit protects: the connection is closed unanswered.
+    socket.close(ec);
+    return;
+  }
   socket.non_blocking(true, ec);
   std::array<char, 4096> sink;
   for (std::size_t read = 0; !ec && read < 64 * 1024;) {
@@ -673,7 +768,7 @@ void HttpServer::Impl::begin_shutdown() {
     acceptor.close(ec);
     accept_retry_timer.cancel();
   });
-  std::vector<std::shared_ptr<Session>> live;
+  std::vector<std::shared_ptr<SessionBase>> live;
   {
     std::lock_guard lock(sessions_mutex);
     for (auto& [_, weak] : sessions) {
@@ -694,11 +789,48 @@ void HttpServer::Impl::check_drained() {
   if (open == 0 || Clock::now() >= drain_deadline) {
     if (open > 0) log::warn("shutdown deadline passed with {} connections open", open);
     signals.cancel();
+    reload_signals.cancel();
     ioc.stop();
     return;
   }
   drain_timer.expires_after(std::chrono::milliseconds(20));
   drain_timer.async_wait([this](beast::error_code) { check_drained(); });
+}
+
+std::string HttpServer::Impl::reload_tls() {
+  if (options.tls_certificate.empty()) return "HTTPS is not configured: nothing to reload";
+  try {
+    auto context = std::make_shared<net::ssl::context>(
+        make_server_tls_context(options.tls_certificate, options.tls_key).release());
+    auto not_after =
+        std::chrono::system_clock::to_time_t(certificate_not_after(context->native_handle()));
+    {
+      std::lock_guard lock(tls_mutex);
+      tls = std::move(context);
+    }
+    tls_not_after = static_cast<long long>(not_after);
+    ++tls_reloads;
+    return {};
+  } catch (const ConfigError& e) {
+    ++tls_reload_failures;
+    return e.what();
+  }
+}
+
+// SIGHUP: the certificate and key are read again (a renewal); a signal the process would
+// otherwise die of, so it is taken whether or not HTTPS is on.
+void HttpServer::Impl::await_reload_signal() {
+  reload_signals.async_wait([this](beast::error_code ec, int) {
+    if (ec) return;
+    if (options.tls_certificate.empty()) {
+      log::info("SIGHUP: HTTPS is not configured; nothing to reload");
+    } else if (std::string problem = reload_tls(); problem.empty()) {
+      log::info("SIGHUP: TLS certificate {} reloaded for new connections", options.tls_certificate);
+    } else {
+      log::error("SIGHUP: TLS certificate not reloaded, the one in service stays: {}", problem);
+    }
+    await_reload_signal();
+  });
 }
 
 HttpServer::HttpServer(ServerOptions options, const Router& router, Metrics& metrics,
@@ -708,6 +840,10 @@ HttpServer::HttpServer(ServerOptions options, const Router& router, Metrics& met
 HttpServer::~HttpServer() = default;
 
 unsigned short HttpServer::listen() {
+  if (!impl_->options.tls_certificate.empty()) {
+    if (std::string problem = impl_->reload_tls(); !problem.empty()) throw ConfigError(problem);
+    impl_->tls_reloads = 0;  // the first load is not a reload
+  }
   auto& a = impl_->acceptor;
   ensure_descriptors(impl_->options.max_connections);
   beast::error_code ec;
@@ -731,6 +867,7 @@ void HttpServer::run() {
     log::info("received signal {}", signal);
     impl_->begin_shutdown();
   });
+  impl_->await_reload_signal();
   impl_->accept();
   std::vector<std::thread> threads;
   for (int i = 1; i < impl_->options.io_threads; ++i) {
@@ -738,6 +875,10 @@ void HttpServer::run() {
   }
   impl_->ioc.run();
   for (auto& t : threads) t.join();
+}
+
+std::string HttpServer::reload_tls() {
+  return impl_->reload_tls();
 }
 
 void HttpServer::shutdown() {
@@ -769,7 +910,12 @@ HttpServerStats HttpServer::stats() const {
           .accept_errors_total = impl_->accept_errors.load(),
           .requests_waiting = impl_->requests_waiting.load(),
           .inline_answered_total = impl_->inline_answered.load(),
-          .inline_diverted_total = impl_->inline_diverted.load()};
+          .inline_diverted_total = impl_->inline_diverted.load(),
+          .tls = !impl_->options.tls_certificate.empty(),
+          .tls_reloads_total = impl_->tls_reloads.load(),
+          .tls_reload_failures_total = impl_->tls_reload_failures.load(),
+          .tls_handshake_failures_total = impl_->tls_handshake_failures.load(),
+          .tls_certificate_not_after = impl_->tls_not_after.load()};
 }
 
 }  // namespace gpurent::http

@@ -30,6 +30,13 @@ struct ServerOptions {
   // Open connections at most; one more is answered 503 and closed at once.
   std::size_t max_connections = 1024;
   std::chrono::milliseconds shutdown_deadline{15'000};
+  // HTTPS: PEM files of the certificate (chain after it) and its key, both set; both empty
+  // serves plain HTTP. SIGHUP reloads them (reload_tls).
+  std::string tls_certificate;
+  std::string tls_key;
+  // Strict-Transport-Security's max-age on responses to requests that came over TLS, to this
+  // listener or to a trusted proxy (Request::secure); 0: none.
+  std::chrono::seconds hsts_max_age{0};
   RateLimiters* rate_limiters = nullptr;  // none: nothing is limited
   // Peers whose X-Forwarded-For names the client; none or empty: the peer is the client.
   const TrustedProxies* trusted_proxies = nullptr;
@@ -50,6 +57,14 @@ struct HttpServerStats {
   // have blocked there and were run on a worker instead.
   std::uint64_t inline_answered_total = 0;
   std::uint64_t inline_diverted_total = 0;
+  // HTTPS only: certificate reloads (SIGHUP) done and refused, handshakes that failed (a
+  // client speaking plain HTTP, an old TLS version, a scanner), and when the certificate
+  // served now expires (seconds since the epoch).
+  bool tls = false;
+  std::uint64_t tls_reloads_total = 0;
+  std::uint64_t tls_reload_failures_total = 0;
+  std::uint64_t tls_handshake_failures_total = 0;
+  long long tls_certificate_not_after = 0;
 };
 
 class HttpServer {
@@ -61,8 +76,15 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds and listens; returns the bound port (useful with port 0). Throws ConfigError
-  // when the address cannot be bound.
+  // when the address cannot be bound, or when HTTPS is asked for and the certificate or key
+  // cannot be used.
   unsigned short listen();
+
+  // HTTPS: reads the certificate and key files again, for connections accepted from now on;
+  // open connections keep the ones they were made with, so none is dropped. When the files
+  // cannot be used the ones in service stay, and this says why (logged too); empty on
+  // success. SIGHUP calls it. Any thread.
+  std::string reload_tls();
 
   // Serves until shutdown completes: on SIGINT/SIGTERM or shutdown(), stops accepting,
   // lets in-flight requests finish until the deadline, then returns.

@@ -38,9 +38,9 @@ struct Request {
   std::string_view body;
   std::string_view request_id;
   std::string_view remote_ip;
-  // The client reached the platform over TLS. This server speaks plain HTTP, so only a
-  // trusted proxy (trusted_proxies) can say so, in X-Forwarded-Proto; any other peer's
-  // header is ignored, as its X-Forwarded-For is.
+  // The client reached the platform over TLS: this listener's own HTTPS, or a trusted proxy
+  // (trusted_proxies) that says so in X-Forwarded-Proto; any other peer's header is ignored,
+  // as its X-Forwarded-For is.
   bool secure = false;
   const HeaderSource* headers = nullptr;
   std::vector<std::pair<std::string, std::string>> path_params;  // filled by the router

@@ -91,6 +91,18 @@ void add_http_server_collector(http::Metrics& metrics, const http::HttpServer& s
     append_metric(out, "gpurent_http_inline_diverted_total", "counter",
                   "Requests that would have blocked the network thread, run on a worker.",
                   s.inline_diverted_total);
+    if (!s.tls) return;
+    append_metric(out, "gpurent_tls_certificate_expiry_timestamp_seconds", "gauge",
+                  "When the HTTPS certificate in service expires (seconds since the epoch).",
+                  s.tls_certificate_not_after);
+    append_metric(out, "gpurent_tls_reloads_total", "counter",
+                  "HTTPS certificate reloads (SIGHUP) that took effect.", s.tls_reloads_total);
+    append_metric(out, "gpurent_tls_reload_failures_total", "counter",
+                  "HTTPS certificate reloads refused (the files unusable; the old one stays).",
+                  s.tls_reload_failures_total);
+    append_metric(out, "gpurent_tls_handshake_failures_total", "counter",
+                  "TLS handshakes that failed (plain HTTP, old protocol versions, scanners).",
+                  s.tls_handshake_failures_total);
   });
 }
 

@@ -241,6 +241,18 @@ const std::vector<Field>& fields() {
        [](Config& c, const std::string& v) { c.shutdown_deadline = parse_duration(v); }},
       {{"web_root", "GPURENT_WEB_ROOT", "folder of the web panel's static files", "web/public"},
        [](Config& c, const std::string& v) { c.web_root = v; }},
+      {{"tls_certificate", "GPURENT_TLS_CERTIFICATE",
+        "PEM certificate (chain after it) for HTTPS on the public listener; with tls_key", ""},
+       [](Config& c, const std::string& v) { c.tls_certificate = v; }},
+      {{"tls_key", "GPURENT_TLS_KEY", "PEM private key of tls_certificate (SIGHUP reloads both)",
+        ""},
+       [](Config& c, const std::string& v) { c.tls_key = v; }},
+      {{"hsts_max_age", "GPURENT_HSTS_MAX_AGE",
+        "Strict-Transport-Security max-age sent to clients over TLS (whole seconds; 0: none)",
+        "8760h"},
+       [](Config& c, const std::string& v) {
+         c.hsts_max_age = v == "0" ? std::chrono::seconds(0) : parse_whole_seconds(v);
+       }},
       {{"database_url", "DATABASE_URL",
         "PostgreSQL connection URL; empty runs an embedded PostgreSQL in data_dir", ""},
        [](Config& c, const std::string& v) { c.database_url = v; }},
@@ -578,6 +590,11 @@ std::string origin(const Origins& origins, const std::string& name) {
 // Rules that involve several keys; checked once every source has been applied, since any
 // source may set either key.
 void check_together(const Config& c, const Origins& origins) {
+  if (c.tls_certificate.empty() != c.tls_key.empty()) {
+    throw ConfigError("config tls_certificate (" + origin(origins, "tls_certificate") +
+                      ") and tls_key (" + origin(origins, "tls_key") +
+                      ") must be set together: HTTPS needs both");
+  }
   if (c.session_idle > c.session_absolute) {
     throw ConfigError("config session_idle (" + origin(origins, "session_idle") +
                       ") must not exceed session_absolute (" + origin(origins, "session_absolute") +

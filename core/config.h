@@ -26,6 +26,14 @@ struct Config {
   std::size_t http_max_connections = 1024;
   std::chrono::milliseconds shutdown_deadline{15'000};
   std::string web_root = "web/public";
+  // HTTPS on the public listener: PEM files of the certificate (its chain after it) and its
+  // key; both or neither. Set, the listener speaks TLS only (1.2 and 1.3, forward-secret
+  // AEAD suites), and SIGHUP reloads both files without dropping a connection.
+  std::string tls_certificate;
+  std::string tls_key;
+  // Strict-Transport-Security's max-age on responses to clients that came over TLS (here or
+  // through a trusted proxy); 0 sends none.
+  std::chrono::seconds hsts_max_age{365 * 24 * 3600};
 
   // Database. Empty database_url means: run an embedded PostgreSQL in data_dir.
   std::string database_url;

@@ -108,6 +108,14 @@ TEST_F(IdentityE2E, CookieIsSecureBehindATrustedTlsProxyOnly) {
   EXPECT_NE(cookie_with("HTTPS").find("; Secure"), std::string::npos);
   EXPECT_EQ(cookie_with("http").find("Secure"), std::string::npos)
       << "the trusted proxy reached over plain HTTP";
+  // HSTS goes with it: only to a client that came over TLS (RFC 6797 8.1).
+  auto hsts = [&](const std::string& proto) {
+    return post("/v1/auth/login", {{"email", "tls@example.com"}, {"password", "a good passphrase"}},
+                {{"X-Forwarded-Proto", proto}})
+        .header("strict-transport-security");
+  };
+  EXPECT_EQ(hsts("https"), "max-age=31536000");
+  EXPECT_EQ(hsts("http"), "");
 }
 
 TEST_F(IdentityE2E, MeShowsUserOrgRoleAndScopes) {

@@ -1,6 +1,8 @@
 // RawConnection: poll-based reads with deadlines, minimal response parsing.
 #include "tests/support/http_client.h"
 
+#include "tests/support/response_reader.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -62,42 +64,8 @@ bool RawConnection::fill(std::chrono::steady_clock::time_point deadline) {
 
 HttpResult RawConnection::read_response(std::chrono::milliseconds timeout, bool head) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::size_t end;
-  while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
-    if (!fill(deadline)) throw std::runtime_error("no complete response head; got: " + buffer_);
-  }
-  HttpResult result;
-  std::string head_text = buffer_.substr(0, end);
-  buffer_.erase(0, end + 4);
-  auto line_end = head_text.find("\r\n");
-  std::string status_line = head_text.substr(0, line_end);
-  if (status_line.size() < 12) throw std::runtime_error("bad status line: " + status_line);
-  result.status = std::stoi(status_line.substr(9, 3));
-  std::size_t pos = line_end == std::string::npos ? head_text.size() : line_end + 2;
-  while (pos < head_text.size()) {
-    auto next = head_text.find("\r\n", pos);
-    if (next == std::string::npos) next = head_text.size();
-    std::string line = head_text.substr(pos, next - pos);
-    auto colon = line.find(':');
-    if (colon != std::string::npos) {
-      std::string name = line.substr(0, colon);
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      std::string value = line.substr(colon + 1);
-      while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-      result.headers[name] = value;
-    }
-    pos = next + 2;
-  }
-  std::size_t length = 0;
-  if (!head && result.headers.count("content-length")) {
-    length = std::stoul(result.headers["content-length"]);
-  }
-  while (buffer_.size() < length) {
-    if (!fill(deadline)) throw std::runtime_error("response body cut short");
-  }
-  result.body = buffer_.substr(0, length);
-  buffer_.erase(0, length);
-  return result;
+  return read_http_response(
+      buffer_, [this, deadline] { return fill(deadline); }, head);
 }
 
 bool RawConnection::closed_within(std::chrono::milliseconds timeout, std::string* received) {
