@@ -366,4 +366,13 @@ class PgPool {
 // What every store method takes (see PgPool::Tx).
 using Tx = PgPool::Tx;
 
+// `url` (either form libpq reads: a postgresql:// URI, one host or several, or key=value
+// pairs) with `key` set to `value`, which libpq takes over an earlier setting of the same key.
+// The URL is otherwise passed on as it is.
+std::string conninfo_with(const std::string& url, const std::string& key, const std::string& value);
+// The same, unless the URL sets `key` already: a default the operator's DATABASE_URL can
+// override (connect_timeout).
+std::string conninfo_with_default(const std::string& url, const std::string& key,
+                                  const std::string& value);
+
 }  // namespace gpurent

@@ -36,19 +36,10 @@ bool valid_channel(std::string_view c) {
 
 // The URL plus what the listener's session needs: a name that shows in pg_stat_activity,
 // so operators (and tests) can find it, and a bounded connect, so stop() is not held up
-// by an unreachable server. Later keys override earlier ones in both libpq formats.
+// by an unreachable server.
 std::string listener_conninfo(const std::string& url) {
-  // Appended in steps: GCC 12 at -O3 warns falsely about a concatenation here.
-  std::string keys = "application_name=";
-  keys.append(kApplicationName);
-  bool has_timeout = url.find("connect_timeout") != std::string::npos;
-  bool uri = url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0;
-  if (uri) {
-    if (!has_timeout) keys += "&connect_timeout=2";  // libpq's minimum
-    return url + (url.find('?') == std::string::npos ? "?" : "&") + keys;
-  }
-  if (!has_timeout) keys += " connect_timeout=2";
-  return url + " " + keys;
+  return conninfo_with(conninfo_with_default(url, "connect_timeout", "2"),  // libpq's minimum
+                       "application_name", kApplicationName);
 }
 
 // libpq can echo parts of a malformed connection string in its errors; the password

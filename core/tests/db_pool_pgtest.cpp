@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <future>
 #include <latch>
@@ -222,6 +226,65 @@ TEST(PgPool, UnreachableDatabaseIsUnavailableNotACrash) {
   }
   EXPECT_EQ(pool.stats().open, 0) << "a failed connect must give its slot back";
   EXPECT_EQ(pool.stats().connect_failures_total, 1u);
+}
+
+// Both forms of DATABASE_URL, a multi-host one included, reach libpq as written, with only
+// what the pool or the listener adds at the end; a setting the URL has is kept.
+TEST(PgPool, ConnectionSettingsAreAddedToTheUrlAsWritten) {
+  const std::string multi =
+      "postgresql://u@db-a:5432,db-b:5432/gpurent?target_session_attrs=read-write";
+  EXPECT_EQ(conninfo_with_default(multi, "connect_timeout", "2"), multi + "&connect_timeout=2");
+  EXPECT_EQ(conninfo_with_default("postgresql://u@db/gpurent", "connect_timeout", "3"),
+            "postgresql://u@db/gpurent?connect_timeout=3");
+  EXPECT_EQ(conninfo_with_default("host=db-a,db-b dbname=gpurent", "connect_timeout", "2"),
+            "host=db-a,db-b dbname=gpurent connect_timeout=2");
+  const std::string chosen = "postgresql://u@db/gpurent?connect_timeout=10";
+  EXPECT_EQ(conninfo_with_default(chosen, "connect_timeout", "2"), chosen);
+  EXPECT_EQ(conninfo_with("host=db application_name=x", "application_name", "y"),
+            "host=db application_name=x application_name=y")
+      << "libpq takes the last";
+}
+
+// A database address that no longer answers (the host of a primary that failed over, a
+// firewall that drops packets): a connect must not wait for the kernel to give up on its SYNs,
+// about two minutes in which a worker and a pool slot are held and /readyz hangs. A listening
+// socket whose accept queue is full and never read drops SYNs the same way.
+TEST(PgPool, AConnectNobodyAnswersIsUnavailableWithinTheWait) {
+  int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(silent, 0), 0);
+  ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(filler, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+
+  PgPool pool(
+      {.url = "postgresql://gpurent@127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/nope",
+       .size = 1,
+       .wait_timeout = 2000ms});
+  auto start = std::chrono::steady_clock::now();
+  auto attempt = std::async(std::launch::async, [&] {
+    try {
+      pool.acquire();
+      return std::string("connected");
+    } catch (const Error& e) {
+      return std::string(e.code() == ErrorCode::kUnavailable ? "unavailable" : e.what());
+    }
+  });
+  bool answered = attempt.wait_for(10s) == std::future_status::ready;
+  // Refused from now on, so a connect still waiting ends at its next SYN.
+  close(filler);
+  close(silent);
+  EXPECT_TRUE(answered) << "acquire() still waiting on an unanswered connect after 10 s";
+  EXPECT_EQ(attempt.get(), "unavailable");
+  if (answered) {
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 6s)
+        << "about the pool's wait (libpq's minimum connect_timeout is 2 s)";
+  }
+  EXPECT_EQ(pool.stats().open, 0);
 }
 
 // A connection the server drops mid-transaction (a restart, an operator's kill): the
