@@ -75,9 +75,11 @@ class Tally {
     auto& first = write ? first_write_ : first_read_;
     if (since_ && sent >= *since_ && !first) first = Clock::now();
   }
-  void unavailable(Clock::time_point sent, Clock::duration took) {
+  // `in_doubt`: the connection went during COMMIT, so the change may have been made.
+  void unavailable(Clock::time_point sent, Clock::duration took, bool in_doubt) {
     std::lock_guard lock(mutex_);
     ++unavailable_;
+    if (in_doubt) ++in_doubt_;
     note(took);
     if (since_ && sent >= *since_) ++unavailable_since_;
   }
@@ -110,8 +112,9 @@ class Tally {
     std::lock_guard lock(mutex_);
     std::ostringstream out;
     out << reads_ << " reads and " << writes_ << " writes answered, " << unavailable_
-        << " × 503 unavailable, " << problem_count_ << " problems, slowest answer " << std::fixed
-        << std::setprecision(2) << seconds(slowest_) << " s";
+        << " × 503 unavailable (" << in_doubt_ << " in doubt), " << problem_count_
+        << " problems, slowest answer " << std::fixed << std::setprecision(2) << seconds(slowest_)
+        << " s";
     return out.str();
   }
   std::vector<std::string> problems() const {
@@ -123,7 +126,8 @@ class Tally {
   void note(Clock::duration took) { slowest_ = std::max(slowest_, took); }
 
   mutable std::mutex mutex_;
-  int reads_ = 0, writes_ = 0, unavailable_ = 0, unavailable_since_ = 0, problem_count_ = 0;
+  int reads_ = 0, writes_ = 0, unavailable_ = 0, in_doubt_ = 0, unavailable_since_ = 0,
+      problem_count_ = 0;
   Clock::duration slowest_{};
   std::optional<Clock::time_point> since_, first_read_, first_write_;
   std::vector<std::string> problems_;
@@ -306,7 +310,10 @@ class DatabaseRestartE2E : public ::testing::Test {
             r.header("retry-after") != "1") {
           tally.problem(what + ": a 503 without the unavailable error and Retry-After: " + r.body);
         }
-        tally.unavailable(sent, took);
+        bool in_doubt =
+            code.is_object() &&
+            code["error"].value("details", json::object()).value("outcome", "") == "unknown";
+        tally.unavailable(sent, took, in_doubt);
       } else {
         tally.problem(what + " answered " + std::to_string(r.status) + ": " + r.body);
       }
