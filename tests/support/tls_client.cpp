@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace gpurent::testing {
@@ -60,6 +61,14 @@ void TlsConnection::connect_and_handshake(int port, const TlsClientOptions& opti
 
   fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw std::runtime_error("socket failed");
+  if (!options.source_address.empty()) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    if (inet_pton(AF_INET, options.source_address.c_str(), &local.sin_addr) != 1 ||
+        bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      throw std::runtime_error("cannot connect from " + options.source_address);
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -153,6 +162,15 @@ std::string TlsConnection::certificate_fingerprint() const {
     hex += byte;
   }
   return hex;
+}
+
+void make_test_certificate(const std::string& dir, const std::string& name) {
+  std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+      "-days 2 -subj /CN=" +
+      name + " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + dir + "/" + name +
+      ".key -out " + dir + "/" + name + ".crt 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
 }
 
 HttpResult https_request(int port, const TlsClientOptions& options, const std::string& method,

@@ -19,6 +19,9 @@ struct TlsClientOptions {
   int min_version = 0;    // TLS1_2_VERSION...; 0: OpenSSL's default
   int max_version = 0;
   std::string tls12_ciphers;  // empty: OpenSSL's default list
+  // The local address to connect from (another loopback address, so the server side can
+  // tell this client from a proxy on 127.0.0.1); empty: the kernel's choice.
+  std::string source_address;
 };
 
 class TlsConnection {
@@ -48,6 +51,11 @@ class TlsConnection {
   SSL* ssl_ = nullptr;
   std::string buffer_;
 };
+
+// A self-signed EC P-256 certificate for localhost and 127.0.0.1 and its key, made by the
+// `openssl` command as an operator would, as `dir`/NAME.crt and NAME.key. Throws when the
+// command fails.
+void make_test_certificate(const std::string& dir, const std::string& name);
 
 // One request on a fresh TLS connection.
 HttpResult https_request(int port, const TlsClientOptions& options, const std::string& method,
