@@ -26,6 +26,7 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -195,7 +196,10 @@ class DatabaseRestartE2E : public ::testing::Test {
       *replica = std::make_unique<ServerProcess>(
           ServerOptions{.database_url = url,
                         .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
-                                  "--db_statement_timeout=5s"}});
+                                  "--db_statement_timeout=5s",
+                                  // Every background job runs each second, so that one
+                                  // succeeding since the database came back says it recovered.
+                                  "--lifecycle_interval=1s", "--agent_task_poll=1s"}});
     }
     auto doc = http_request(a_->port(), "GET", "/v1/openapi.json");
     ASSERT_EQ(doc.status, 200);
@@ -369,6 +373,32 @@ class DatabaseRestartE2E : public ::testing::Test {
     return read_metric(s.port(), name);
   }
 
+  // Each background job's last success by the system clock (seconds since the epoch), from
+  // /metrics (the families list every job from the start; 0 until its first success).
+  std::map<std::string, double> job_successes(ServerProcess& s) {
+    std::map<std::string, double> out;
+    const std::string prefix = "gpurent_job_last_success_timestamp_seconds{job_name=\"";
+    auto r = http_request(s.port(), "GET", "/metrics", "", {}, 10s);
+    std::istringstream lines(r.body);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(prefix, 0) != 0) continue;
+      auto end = line.find('"', prefix.size());
+      out[line.substr(prefix.size(), end - prefix.size())] =
+          std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return out;
+  }
+  // The jobs that have not succeeded since `since`, by name; empty when every job has.
+  std::string jobs_behind(ServerProcess& s, double since) {
+    auto jobs = job_successes(s);
+    if (jobs.empty()) return "(no job on /metrics)";
+    std::string behind;
+    for (const auto& [job, at] : jobs) {
+      if (at < since) behind += job + " ";
+    }
+    return behind;
+  }
+
   // The active images' names through `s` (served from its catalog snapshot); nullopt when
   // it did not answer 200.
   std::optional<std::set<std::string>> image_names(ServerProcess& s) {
@@ -434,18 +464,22 @@ class DatabaseRestartE2E : public ::testing::Test {
         << tally_[0].summary() << "; " << tally_[1].summary() << ")";
     repair();
     auto back = Clock::now();
+    double back_wall =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (auto& t : tally_) t.mark(back);
     auto deadline = back + kRecoveryLimit;
 
-    // Ready, reading and writing: polled together, each replica's time is its own.
-    std::optional<Clock::time_point> ready[2];
+    // Ready, reading, writing, and every background job run again: polled together, each
+    // replica's times are its own.
+    std::optional<Clock::time_point> ready[2], jobs[2];
     wait_for(
         [&] {
           for (int r = 0; r < 2; ++r) {
             if (!ready[r] && readyz(*replicas[r]) == 200) ready[r] = Clock::now();
+            if (!jobs[r] && jobs_behind(*replicas[r], back_wall).empty()) jobs[r] = Clock::now();
           }
-          return ready[0] && ready[1] && tally_[0].first_read() && tally_[0].first_write() &&
-                 tally_[1].first_read() && tally_[1].first_write();
+          return ready[0] && ready[1] && jobs[0] && jobs[1] && tally_[0].first_read() &&
+                 tally_[0].first_write() && tally_[1].first_read() && tally_[1].first_write();
         },
         std::chrono::duration_cast<std::chrono::milliseconds>(kRecoveryLimit), 20ms);
 
@@ -472,7 +506,7 @@ class DatabaseRestartE2E : public ::testing::Test {
               << seconds(back - struck) << " s\n";
     for (int r = 0; r < 2; ++r) {
       std::optional<Clock::time_point> all = ready[r];
-      for (const auto& t : {tally_[r].first_read(), tally_[r].first_write(), hears[r]}) {
+      for (const auto& t : {tally_[r].first_read(), tally_[r].first_write(), jobs[r], hears[r]}) {
         if (!all || !t) {
           all.reset();
           break;
@@ -482,7 +516,8 @@ class DatabaseRestartE2E : public ::testing::Test {
       std::cout << "   replica "
                 << "AB"[r] << ": /readyz 200 after " << since_back(ready[r]) << ", a read "
                 << since_back(tally_[r].first_read()) << ", a write "
-                << since_back(tally_[r].first_write()) << ", hears the other's announcements "
+                << since_back(tally_[r].first_write()) << ", every background job "
+                << since_back(jobs[r]) << ", hears the other's announcements "
                 << since_back(hears[r]) << "; recovered in " << since_back(all) << " ("
                 << tally_[r].summary() << ")\n";
       EXPECT_TRUE(all.has_value())
@@ -490,7 +525,9 @@ class DatabaseRestartE2E : public ::testing::Test {
           << "AB"[r] << " did not recover within " << seconds(kRecoveryLimit)
           << " s of PostgreSQL's return: /readyz " << since_back(ready[r]) << ", read "
           << since_back(tally_[r].first_read()) << ", write " << since_back(tally_[r].first_write())
-          << ", announcements " << since_back(hears[r]) << "\n"
+          << ", jobs " << since_back(jobs[r])
+          << " (behind: " << jobs_behind(*replicas[r], back_wall) << "), announcements "
+          << since_back(hears[r]) << "\n"
           << replicas[r]->logs().substr(
                  replicas[r]->logs().size() > 6000 ? replicas[r]->logs().size() - 6000 : 0);
       EXPECT_TRUE(replicas[r]->running()) << "replica "
