@@ -15,10 +15,13 @@
 #include "tests/support/rental_fleet_fixture.h"
 #include "tests/support/sanitizer_report.h"
 #include "tests/support/test_keys.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
+#include <pwd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -479,6 +482,189 @@ TEST_F(RestoreDrillE2E, ABackupRestoredIntoANewClusterServesTheSameRentalsMoneyA
     expect_ack(channel, send(channel, heartbeat()));
   }
   EXPECT_EQ(read_file(restored_state_ + "/pki/ca.crt"), ca_pem_);
+}
+
+// ---- Point-in-time recovery: a base backup and the archived WAL, replayed to a time ----
+
+// The user PostgreSQL runs as when we are root (it refuses root), as EmbeddedPostgres does.
+std::optional<RunAs> postgres_user() {
+  if (geteuid() != 0) return std::nullopt;
+  passwd* pw = getpwnam(EmbeddedPostgresOptions{}.system_user.c_str());
+  if (!pw) return std::nullopt;
+  return RunAs{pw->pw_uid, pw->pw_gid};
+}
+
+// A folder the PostgreSQL user owns.
+std::string postgres_folder(const std::string& path) {
+  fs::create_directories(path);
+  if (auto user = postgres_user()) {
+    EXPECT_EQ(chown(path.c_str(), user->uid, user->gid), 0) << path;
+  }
+  return path;
+}
+
+struct Session {
+  std::string cookie, csrf;
+  std::map<std::string, std::string> headers() const {
+    return {{"Cookie", cookie}, {"X-CSRF-Token", csrf}, {"Content-Type", "application/json"}};
+  }
+};
+
+Session sign_in(int port, const std::string& email, const std::string& password) {
+  auto r = http_request(port, "POST", "/v1/auth/login",
+                        json{{"email", email}, {"password", password}}.dump(),
+                        {{"Content-Type", "application/json"}});
+  EXPECT_EQ(r.status, 200) << email << ": " << r.body;
+  std::string cookie = r.header("set-cookie");
+  return {cookie.substr(0, cookie.find(';')),
+          r.status == 200 ? r.json().value("csrf_token", "") : ""};
+}
+
+// The org's balance as its admin sees it: available and held, in minor units.
+std::string balance_of(int port, const Session& admin, const std::string& org_id) {
+  auto r = http_request(port, "GET", "/v1/admin/orgs/" + org_id + "/balance", "", admin.headers());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.body;
+}
+
+void credit(int port, const Session& admin, const std::string& org_id, long long minor) {
+  auto r = http_request(
+      port, "POST", "/v1/admin/orgs/" + org_id + "/credit",
+      json{{"amount", {{"amount_minor", minor}, {"currency", "RUB"}}}, {"reason", "bank transfer"}}
+          .dump(),
+      admin.headers());
+  EXPECT_EQ(r.status, 201) << r.body;
+}
+
+// As docs/DEPLOYMENT.md says: continuous archiving on the primary, a base backup with
+// pg_basebackup, the primary lost, the base backup restored with restore_command and
+// recovery_target_time set to just before a mistaken posting. The recovered database holds
+// what was committed up to that time and nothing after, and the ledger is whole.
+TEST(PointInTimeRecoveryE2E, ABaseBackupAndArchivedWalRecoverToATimeBeforeAMistake) {
+  const std::string primary_dir = make_cluster_dir(), backups = make_cluster_dir(),
+                    recovered_dir = make_cluster_dir();
+  // Declared before the clusters, so they have stopped by the time it removes their folders.
+  struct RemovedAtEnd {
+    std::vector<std::string> dirs;
+    ~RemovedAtEnd() {
+      for (const auto& dir : dirs) fs::remove_all(dir);
+    }
+  } removed_at_end{{primary_dir, backups, recovered_dir}};
+  const std::string archive = postgres_folder(backups + "/wal"),
+                    base = postgres_folder(backups + "/base") + "/pg";
+  // The primary, archiving every WAL segment it completes (archive_mode needs a restart).
+  auto primary = std::make_unique<EmbeddedPostgres>(EmbeddedPostgresOptions{
+      .data_dir = primary_dir + "/pg", .database = "gpurent", .durable = false});
+  primary->start();
+  {
+    pqxx::connection c(primary->url());
+    pqxx::nontransaction tx(c);
+    tx.exec("ALTER SYSTEM SET archive_mode = 'on'");
+    tx.exec("ALTER SYSTEM SET archive_command = " + tx.quote("cp %p " + archive + "/%f"));
+  }
+  primary->stop();
+  primary->start();
+
+  std::string org_id, good_balance, target;
+  {
+    ServerProcess server({.database_url = primary->url(),
+                          .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0"}});
+    const int port = server.port();
+    // The platform admin as an operator makes one.
+    std::string dir = make_temp_dir("gpurent-pitr-admin");
+    std::ofstream(dir + "/password") << "the admin's passphrase\n";
+    std::string cmd = "DATABASE_URL='" + primary->url() + "' " + gpurentd_path() +
+                      " admin create --email root@example.com --password-stdin"
+                      " --test_mode=true --password_hash_cost=10 --log_format=json <" +
+                      dir + "/password >" + dir + "/out 2>&1";
+    int status = std::system(cmd.c_str());
+    std::string out = read_file(dir + "/out");
+    fs::remove_all(dir);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+    Session admin = sign_in(port, "root@example.com", "the admin's passphrase");
+    auto signed_up = http_request(port, "POST", "/v1/auth/signup",
+                                  json{{"email", "owner@acme.example"},
+                                       {"password", "a good passphrase"},
+                                       {"org_name", "Acme"}}
+                                      .dump(),
+                                  {{"Content-Type", "application/json"}});
+    ASSERT_EQ(signed_up.status, 201) << signed_up.body;
+    auto me = http_request(
+        port, "POST", "/v1/auth/login",
+        json{{"email", "owner@acme.example"}, {"password", "a good passphrase"}}.dump(),
+        {{"Content-Type", "application/json"}});
+    ASSERT_EQ(me.status, 200) << me.body;
+    org_id = me.json()["current_org_id"];
+    credit(port, admin, org_id, 1'000'000);
+
+    // The weekly base backup, taken while the server writes.
+    auto based = run_subprocess(
+        {pg_tool("pg_basebackup"), "-h", primary->socket_dir(), "-p", "5432", "-U", "gpurent", "-D",
+         base, "--format=plain", "--checkpoint=fast", "--wal-method=stream"},
+        postgres_user());
+    ASSERT_EQ(based.exit_code, 0) << based.output;
+
+    credit(port, admin, org_id, 200'000);  // after the base backup: only the WAL has it
+    good_balance = balance_of(port, admin, org_id);
+    {
+      pqxx::connection c(primary->url());
+      pqxx::nontransaction tx(c);
+      target = tx.exec("SELECT clock_timestamp()::text")[0][0].as<std::string>();
+    }
+    credit(port, admin, org_id, 50'000'000);  // the mistake
+    ASSERT_NE(balance_of(port, admin, org_id), good_balance);
+
+    // The segment holding the mistake is completed and archived, as time would do.
+    pqxx::connection c(primary->url());
+    pqxx::nontransaction tx(c);
+    std::string segment =
+        tx.exec("SELECT pg_walfile_name(pg_switch_wal())")[0][0].as<std::string>();
+    EXPECT_TRUE(wait_for([&] {
+      auto r = tx.exec("SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver");
+      return r[0][0].as<std::string>() >= segment;
+    })) << "segment "
+        << segment << " was not archived";
+    EXPECT_EQ(server.stop(), "");
+  }
+  // The primary is lost.
+  primary->stop();
+  primary.reset();
+  fs::remove_all(primary_dir + "/pg");
+
+  // The base backup restored, replayed from the archive up to the target time, promoted.
+  auto copied = run_subprocess({"cp", "-a", base, recovered_dir + "/pg"});
+  ASSERT_EQ(copied.exit_code, 0) << copied.output;
+  std::ofstream(recovered_dir + "/pg/postgresql.auto.conf", std::ios::app)
+      << "restore_command = 'cp " << archive << "/%f %p'\n"
+      << "recovery_target_time = '" << target << "'\n"
+      << "recovery_target_action = 'promote'\n"
+      << "archive_mode = 'off'\n";
+  std::ofstream(recovered_dir + "/pg/recovery.signal");
+  // The embedded cluster keeps its socket in its data folder, so the backup holds the
+  // primary's socket lock file, which names a postmaster that is gone.
+  fs::remove(recovered_dir + "/pg/.s.PGSQL.5432.lock");
+  if (postgres_user()) {
+    auto owned = run_subprocess({"chown", "-R", "postgres:postgres", recovered_dir + "/pg"});
+    ASSERT_EQ(owned.exit_code, 0) << owned.output;
+  }
+  auto recovered = std::make_unique<EmbeddedPostgres>(EmbeddedPostgresOptions{
+      .data_dir = recovered_dir + "/pg", .database = "gpurent", .durable = false});
+  recovered->start();
+  {
+    pqxx::connection c(recovered->url());
+    pqxx::nontransaction tx(c);
+    EXPECT_TRUE(wait_for([&] { return !tx.exec("SELECT pg_is_in_recovery()")[0][0].as<bool>(); }))
+        << "recovery did not end";
+  }
+  {
+    ServerProcess server({.database_url = recovered->url(),
+                          .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0"}});
+    // The admin's session was committed before the target: it is still there.
+    Session admin = sign_in(server.port(), "root@example.com", "the admin's passphrase");
+    EXPECT_EQ(balance_of(server.port(), admin, org_id), good_balance);
+    EXPECT_EQ(violations_text(chaos::check_database(recovered->url())), "");
+    EXPECT_EQ(server.stop(), "");
+  }
 }
 
 }  // namespace gpurent::testing::restore_drill_e2e
