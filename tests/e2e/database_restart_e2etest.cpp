@@ -1,8 +1,9 @@
-// PostgreSQL restarted under load, by a fast shutdown and by a crash (an immediate stop),
-// with two gpurentd replicas on it: while it is down every answer that needs it is 503
-// `unavailable` in the contract's error format, and within 30 s of its return each replica,
-// by itself and still the same process, is ready, reads and writes, and hears the other
-// replica's announcements again (its listener LISTENs on a new connection).
+// PostgreSQL restarted under load (a fast shutdown, a crash) and failed over to a promoted
+// standby, with two gpurentd replicas on it: while it is down every answer that needs it is
+// 503 `unavailable` in the contract's error format, and within 30 s of its return each
+// replica, by itself and still the same process, is ready, reads and writes, runs its
+// background jobs, and hears the other replica's announcements again (its listener LISTENs
+// on a new connection).
 #include "core/embedded_postgres.h"
 #include "core/migrator.h"
 #include "core/subprocess.h"
