@@ -314,6 +314,18 @@ TEST(UpgradeE2E, TheLastReleasesDatabaseMigratesToHeadWithNothingLostAndIsServed
   violations.clear();
   for (const auto& v : chaos::check_database(db.url())) violations += v.invariant + ": " + v.detail;
   EXPECT_EQ(violations, "");
+
+  // When the next release's first replica migrates, this one stays ready: the rule keeps it
+  // working on the newer schema. (Here the next release's migration is only its record.)
+  {
+    pqxx::connection c(db.url());
+    pqxx::work tx(c);
+    tx.exec_params("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                   head.back().version + 1, "next_release.sql", "none");
+    tx.commit();
+  }
+  auto ready = http_request(server.port(), "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200) << ready.body;
 }
 
 }  // namespace gpurent::testing::upgrade_e2e
