@@ -5,7 +5,8 @@
 // cluster and a new state folder (`pg_restore`, `gpurentd keys restore`). The restored server
 // must answer what the lost one answered, its ledger must pass the invariants, new postings
 // and certificates must follow the old ones, and an agent enrolled before the backup must
-// connect with the certificate it already has.
+// connect with the certificate it already has. Then point-in-time recovery: a base backup
+// and the archived WAL replayed to a time before a mistaken posting.
 #include "agent_proto/messages.h"
 #include "core/embedded_postgres.h"
 #include "core/subprocess.h"
