@@ -33,7 +33,7 @@ struct Config {
   std::string tls_key;
   // Strict-Transport-Security's max-age on responses to clients that came over TLS (here or
   // through a trusted proxy); 0 sends none.
-  std::chrono::seconds hsts_max_age{365 * 24 * 3600};
+  std::chrono::seconds hsts_max_age{std::chrono::hours(8760)};  // a year
 
   // Database. Empty database_url means: run an embedded PostgreSQL in data_dir.
   std::string database_url;
