@@ -3,7 +3,8 @@
 #   make test  install what is missing, build with sanitizers, run every test
 #   make install  build the gpurent CLI and install it in $(PREFIX)/bin (default /usr/local)
 #   make chaos    the chaos suite's full form: faults under a booking storm (docs/TESTING.md)
-.PHONY: run test build build-test bench format format-check clean install chaos
+#   make deb      the Debian packages, in build/deb/packages (docs/PACKAGING.md)
+.PHONY: run test build build-test bench format format-check clean install chaos deb
 
 JOBS ?= $(shell nproc)
 # One test process more than there are cores: end-to-end tests spend part of their time
@@ -35,6 +36,22 @@ run:
 install: build/release/build.ninja
 	cmake --build build/release -j $(JOBS) --target gpurent
 	cmake --install build/release --component cli --prefix $(PREFIX)
+
+# gpurent-server, gpurent-agent and gpurent-cli (docs/PACKAGING.md): a Release build in
+# build/deb/cmake through debian/rules; the .deb files, their -dbgsym packages, the
+# .buildinfo and the .changes in build/deb/packages. Needs debhelper (scripts/bootstrap
+# --deb); scripts/deb-check also lints, installs, runs and purges them.
+DEB_OUT := build/deb/packages
+DEB_ARCH = $(shell dpkg --print-architecture)
+deb:
+	@scripts/bootstrap --deb
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)
+	GPURENT_DEB_DESTDIR=$(CURDIR)/$(DEB_OUT) DEB_BUILD_OPTIONS="parallel=$(JOBS) $(DEB_BUILD_OPTIONS)" \
+	  dpkg-buildpackage --build=binary --no-sign --post-clean \
+	  --buildinfo-file=$(DEB_OUT)/gpurent_$(DEB_ARCH).buildinfo \
+	  --changes-file=$(DEB_OUT)/gpurent_$(DEB_ARCH).changes \
+	  --buildinfo-option=-u$(DEB_OUT) --changes-option=-u$(DEB_OUT)
+	@ls -l $(DEB_OUT)
 
 build-test: build/test/build.ninja
 	cmake --build build/test -j $(JOBS)

@@ -205,7 +205,7 @@ class SshdNodeTest : public RentalFleetTest {
   std::vector<std::string> unit_command(const std::string& url) {
     auto words = unit_exec_start(read_file_text(source_dir() + "/agent/gpurent-agent.service"));
     std::map<std::string, std::string> moved{
-        {"/usr/local/bin/gpurent-agent", agent_path()},
+        {"/usr/bin/gpurent-agent", agent_path()},
         {"${GPURENT_AGENT_URL}", url},
         {"/var/lib/gpurent-agent", work_ + "/state"},
         {"/etc/gpurent/ssh", access_root()},
