@@ -1,4 +1,5 @@
-// gpurent-agent: the node agent. `probe`, `enroll`, `run` (README.md "Running an agent").
+// gpurent-agent: the node agent. `probe`, `burn-in`, `enroll`, `run` (README.md "Running an
+// agent").
 #include "agent/access_files.h"
 #include "agent/agent_runner.h"
 #include "agent/enrollment.h"
@@ -11,6 +12,7 @@
 #include "agent/state_files.h"
 #include "agent/task_executor.h"
 #include "agent/task_journal.h"
+#include "agent_proto/burn_in/burn_in_report.h"
 #include "core/log.h"
 
 #include <pthread.h>
@@ -35,6 +37,7 @@ using Flags = std::map<std::string, std::string>;
 void print_usage() {
   std::printf(
       "usage: gpurent-agent probe [--from DIR]\n"
+      "       gpurent-agent burn-in --from DIR\n"
       "       gpurent-agent enroll --url https://HOST:PORT --token gpe_... --ca-file CA.crt\n"
       "                            --state-dir DIR\n"
       "       gpurent-agent run --url https://HOST:PORT --state-dir DIR\n"
@@ -50,6 +53,9 @@ void print_usage() {
       "                         [--log-level info] [--log-format text|json]\n\n"
       "  probe   print this node's GPU telemetry, link matrix and XID events as JSON; --from\n"
       "          reads DIR/query.csv, DIR/topo.txt and DIR/kern.log instead of the node\n"
+      "  burn-in print the results of captured burn-in runs as JSON: DIR/all_reduce_perf.txt,\n"
+      "          DIR/nvbandwidth.txt, DIR/dcgmi_diag.txt, DIR/gpu_burn.txt (exit 2 if any\n"
+      "          does not parse, or none is there)\n"
       "  enroll  make a key, have the control plane sign it with the node's enrolment token,\n"
       "          and keep key, certificate and CA in the state folder\n"
       "  run     keep the channel to the control plane: hello, heartbeats, tasks; with an\n"
@@ -323,6 +329,23 @@ int probe_command(const Flags& flags) {
   return 0;
 }
 
+int burn_in_command(const Flags& flags) {
+  if (!only_known("burn-in", flags, {"from"}) || !all_given("burn-in", flags, {"from"})) return 2;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(flags.at("from"), ec)) {
+    std::fprintf(stderr, "gpurent-agent burn-in: %s is not a folder\n", flags.at("from").c_str());
+    return 2;
+  }
+  namespace burn_in = gpurent::burn_in;
+  auto report = burn_in::burn_in_report(burn_in::read_burn_in_dir(flags.at("from")));
+  for (const auto& problem : report.problems) {
+    std::fprintf(stderr, "gpurent-agent burn-in: %s\n", problem.c_str());
+  }
+  if (!report.problems.empty()) return 2;
+  std::cout << report.json.dump(2) << '\n';
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -339,6 +362,7 @@ int main(int argc, char** argv) {
   auto flags = parse_flags({args.begin() + 1, args.end()});
   if (!flags) return 2;
   if (command == "probe") return probe_command(*flags);
+  if (command == "burn-in") return burn_in_command(*flags);
   if (command == "enroll") return enroll_command(*flags);
   if (command == "run") return run_command(*flags);
   std::fprintf(stderr, "gpurent-agent: unknown command '%s' (try --help)\n", command.c_str());
