@@ -27,8 +27,18 @@ class LineReader {
  public:
   explicit LineReader(std::string_view text) : text_(text) {}
 
-  // The next line, or false at the end. index() is then the line's number, from 0.
+  // The next line no longer than kMaxToolLineBytes (longer ones are skipped), or false at the
+  // end. index() is then the line's number, from 0.
   bool next(std::string_view& line) {
+    do {
+      if (!next_any(line)) return false;
+    } while (line.size() > kMaxToolLineBytes);
+    return true;
+  }
+  std::size_t index() const { return count_ - 1; }
+
+ private:
+  bool next_any(std::string_view& line) {
     if (pos_ >= text_.size()) return false;
     auto end = text_.find_first_of("\r\n", pos_);
     if (end == std::string_view::npos) end = text_.size();
@@ -38,9 +48,7 @@ class LineReader {
     ++count_;
     return true;
   }
-  std::size_t index() const { return count_ - 1; }
 
- private:
   std::string_view text_;
   std::size_t pos_ = 0;
   std::size_t count_ = 0;

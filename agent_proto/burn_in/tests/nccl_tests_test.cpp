@@ -144,6 +144,12 @@ TEST(NcclErrors, LimitsBoundTheWork) {
                            "  8  2  float  sum  -1  12.9  0.00  0.00  0  12.8  0.00  0.00  0\n"
                            "# Avg bus bandwidth    : 1\n");
   EXPECT_EQ(r.devices[0].host.size(), kMaxNcclNameBytes);
+  // A line longer than any the tool prints is skipped unread.
+  auto skipped =
+      parse_nccl_perf(std::string(kMaxToolLineBytes + 1, '1') +
+                      "\n  8  2  float  sum  -1  12.9  0.00  0.00  0  12.8  0.00  0.00  0\n"
+                      "# Avg bus bandwidth    : 1\n");
+  EXPECT_EQ(skipped.rows.size(), 1u);
 }
 
 }  // namespace nccl_tests_test
