@@ -46,6 +46,31 @@ TEST(GpuBurnFixtures, OneGpuWithAndWithoutAVerdict) {
   EXPECT_EQ(a2000.gpus[0].name, "NVIDIA RTX A2000 Embedded GPU");
 }
 
+TEST(GpuBurnFixtures, TwoGpusPassing) {
+  struct Case {
+    std::string file;
+    std::string name;
+    double last_gflops_gpu1;
+    int temperature_gpu0;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"gpu-burn-readme_2xtesla-k80_doubles.txt", "Tesla K80", 786, 74},
+           {"gpu-burn-notes_2xtesla-m4_doubles.txt", "Tesla M4", 65, 53},
+       }) {
+    auto r = parse_gpu_burn(read_fixture("gpu_burn", c.file));
+    ASSERT_EQ(r.gpus.size(), 2u) << c.file;
+    EXPECT_TRUE(r.finished) << c.file;
+    EXPECT_EQ(r.progress_percent, 100.0) << c.file;
+    EXPECT_EQ(r.gpus[1].name, c.name) << c.file;
+    EXPECT_EQ(r.gpus[1].gflops, c.last_gflops_gpu1) << c.file;
+    EXPECT_EQ(r.gpus[0].temperature_c, c.temperature_gpu0) << c.file;
+    for (const auto& g : r.gpus) {
+      EXPECT_EQ(g.verdict, BurnVerdict::kOk) << c.file;
+      EXPECT_EQ(g.errors, 0) << c.file;
+    }
+  }
+}
+
 // Synthetic: two GPUs, repaints with '\r', a dead worker, mixed verdicts.
 TEST(GpuBurnEdges, RepaintsDeathsAndMixedVerdicts) {
   auto r = parse_gpu_burn(
