@@ -65,6 +65,22 @@ TEST(NcclFixtures, TwoNodesKeepEachRanksHost) {
   EXPECT_DOUBLE_EQ(r.rows.back().out_of_place.time_us, 81958);
 }
 
+TEST(NcclFixtures, OlderLayoutWithoutRootOrDevices) {
+  auto r = parse_nccl_perf(
+      read_fixture("nccl", "deepops-slurm-validation_superpod-dgx-2h_no-root-column.txt"));
+  EXPECT_TRUE(r.devices.empty());
+  ASSERT_EQ(r.rows.size(), 31u);
+  EXPECT_DOUBLE_EQ(r.avg_bus_bandwidth_gbps, 16.2513);
+  EXPECT_EQ(r.out_of_bounds_values, 0);
+  const auto& last = r.rows.back();
+  EXPECT_EQ(last.size_bytes, 8589934592);
+  EXPECT_EQ(last.redop, "sum");
+  EXPECT_EQ(last.root, std::nullopt);
+  EXPECT_DOUBLE_EQ(last.out_of_place.busbw_gbps, 81.53);
+  EXPECT_DOUBLE_EQ(last.in_place.busbw_gbps, 81.57);
+  EXPECT_EQ(last.out_of_place.wrong, std::nullopt);  // "N/A": not checked
+}
+
 TEST(NcclFixtures, MpiTagsAreStrippedAndStderrSkipped) {
   auto r = parse_nccl_perf(read_fixture("nccl", "mpi-tagged-output_1xrtx5090-2-ranks.txt"));
   EXPECT_EQ(r.devices[1].bus_id, "0000:02:00");
