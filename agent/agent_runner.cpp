@@ -23,23 +23,47 @@ AgentRunner::AgentRunner(RunnerOptions options, GpuBackend& backend, TaskExecuto
                  .ssh_host_keys = options_.ssh_host_keys,
                  .ssh_probe_key = options_.ssh_probe_key,
                  .log_prefix = ""},
-                backend, journal, *this, *this) {}
+                backend, journal, *this, *this) {
+  mark_progress();
+}
 
 AgentRunner::~AgentRunner() {
   stop();
 }
 
 void AgentRunner::stop() {
+  bool first = false;
   {
     std::lock_guard lock(stop_mutex_);
-    stopping_ = true;
+    first = !stopping_.exchange(true);
   }
   stop_cv_.notify_all();
+  if (first) tell("STOPPING=1");
+}
+
+void AgentRunner::mark_progress() {
+  progress_ = Clock::now().time_since_epoch().count();
+}
+
+bool AgentRunner::responsive(std::chrono::milliseconds within) const {
+  // Ahead of now while the loop is in a timed wait (pause).
+  auto last = Clock::time_point(Clock::duration(progress_.load()));
+  return Clock::now() - last <= within;
+}
+
+void AgentRunner::tell(const std::string& state) {
+  if (options_.notify) options_.notify(state);
 }
 
 void AgentRunner::pause(std::chrono::milliseconds d) {
+  // A timed wait cannot hang: the loop is accounted for until it ends, so a minute's backoff
+  // is not taken for a stuck loop.
+  auto until = Clock::now() + d;
+  progress_ = until.time_since_epoch().count();
   std::unique_lock lock(stop_mutex_);
-  stop_cv_.wait_for(lock, d, [&] { return stopping_.load(); });
+  stop_cv_.wait_until(lock, until, [&] { return stopping_.load(); });
+  lock.unlock();
+  mark_progress();
 }
 
 void AgentRunner::run() {
@@ -51,6 +75,7 @@ void AgentRunner::run() {
   std::jthread worker([this](std::stop_token stop) { work(stop); });
   Backoff backoff(options_.backoff_initial, options_.backoff_max, std::random_device{}());
   while (!stopping_) {
+    mark_progress();
     std::shared_ptr<Channel> channel;
     try {
       channel = open_();
@@ -58,11 +83,14 @@ void AgentRunner::run() {
       auto wait = backoff.next();
       log::warn("cannot reach the control plane: {}; trying again in {} ms", e.what(),
                 wait.count());
+      tell("STATUS=cannot reach the control plane: " + std::string(e.what()));
       pause(wait);
       continue;
     }
+    mark_progress();
     if (say_hello(*channel)) {
       backoff.reset();
+      tell("STATUS=connected to the control plane");
       session(channel);
     }
     {
@@ -76,6 +104,7 @@ void AgentRunner::run() {
     }
     auto wait = backoff.next();
     log::warn("the channel to the control plane closed; reconnecting in {} ms", wait.count());
+    tell("STATUS=reconnecting to the control plane");
     pause(wait);
   }
   worker.request_stop();
@@ -101,6 +130,7 @@ bool AgentRunner::say_hello(Channel& channel) {
   }
   auto deadline = Clock::now() + options_.hello_timeout;
   while (!stopping_ && Clock::now() < deadline) {
+    mark_progress();
     auto text = channel.receive(std::chrono::milliseconds(200));
     if (!text) {
       if (channel.closed()) break;
@@ -129,6 +159,7 @@ void AgentRunner::session(const std::shared_ptr<Channel>& channel) {
   dialogue_.session_started();
   auto next_beat = Clock::now() + options_.heartbeat;
   while (!stopping_ && !channel->closed()) {
+    mark_progress();
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
     auto text = channel->receive(
         std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(200)));

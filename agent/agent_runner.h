@@ -33,6 +33,10 @@ struct RunnerOptions {
   // The agent's probe key's public line (login_probe.h), sent in every hello; none when the
   // agent has no sshd to probe.
   std::optional<std::string> ssh_probe_key;
+  // Told how the agent is doing, in sd_notify's words (service::notify in the binary, under
+  // the unit's Type=notify): a STATUS= line as the channel comes and goes, STOPPING=1 when
+  // stop() is first called. Unset: nobody is told.
+  std::function<void(const std::string&)> notify;
 };
 
 // Opens a new channel; throws ChannelError. Tests give one of their own.
@@ -54,13 +58,20 @@ class AgentRunner : private MessageSink, private TaskRunner {
   void run();
   // From any thread.
   void stop();
+  // Whether run()'s loop (or, before run(), the constructor) showed progress within `within`;
+  // from any thread. The loop blocks at most for a channel's open timeout and the reads of
+  // the GPUs (hello, heartbeat) at a time, and marks progress between them and through every
+  // wait, so a loop silent for longer is stuck: the systemd watchdog's question.
+  bool responsive(std::chrono::milliseconds within) const;
 
  private:
   void session(const std::shared_ptr<Channel>& channel);
   bool say_hello(Channel& channel);
   void work(const std::stop_token& stop);
-  // Waits `d` unless stop() comes first.
+  // Waits `d` unless stop() comes first; progress is marked through the wait.
   void pause(std::chrono::milliseconds d);
+  void mark_progress();
+  void tell(const std::string& state);
 
   // MessageSink: the current channel, once its hello was acked.
   bool send(std::string text) override;
@@ -76,6 +87,9 @@ class AgentRunner : private MessageSink, private TaskRunner {
   ChannelOpener open_;
 
   std::atomic<bool> stopping_{false};
+  // steady_clock's count at the loop's last sign of progress (the end of a timed wait while
+  // it waits).
+  std::atomic<std::chrono::steady_clock::rep> progress_;
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
 

@@ -14,6 +14,7 @@
 #include "agent/task_journal.h"
 #include "agent_proto/burn_in/burn_in_report.h"
 #include "core/log.h"
+#include "core/service_notify.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -286,7 +287,8 @@ int run_command(const Flags& flags) {
       {.hostname = flag_or(flags, "hostname", host_name()),
        .heartbeat = *heartbeat,
        .ssh_host_keys = agent::read_ssh_host_keys(flag_or(flags, "ssh-host-keys", "/etc/ssh")),
-       .ssh_probe_key = probe_key},
+       .ssh_probe_key = probe_key,
+       .notify = [](const std::string& state) { gpurent::service::notify(state); }},
       *backend, *executor, *journal, [url = *url, identity] {
         return agent::open_channel(url, identity, std::chrono::seconds(30));
       });
@@ -308,6 +310,14 @@ int run_command(const Flags& flags) {
   });
   gpurent::log::info("gpurent-agent {} running against {}:{} ({} backend)", GPURENT_VERSION,
                      url->host, url->port, backend_name);
+  // Type=notify (agent/gpurent-agent.service): ready once its state is read and the loop is
+  // next, reachable control plane or not (the agent waits for it as long as it takes, and a
+  // start that waited would fail a node booted before its control plane). The watchdog is
+  // pinged while the loop shows progress within half its interval.
+  gpurent::service::notify("READY=1\nSTATUS=connecting to " + url->host + ":" +
+                           std::to_string(url->port));
+  gpurent::service::Watchdog watchdog(
+      [&runner](std::chrono::milliseconds quarter) { return runner.responsive(2 * quarter); });
   runner.run();
   // run() can also end without a signal only if stop() was called; wake the waiter then.
   pthread_kill(waiter.native_handle(), SIGTERM);

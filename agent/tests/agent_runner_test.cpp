@@ -1,6 +1,7 @@
 // The agent's conversation over a channel the test plays the server on: hello first with the
 // journal's ids, heartbeats, a task acked and run once, a redelivered id answered from
-// memory, a task past its deadline refused, and a reconnect after the channel drops.
+// memory, a task past its deadline refused, a reconnect after the channel drops, and what it
+// tells the service manager (READY=1 is the binary's: agent_service_notify_test.cpp).
 #include "agent/agent_runner.h"
 
 #include "tests/support/wait_for.h"
@@ -135,7 +136,12 @@ class AgentRunnerTest : public ::testing::Test {
                       .backoff_initial = std::chrono::milliseconds(10),
                       .backoff_max = std::chrono::milliseconds(20),
                       .ssh_host_keys = {kHostKey},
-                      .ssh_probe_key = kProbeKey},
+                      .ssh_probe_key = kProbeKey,
+                      .notify =
+                          [this](const std::string& state) {
+                            std::lock_guard lock(notes_mutex_);
+                            notes_.push_back(state);
+                          }},
         *backend_, executor_, *journal_, [this]() -> std::unique_ptr<Channel> {
           std::lock_guard lock(wires_mutex_);
           wires_.push_back(std::make_shared<Wire>());
@@ -183,6 +189,17 @@ class AgentRunnerTest : public ::testing::Test {
   std::thread thread_;
   std::mutex wires_mutex_;
   std::vector<std::shared_ptr<Wire>> wires_;
+  std::mutex notes_mutex_;
+  std::vector<std::string> notes_;
+
+  std::vector<std::string> notes() {
+    std::lock_guard lock(notes_mutex_);
+    return notes_;
+  }
+  long noted(const std::string& state) {
+    auto n = notes();
+    return std::count(n.begin(), n.end(), state);
+  }
 };
 
 TEST_F(AgentRunnerTest, SaysHelloThenSendsHeartbeats) {
@@ -242,6 +259,71 @@ TEST_F(AgentRunnerTest, ReconnectsWhenTheChannelDrops) {
   }
   ASSERT_TRUE(wait_for([&] { return connections() >= 2 && !wire()->sent().empty(); }));
   EXPECT_TRUE(std::holds_alternative<proto::Hello>(wire()->sent().front().body));
+}
+
+TEST_F(AgentRunnerTest, TellsTheServiceManagerWhetherItIsConnectedAndWhenItStops) {
+  const std::string connected = "STATUS=connected to the control plane";
+  start();
+  ASSERT_TRUE(wait_for([&] { return noted(connected) == 1; }));
+  EXPECT_TRUE(runner_->responsive(std::chrono::seconds(1)));
+  {
+    std::shared_ptr<Wire> first = wire();
+    std::lock_guard lock(first->mutex);
+    first->closed = true;
+    first->arrived.notify_all();
+  }
+  ASSERT_TRUE(wait_for([&] { return noted(connected) == 2; }));
+  EXPECT_EQ(noted("STATUS=reconnecting to the control plane"), 1);
+  stop();
+  EXPECT_EQ(notes().back(), "STOPPING=1");
+  EXPECT_EQ(noted("STOPPING=1"), 1) << "stop() and the destructor both stop it; one says so";
+}
+
+// The watchdog's question: a connection attempt that hangs leaves the loop silent, while a
+// backoff's wait, however long, is progress (the loop is sure to come back from it).
+TEST_F(AgentRunnerTest, AHungConnectionAttemptIsNotResponsiveALongBackoffIs) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool release = false;
+  int attempts = 0;
+  journal_.emplace(dir_ / "tasks.json");
+  std::vector<std::string> told;
+  AgentRunner runner({.hostname = "gpu-node-1",
+                      .backoff_initial = std::chrono::seconds(30),
+                      .backoff_max = std::chrono::seconds(30),
+                      .notify =
+                          [&](const std::string& state) {
+                            std::lock_guard lock(mutex);
+                            told.push_back(state);
+                          }},
+                     *backend_, executor_, *journal_, [&]() -> std::unique_ptr<Channel> {
+                       std::unique_lock lock(mutex);
+                       ++attempts;
+                       cv.wait(lock, [&] { return release; });
+                       throw ChannelError("connection refused");
+                     });
+  std::thread loop([&] { runner.run(); });
+  constexpr std::chrono::milliseconds kWithin{100};
+  EXPECT_TRUE(wait_for([&] { return !runner.responsive(kWithin); }))
+      << "a hung connection attempt kept the loop responsive";
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(wait_for([&] {
+    std::lock_guard lock(mutex);
+    return !told.empty();
+  }));
+  // In the backoff's wait now (at least 15 s, jitter included), for longer than kWithin.
+  std::this_thread::sleep_for(3 * kWithin);
+  EXPECT_TRUE(runner.responsive(kWithin));
+  runner.stop();
+  loop.join();
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(attempts, 1);
+  EXPECT_EQ(told, (std::vector<std::string>{
+                      "STATUS=cannot reach the control plane: connection refused", "STOPPING=1"}));
 }
 
 }  // namespace gpurent::agent::agent_runner_test
