@@ -26,6 +26,10 @@ void add_ops_routes(Router& router, OpsState& state) {
               .tag = "operations",
               .quiet = true});
 
+  // Ready: not draining, the database answers, and its schema is this build's or newer. A
+  // newer schema is the next release's, migrated by its first replica during a rolling
+  // upgrade: its migrations keep this build working (docs/DEPLOYMENT.md, "Upgrades"), so this
+  // replica stays in the load balancer until it is replaced.
   router.add(
       {.method = Method::kGet,
        .pattern = "/readyz",
@@ -39,9 +43,6 @@ void add_ops_routes(Router& router, OpsState& state) {
                return error_response(Error(ErrorCode::kUnavailable, "The database is unreachable.",
                                            {{"database", "unreachable"}}));
              }
-             // A newer schema is the next release's, migrated by its first replica during a
-             // rolling upgrade: its migrations keep this build working (docs/DEPLOYMENT.md,
-             // "Upgrades"), so this replica stays in the load balancer until it is replaced.
              if (db.schema_version < state.expected_schema_version) {
                return error_response(
                    Error(ErrorCode::kUnavailable, "The database schema is not current.",

@@ -76,6 +76,9 @@ const std::map<std::string, std::string>& other_values() {
       {"http_max_connections", "50"},
       {"shutdown_deadline", "16s"},
       {"web_root", "/srv/web"},
+      {"tls_certificate", "/etc/gpurent/tls.crt"},
+      {"tls_key", "/etc/gpurent/tls.key"},
+      {"hsts_max_age", "1h"},
       {"database_url", "postgresql://db/gpurent"},
       {"data_dir", "/var/lib/gpurent"},
       {"db_pool_size", "9"},
@@ -195,7 +198,14 @@ TEST(ConfigKeys, EveryKeyChangesTheConfig) {
     auto other = other_values().find(key.name);
     ASSERT_NE(other, other_values().end()) << "other_values() needs a value for this key";
     EXPECT_NE(other->second, key.default_value);
-    EXPECT_FALSE(load_flag(key.name, other->second) == Config{});
+    // HTTPS's two files are set together or not at all (check_together).
+    static const std::map<std::string, std::string> kPartner = {{"tls_certificate", "tls_key"},
+                                                                {"tls_key", "tls_certificate"}};
+    std::vector<std::string> args{"--" + key.name + "=" + other->second};
+    if (auto partner = kPartner.find(key.name); partner != kPartner.end()) {
+      args.push_back("--" + partner->second + "=" + other_values().at(partner->second));
+    }
+    EXPECT_FALSE(load_config(args, {}) == Config{});
   }
   EXPECT_EQ(other_values().size(), setting_keys().size()) << "a key in other_values() is gone";
 }
@@ -222,6 +232,19 @@ TEST(ConfigKeys, DocumentedDefaultsAreTheRealDefaults) {
   TempFile file(file_text);
   EXPECT_FALSE(load_config({"--config=" + file.path()}, {}) == Config{});
   EXPECT_TRUE(load_config({"--config=" + file.path()}, env) == Config{});
+}
+
+TEST(LoadConfig, HttpsFilesComeTogetherAndHstsCanBeTurnedOff) {
+  EXPECT_THAT(config_error({"--tls_certificate=/etc/gpurent/tls.crt"}),
+              HasSubstr("must be set together"));
+  EXPECT_THAT(config_error({"--tls_key=/etc/gpurent/tls.key"}), HasSubstr("must be set together"));
+  Config c = load_config({"--tls_certificate=/a.crt", "--tls_key=/a.key"}, {});
+  EXPECT_EQ(c.tls_certificate, "/a.crt");
+  EXPECT_EQ(c.tls_key, "/a.key");
+  EXPECT_EQ(Config{}.hsts_max_age, std::chrono::seconds(31'536'000));
+  EXPECT_EQ(load_flag("hsts_max_age", "0").hsts_max_age, std::chrono::seconds(0));
+  EXPECT_EQ(load_flag("hsts_max_age", "10m").hsts_max_age, std::chrono::seconds(600));
+  EXPECT_THAT(config_error({"--hsts_max_age=1500ms"}), HasSubstr("hsts_max_age"));
 }
 
 TEST(LoadConfig, TheBookingHorizonIsADayToTheLongestRental) {
