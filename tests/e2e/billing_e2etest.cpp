@@ -238,6 +238,17 @@ TEST_F(BillingE2E, ConcurrentBookingsOnTwoReplicasNeverSpendMoreThanTheBalance) 
   auto replica = start_server();
   Login owner = account("owner@example.com", "Acme");
   ASSERT_EQ(credit(owner.org_id, 1'000'000).status, 201);
+  // Each replica learns that gpu-2 takes rentals from PostgreSQL's announcement, which a
+  // loaded machine may deliver after the clients start: until both see two whole nodes, a
+  // replica may find too few GPUs and answer 409.
+  for (ServerProcess* s : {server_.get(), replica.get()}) {
+    EXPECT_TRUE(wait_for([&] {
+      auto r = http_request(s->port(), "GET",
+                            "/v1/availability?gpu_model=H100-SXM5-80GB&gpu_count=8&days=3", "",
+                            session(owner));
+      return r.status == 200 && r.json()["days"][2]["available"] == 2;
+    })) << "a replica never saw gpu-2";
+  }
   // Sixteen GPUs free, money for ten one-GPU days: exactly ten bookings get through.
   constexpr int kClients = 16;
   std::latch go(kClients);
