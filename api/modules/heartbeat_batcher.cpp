@@ -71,9 +71,13 @@ void HeartbeatBatcher::run() {
       committed = false;
       log::error("recording {} heartbeats failed: {}", batch.size(), e.what());
     }
-    for (auto& beat : batch) beat.done(committed);
+    // The slots are free before any agent hears its ack: an agent answered at the limit
+    // sends its next heartbeat at once, and it must not find them still taken.
     lock.lock();
     writing_ = 0;
+    lock.unlock();
+    for (auto& beat : batch) beat.done(committed);
+    lock.lock();
   }
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -128,6 +129,37 @@ TEST(HeartbeatBatcher, AFullBatchIsWrittenAtOnceAndAFailedOneIsReportedToEachBea
   EXPECT_EQ(batcher.add(beat("c", db)), Admission::kQueued);
   batcher.stop();  // writes what is queued first
   EXPECT_EQ(db.wait_for_done(3), 1);
+}
+
+// An agent at the limit sends its next heartbeat as soon as it hears the ack: by then the
+// slot its last one held must be free, or the next is refused as overloaded.
+TEST(HeartbeatBatcher, ABeatsSlotIsFreeBeforeItsAckIsSent) {
+  std::mutex mutex;
+  std::condition_variable acked;
+  std::optional<Admission> next;
+  HeartbeatBatcher* self = nullptr;
+  HeartbeatBatcher batcher(1ms, 100, 1, [](const auto&) {});
+  self = &batcher;
+  ASSERT_EQ(batcher.add({.node_id = "n1",
+                         .received_at = {},
+                         .sent_at = {},
+                         .sample = std::nullopt,
+                         .done =
+                             [&](bool) {
+                               // What the agent's next heartbeat meets, sent on this ack.
+                               Admission a = self->add({.node_id = "n1",
+                                                        .received_at = {},
+                                                        .sent_at = {},
+                                                        .sample = std::nullopt,
+                                                        .done = [](bool) {}});
+                               std::lock_guard lock(mutex);
+                               next = a;
+                               acked.notify_all();
+                             }}),
+            Admission::kQueued);
+  std::unique_lock lock(mutex);
+  ASSERT_TRUE(acked.wait_for(lock, 10s, [&] { return next.has_value(); }));
+  EXPECT_EQ(*next, Admission::kQueued);
 }
 
 }  // namespace heartbeat_batcher_test
