@@ -63,6 +63,10 @@ std::vector<SimulatedFault> parse_fault_schedule(std::string_view text) {
       f.kind = SimulatedFault::Kind::kDoubleBitEcc;
     } else if (kind == "thermal") {
       f.kind = SimulatedFault::Kind::kThermalSlowdown;
+    } else if (kind == "slow-gpu") {
+      f.kind = SimulatedFault::Kind::kSlowGpu;
+    } else if (kind == "nvlink-down") {
+      f.kind = SimulatedFault::Kind::kNvlinkDown;
     } else if (kind == "hang") {
       f.kind = SimulatedFault::Kind::kHang;
       if (colon != std::string_view::npos) bad(fault, "a hang is the whole node's");
@@ -72,7 +76,7 @@ std::vector<SimulatedFault> parse_fault_schedule(std::string_view text) {
       f.kind = SimulatedFault::Kind::kXid;
       f.xid = static_cast<int>(code);
     } else {
-      bad(fault, "the kind must be xid<N>, dbe, thermal or hang");
+      bad(fault, "the kind must be xid<N>, dbe, thermal, hang, slow-gpu or nvlink-down");
     }
     out.push_back(f);
   }

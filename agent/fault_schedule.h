@@ -17,6 +17,8 @@ struct SimulatedFault {
     kDoubleBitEcc,     // the GPU counts a volatile and an aggregate double-bit ECC error
     kThermalSlowdown,  // the GPU runs at 94 °C with hw_thermal_slowdown active
     kHang,             // the node stops answering: no heartbeats any more
+    kSlowGpu,          // the GPU computes at 40% of its siblings' speed (burn-ins show it)
+    kNvlinkDown,       // the GPU's NVLinks are down: its peers reach it over PCIe
   };
   Kind kind = Kind::kXid;
   std::chrono::milliseconds at{0};  // after the agent started
@@ -26,8 +28,9 @@ struct SimulatedFault {
   bool operator==(const SimulatedFault&) const = default;
 };
 
-// "xid79@30s:gpu1,dbe@2m:gpu2,thermal@90s:gpu0,hang@10m": comma-separated faults, each a
-// kind (`xid<1-999>`, `dbe`, `thermal`, `hang`), `@` and a time after start (`500ms`, `30s`,
+// "xid79@30s:gpu1,dbe@2m:gpu2,thermal@90s:gpu0,hang@10m,slow-gpu@0s:gpu3,nvlink-down@0s:gpu1":
+// comma-separated faults, each a kind (`xid<1-999>`, `dbe`, `thermal`, `hang`, `slow-gpu`,
+// `nvlink-down`), `@` and a time after start (`500ms`, `30s`,
 // `2m`, `1h`), and for all but hang `:gpu<index>` (gpu0 when left out). Empty: none.
 // Throws std::invalid_argument naming the fault that does not read.
 std::vector<SimulatedFault> parse_fault_schedule(std::string_view text);

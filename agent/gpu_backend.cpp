@@ -3,6 +3,7 @@
 
 #include "agent/nvidia_smi.h"
 #include "agent/probe.h"
+#include "agent/simulated_burn_in.h"
 #include "agent_proto/nvidia_smi_query.h"
 #include "agent_proto/xid_log.h"
 #include "core/log.h"
@@ -35,6 +36,14 @@ class SimulatedBackend final : public GpuBackend {
   }
 
   topology::Matrix topology() override { return matrix_; }
+
+  std::optional<burn_in::BurnInInputs> simulated_burn_in() override {
+    std::vector<SimulatedFault> struck_now;
+    for (const auto& f : node_.faults) {
+      if (struck(f)) struck_now.push_back(f);
+    }
+    return simulated_burn_in_outputs(node_.model, matrix_, struck_now);
+  }
 
   std::vector<proto::GpuTelemetry> telemetry() override {
     std::vector<proto::GpuTelemetry> out;

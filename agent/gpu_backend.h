@@ -3,9 +3,11 @@
 #pragma once
 
 #include "agent/fault_schedule.h"
+#include "agent_proto/burn_in/burn_in_report.h"
 #include "agent_proto/messages.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,9 @@ class GpuBackend {
   // The node has stopped answering (a simulated hang): the agent sends no heartbeats, as a
   // hung node sends none, and the control plane judges it by its silence.
   virtual bool hung() { return false; }
+  // A simulated node's burn-in tools' outputs (agent/simulated_burn_in.h); none on a real
+  // node, whose burn-in runs the operator's hook.
+  virtual std::optional<burn_in::BurnInInputs> simulated_burn_in() { return std::nullopt; }
 };
 
 struct SimulatedNode {

@@ -2,12 +2,15 @@
 // delay), the access files and their hook, the wipe hook, and the health probe.
 #include "agent/task_executor.h"
 
+#include "agent_proto/burn_in/figures.h"
+
 #include "agent/access_files.h"
 #include "agent/hook_runner.h"
 #include "agent/login_probe.h"
 #include "agent/login_sessions.h"
 #include "agent/sshd_banner.h"
 #include "agent/state_files.h"
+#include "agent_proto/burn_in/figures.h"
 #include "agent_proto/health_rules.h"
 
 #include <algorithm>
@@ -102,6 +105,8 @@ class NodeExecutor final : public TaskExecutor {
         return wipe(task, stop);
       case proto::TaskKind::kHealthProbe:
         return health_probe();
+      case proto::TaskKind::kBurnIn:
+        return run_burn_in(task, progress, stop);
     }
     return failed("unknown task kind");
   }
@@ -334,6 +339,46 @@ class NodeExecutor final : public TaskExecutor {
     if (r.end == HookResult::End::kStopped) return std::nullopt;
     if (!r.ok()) return failed("wipe hook " + r.describe());
     return done("wiped", ended->result);
+  }
+
+  // The tools' outputs, parsed into figures on the node: the server judges them
+  // (inventory/burn_in_rules.h). The task fails only when the tools could not be run; what they
+  // measured, good or bad, is its result.
+  std::optional<TaskOutcome> run_burn_in(const proto::Task& task, const ProgressFn& progress,
+                                         const std::stop_token& stop) {
+    progress(0, "burn-in");
+    std::optional<burn_in::BurnInInputs> outputs;
+    if (!options_.burn_in_hook.empty()) {
+      std::error_code ec;
+      auto dir = std::filesystem::temp_directory_path(ec) / ("gpurent-burn-in-" + task.task_id);
+      std::filesystem::remove_all(dir, ec);
+      std::filesystem::create_directories(dir, ec);
+      if (ec) return failed("burn-in: cannot make " + dir.string() + ": " + ec.message());
+      auto env = hook_env(task);
+      env["GPURENT_BURN_IN_DIR"] = dir.string();
+      auto r = run_hook(
+          {.argv = options_.burn_in_hook,
+           .env = env,
+           .input = hook_stdin(task),
+           .timeout = options_.burn_in_timeout},
+          [&](const std::string& line) {
+            if (auto p = progress_line(line)) progress(p->first, p->second);
+          },
+          stop);
+      if (r.end != HookResult::End::kStopped && r.ok()) outputs = burn_in::read_burn_in_dir(dir);
+      std::filesystem::remove_all(dir, ec);
+      if (r.end == HookResult::End::kStopped) return std::nullopt;
+      if (!r.ok()) return failed("burn-in hook " + r.describe());
+    } else {
+      outputs = backend_.simulated_burn_in();
+      if (outputs && !sleep_unless_stopped(options_.provision_delay / 2, stop)) return std::nullopt;
+    }
+    auto figures = outputs ? burn_in::figures_of(*outputs) : burn_in::BurnInFigures{};
+    progress(100, "measured");
+    std::string tools;
+    for (const auto& t : figures.tools) tools += (tools.empty() ? "" : ", ") + t;
+    return done(tools.empty() ? "burn-in: nothing measured" : "burn-in: measured with " + tools,
+                burn_in::to_json(figures));
   }
 
   TaskOutcome health_probe() {

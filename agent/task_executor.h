@@ -55,6 +55,13 @@ struct ExecutorOptions {
   // Wipes what the rental left (scratch disks, GPU memory) after its access is gone.
   std::vector<std::string> wipe_hook;
   std::chrono::milliseconds hook_timeout{std::chrono::minutes(10)};  // access and wipe hooks
+  // The burn-in hook: runs the operator's burn-in tools and writes their outputs into the
+  // folder GPURENT_BURN_IN_DIR names (all_reduce_perf.txt, nvbandwidth.txt, dcgmi_diag.txt,
+  // gpu_burn.txt; whichever it runs, as `gpurent-agent burn-in --from` reads them). The agent
+  // parses them and reports the figures (agent_proto/burn_in/figures.h). Empty: the simulated
+  // backend's outputs, or nothing measured.
+  std::vector<std::string> burn_in_hook;
+  std::chrono::milliseconds burn_in_timeout{std::chrono::minutes(30)};
   // Before install_access reports the access ready: the GPUs' health probe, and a login to
   // the node's sshd at this "host:port" with the payload's probe certificate for
   // `probe_key`, retried for `sshd_wait` (the access hook may just have reloaded sshd); a

@@ -45,11 +45,12 @@ void print_usage() {
       "                         [--backend simulated|nvidia-smi] [--heartbeat 10s]\n"
       "                         [--gpus 8] [--model NAME] [--topology nvswitch|nvlink-pairs|pcie]\n"
       "                         [--nvlink NV18] [--faults "
-      "xid79@30s:gpu1,dbe@2m,thermal@90s,hang@10m]\n"
+      "xid79@30s:gpu1,dbe@2m,thermal@90s,hang@10m,slow-gpu@0s:gpu3,nvlink-down@0s:gpu1]\n"
       "                         [--hostname NAME]\n"
       "                         [--access-root DIR] [--provision-hook CMD]\n"
       "                         [--provision-timeout 30m] [--provision-delay 2s]\n"
       "                         [--access-hook CMD] [--wipe-hook CMD] [--hook-timeout 10m]\n"
+      "                         [--burn-in-hook CMD] [--burn-in-timeout 30m]\n"
       "                         [--ssh-host-keys /etc/ssh] [--sshd-address 127.0.0.1:22|none]\n"
       "                         [--log-level info] [--log-format text|json]\n\n"
       "  probe   print this node's GPU telemetry, link matrix and XID events as JSON; --from\n"
@@ -174,12 +175,12 @@ std::string host_name() {
 
 int run_command(const Flags& flags) {
   if (!only_known("run", flags,
-                  {"url",         "state-dir",       "backend",        "gpus",
-                   "model",       "topology",        "nvlink",         "heartbeat",
-                   "access-root", "provision-delay", "provision-hook", "provision-timeout",
-                   "access-hook", "wipe-hook",       "hook-timeout",   "ssh-host-keys",
-                   "faults",      "hostname",        "log-level",      "log-format",
-                   "sshd-address"}) ||
+                  {"url",          "state-dir",       "backend",        "gpus",
+                   "model",        "topology",        "nvlink",         "heartbeat",
+                   "access-root",  "provision-delay", "provision-hook", "provision-timeout",
+                   "access-hook",  "wipe-hook",       "hook-timeout",   "ssh-host-keys",
+                   "faults",       "hostname",        "log-level",      "log-format",
+                   "sshd-address", "burn-in-hook",    "burn-in-timeout"}) ||
       !all_given("run", flags, {"url", "state-dir"})) {
     return 2;
   }
@@ -188,12 +189,14 @@ int run_command(const Flags& flags) {
   auto heartbeat = parse_duration(flag_or(flags, "heartbeat", "10s"));
   auto provision_delay = parse_duration(flag_or(flags, "provision-delay", "2s"));
   auto provision_timeout = parse_duration(flag_or(flags, "provision-timeout", "30m"));
+  auto burn_in_timeout = parse_duration(flag_or(flags, "burn-in-timeout", "30m"));
   auto hook_timeout = parse_duration(flag_or(flags, "hook-timeout", "10m"));
   if (!heartbeat || heartbeat->count() == 0 || !provision_delay || !provision_timeout ||
-      provision_timeout->count() == 0 || !hook_timeout || hook_timeout->count() == 0) {
+      provision_timeout->count() == 0 || !hook_timeout || hook_timeout->count() == 0 ||
+      !burn_in_timeout || burn_in_timeout->count() == 0) {
     std::fprintf(stderr,
                  "gpurent-agent run: --heartbeat, --provision-delay, --provision-timeout and "
-                 "--hook-timeout take 10s, 500ms, 2m\n");
+                 "--hook-timeout and --burn-in-timeout take 10s, 500ms, 2m\n");
     return 2;
   }
   std::string backend_name = flag_or(flags, "backend", "nvidia-smi");
@@ -280,6 +283,8 @@ int run_command(const Flags& flags) {
        .access_hook = agent::hook_argv(flag_or(flags, "access-hook", "")),
        .wipe_hook = agent::hook_argv(flag_or(flags, "wipe-hook", "")),
        .hook_timeout = *hook_timeout,
+       .burn_in_hook = agent::hook_argv(flag_or(flags, "burn-in-hook", "")),
+       .burn_in_timeout = *burn_in_timeout,
        .sshd_address = sshd_address,
        .probe_key = probe_key ? agent::probe_key_path(paths.dir) : std::filesystem::path()},
       *backend);

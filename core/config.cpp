@@ -382,6 +382,11 @@ const std::vector<Field>& fields() {
         " reports a task, not only every lifecycle_interval",
         "true"},
        [](Config& c, const std::string& v) { c.lifecycle_wake = parse_bool(v); }},
+      {{"burn_ins", "GPURENT_BURN_INS",
+        "have each node's agent run its burn-in before a rental's handover and after its"
+        " release; a node that fails is drained and the rental placed again (docs/burn-in.md)",
+        "true"},
+       [](Config& c, const std::string& v) { c.burn_ins = parse_bool(v); }},
       {{"agent_listen", "GPURENT_AGENT_LISTEN",
         "agent listener (TLS) host:port, or off (port 0 picks a free one)", "127.0.0.1:8443"},
        [](Config& c, const std::string& v) {

@@ -88,6 +88,7 @@ struct Config {
   // waits for its node, not for the worker's clock. Off only where a test steps the
   // lifecycle itself.
   bool lifecycle_wake = true;
+  bool burn_ins = true;
 
   // Agent listener: its own TLS port for node agents. Empty host: off.
   std::string agent_listen_host = "127.0.0.1";

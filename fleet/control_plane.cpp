@@ -186,9 +186,23 @@ bool ControlPlane::task_reported(const std::string& node, const proto::TaskResul
     auto task = peers_.tasks.get(tx, result.task_id);
     // Another node's task is as unknown as none: an agent reports on its own work only.
     if (!task || task->node_id != node) return false;
-    // A repeated report changes nothing.
-    if (!peers_.tasks.complete(tx, result.task_id, result.ok, result.message)) return false;
-    peers_.lifecycle.task_finished(tx, *task, result.ok, clock_.now());
+    if (task->state == scheduler::TaskState::kSucceeded ||
+        task->state == scheduler::TaskState::kFailed) {
+      return false;  // a repeated report changes nothing
+    }
+    bool ok = result.ok;
+    std::string message = result.message;
+    // A burn-in's figures are judged here, not on the node: it succeeded only if they pass.
+    if (task->kind == scheduler::TaskKind::kBurnIn) {
+      auto judged = peers_.lifecycle.judge_burn_in(tx, *task, result.ok, result.message,
+                                                   result.result, clock_.now());
+      ok = judged.passed;
+      message = judged.message;
+    }
+    if (!peers_.tasks.complete(tx, result.task_id, ok, message)) return false;
+    auto reported = *task;
+    reported.result_message = message;
+    peers_.lifecycle.task_finished(tx, reported, ok, clock_.now());
     return true;
   });
   // The rental's next step (its access, or active) is due now; committed, so the run sees it.

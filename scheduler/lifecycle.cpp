@@ -1,6 +1,7 @@
 // The rental lifecycle worker: one transaction per step, tasks for the agent with each move.
 #include "scheduler/lifecycle.h"
 
+#include "agent_proto/burn_in/figures.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/pg_array.h"
@@ -55,8 +56,9 @@ constexpr Statement kAnyUnwiped = {
 constexpr Statement kNodeUnwiped = {
     "lifecycle_node_unwiped",
     "SELECT idx FROM gpus WHERE node_id = $1 AND unwiped_since IS NOT NULL ORDER BY idx"};
+// A handover's tasks; a release's burn-in carries no attempt and is not looked at here.
 bool is_provisioning_kind(TaskKind k) {
-  return k == TaskKind::kProvision || k == TaskKind::kInstallAccess;
+  return k == TaskKind::kProvision || k == TaskKind::kInstallAccess || k == TaskKind::kBurnIn;
 }
 
 bool is_finished(TaskState s) {
@@ -261,6 +263,87 @@ void Lifecycle::revoke_and_wipe(Tx& tx, const RentalRecord& r) {
   wipe_task(tx, r, 0);
 }
 
+void Lifecycle::burn_in_task(Tx& tx, const RentalRecord& r, const std::string& phase, int attempt) {
+  tasks_.create(tx, *r.node_id, r.id, TaskKind::kBurnIn,
+                {{"gpu_indices", r.gpu_indices}, {"phase", phase}, {"attempt", attempt}});
+}
+
+void Lifecycle::after_provision(Tx& tx, const RentalRecord& r, Timestamp now) {
+  bool burn_in = false;
+  bool access = false;
+  for (const auto& other : tasks_.for_rental(tx, r.id)) {
+    if (attempt_of(other) != r.attempts) continue;
+    burn_in = burn_in || other.kind == TaskKind::kBurnIn;
+    access = access || other.kind == TaskKind::kInstallAccess;
+  }
+  if (!options_.burn_ins) {
+    if (!access) access_task(tx, r, r.attempts, now);
+  } else if (!burn_in) {
+    burn_in_task(tx, r, "handover", r.attempts);
+  }
+}
+
+Lifecycle::BurnInOutcome Lifecycle::judge_burn_in(Tx& tx, const AgentTask& task, bool ran,
+                                                  const std::string& message,
+                                                  const std::optional<nlohmann::json>& result,
+                                                  Timestamp now) {
+  if (!ran) return {false, "burn-in could not run: " + message};
+  burn_in::BurnInFigures figures;
+  try {
+    figures = burn_in::figures_from_json(result.value_or(nlohmann::json::object()));
+  } catch (const burn_in::ParseError& e) {
+    return {false, std::string("burn-in result unreadable: ") + e.what()};
+  }
+  auto basis = burn_ins_.basis(tx, task.node_id);
+  if (!basis) return {false, "burn-in of an unknown node"};
+  auto verdict = inventory::judge_burn_in(figures, basis->nominal, basis->medians);
+  burn_ins_.record(tx, {.task_id = task.id,
+                        .node_id = task.node_id,
+                        .rental_id = task.rental_id,
+                        .phase = task.payload.value("phase", "handover"),
+                        .gpu_model = basis->gpu_model,
+                        .passed = verdict.passed,
+                        .figures = burn_in::to_json(figures),
+                        .findings = inventory::findings_json(verdict),
+                        .finished_at = now});
+  if (verdict.passed) return {true, "burn-in passed"};
+  log::warn("node {} failed its burn-in: {}", task.node_id, verdict.summary());
+  std::string summary = verdict.summary();
+  constexpr std::size_t kMessageBytes = 1500;  // a task's message is for people
+  if (summary.size() > kMessageBytes) summary = summary.substr(0, kMessageBytes) + "…";
+  return {false, "burn-in failed: " + summary};
+}
+
+bool Lifecycle::handover_failed(Tx& tx, const RentalRecord& r,
+                                const std::vector<AgentTask>& attempt_tasks, const std::string& why,
+                                Timestamp now) {
+  close_superseded(tx, tasks_, attempt_tasks);
+  std::string node = *r.node_id;
+  drain_for_burn_in(tx, node, "handover burn-in failed for rental " + r.id + ": " + why);
+  // Provisioned but never handed over: the tenant had no access yet, still the node is wiped
+  // before anyone else's rental (its GPUs stay unwiped until then).
+  revoke_and_wipe(tx, r);
+  if (!rentals_.transition(tx, r.id, RentalState::kProvisioning, RentalState::kScheduled,
+                           "node " + node + " failed its handover burn-in")) {
+    return false;
+  }
+  // A new attempt: the old node's tasks are not taken for the new node's.
+  rentals_.add_attempt(tx, r.id);
+  auto moved = rentals_.get_any(tx, r.id);
+  if (moved) relocate(tx, *moved, "node " + node + " failed its handover burn-in", now);
+  return true;
+}
+
+void Lifecycle::drain_for_burn_in(Tx& tx, const std::string& node_id, const std::string& why) {
+  auto node = nodes_.get(tx, node_id);
+  if (!node) return;
+  auto state = inventory::parse_node_state(node->node.state);
+  log::warn("node {} drained: {}", node_id, why);
+  if (state && inventory::next_state(*state, inventory::NodeAction::kDrain)) {
+    nodes_.transition(tx, node_id, inventory::NodeAction::kDrain, why.substr(0, 500), std::nullopt);
+  }
+}
+
 bool Lifecycle::start(Tx& tx, const RentalRecord& r, Timestamp now) {
   // The node's row, shared: a retirement either committed before (the rental moves on
   // rather than starting on a node out of service) or waits for this start and then sees
@@ -291,12 +374,14 @@ bool Lifecycle::start(Tx& tx, const RentalRecord& r, Timestamp now) {
 }
 
 bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now) {
-  std::optional<AgentTask> provision, access;
+  std::optional<AgentTask> provision, burn_in, access;
   std::vector<AgentTask> current_tasks;
   Timestamp created = now;
   for (const auto& t : tasks_.for_rental(tx, r.id)) {  // oldest first
     if (!is_provisioning_kind(t.kind) || attempt_of(t) != r.attempts) continue;
-    (t.kind == TaskKind::kProvision ? provision : access) = t;
+    (t.kind == TaskKind::kProvision ? provision
+     : t.kind == TaskKind::kBurnIn  ? burn_in
+                                    : access) = t;
     current_tasks.push_back(t);
     created = current_tasks.size() == 1 ? t.created_at : std::max(created, t.created_at);
   }
@@ -304,9 +389,22 @@ bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now)
     if (!t) return std::nullopt;
     return t->state;
   };
+  auto provisioned = state_of(provision);
+  if (options_.burn_ins && provisioned == TaskState::kSucceeded) {
+    // The burn-in is the provision's second half: access only once the node measured well.
+    if (!burn_in) {
+      after_provision(tx, r, now);
+      rentals_.set_next_check(tx, r.id, now + options_.poll);
+      return false;
+    }
+    if (burn_in->state == TaskState::kFailed) {
+      return handover_failed(tx, r, current_tasks, burn_in->result_message.value_or(""), now);
+    }
+    provisioned = burn_in->state;
+  }
   Timestamp deadline = created + options_.provisioning_timeout;
-  switch (provisioning_step(state_of(provision), state_of(access), r.attempts,
-                            options_.max_attempts, now, deadline)) {
+  switch (provisioning_step(provisioned, state_of(access), r.attempts, options_.max_attempts, now,
+                            deadline)) {
     case ProvisioningStep::kWait:
       rentals_.set_next_check(tx, r.id, std::min(now + options_.poll, deadline));
       return false;
@@ -361,6 +459,16 @@ void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now
       settle_node(tx, t.node_id, true);
       return;
     }
+    case TaskKind::kBurnIn:
+      if (t.payload.value("phase", "") == "release") {
+        if (!ok) {
+          drain_for_burn_in(tx, t.node_id,
+                            "release burn-in failed after rental " + t.rental_id.value_or("") +
+                                ": " + t.result_message.value_or(""));
+        }
+        return;
+      }
+      [[fallthrough]];
     case TaskKind::kProvision:
     case TaskKind::kInstallAccess: {
       if (!t.rental_id) return;
@@ -368,13 +476,18 @@ void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now
       // attempt timed out), and the report holds the task's row.
       auto r = rentals_.try_lock_any(tx, *t.rental_id);
       if (!r || r->state != RentalState::kProvisioning || attempt_of(t) != r->attempts) return;
-      if (t.kind == TaskKind::kProvision && ok) {
-        bool made = false;
-        for (const auto& other : tasks_.for_rental(tx, r->id)) {
-          made =
-              made || (other.kind == TaskKind::kInstallAccess && attempt_of(other) == r->attempts);
+      const bool provisioned = t.kind == TaskKind::kProvision && ok;
+      if (provisioned || (t.kind == TaskKind::kBurnIn && ok)) {
+        if (provisioned && options_.burn_ins) {
+          after_provision(tx, *r, now);
+        } else {
+          bool made = false;
+          for (const auto& other : tasks_.for_rental(tx, r->id)) {
+            made = made ||
+                   (other.kind == TaskKind::kInstallAccess && attempt_of(other) == r->attempts);
+          }
+          if (!made) access_task(tx, *r, r->attempts, now);
         }
-        if (!made) access_task(tx, *r, r->attempts, now);
       }
       // Looked at on the next run rather than at its check time.
       rentals_.set_next_check(tx, r->id, now);
@@ -511,6 +624,9 @@ bool Lifecycle::check_releasing(Tx& tx, const RentalRecord& r, Timestamp now) {
       // Its report cleared them already, unless the outcome came another way.
       tx.exec(kClearUnwiped, *r.node_id, pg_array_literal(gpu_indices_of(*latest_task)),
               sql_timestamp(latest_task->created_at));
+      // What the rental left the hardware in: a failure is the operator's to look at, not the
+      // tenant's to be credited for (issue "Hardware you can trust").
+      if (options_.burn_ins) burn_in_task(tx, r, "release", 0);
       settle_node(tx, *r.node_id, false);
       return true;
     case ReleasingStep::kEndedUnwiped:

@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "inventory/burn_in_store.h"
 #include "inventory/node_store.h"
 #include "scheduler/access_material.h"
 #include "scheduler/booking.h"
@@ -46,6 +47,11 @@ struct LifecycleOptions {
   // making: the certificate's own end (DESIGN.md "Node trust"), so an agent busy past it
   // fails the task rather than start a login probe that cannot succeed.
   std::chrono::seconds probe_deadline{110};
+  // A burn-in (agent_proto/burn_in/figures.h) between a rental's provision and its access, and
+  // after its wipe at the end: a node that fails the first is drained and the rental placed
+  // again (or cancelled free), one that fails the second is drained for the operator. Off in
+  // tests that run the lifecycle by hand; the server's `burn_ins` setting.
+  bool burn_ins = false;
   // Has the next run_once start now rather than at its poll (the process's lifecycle worker's
   // wake()); none in tests that run it by hand.
   std::function<void()> wake;
@@ -102,6 +108,17 @@ class Lifecycle {
   // done).
   void task_finished(Tx& tx, const AgentTask& task, bool ok, Timestamp now);
 
+  // An agent's burn_in result, judged before its task is completed (fleet::ControlPlane): the
+  // figures against the node's model and the fleet's medians (inventory/burn_in_rules.h),
+  // recorded with the verdict. `ran`: the agent could run the tools. The task's outcome: it
+  // succeeded only when the burn-in passed, with the verdict's summary as its message.
+  struct BurnInOutcome {
+    bool passed = false;
+    std::string message;
+  };
+  BurnInOutcome judge_burn_in(Tx& tx, const AgentTask& task, bool ran, const std::string& message,
+                              const std::optional<nlohmann::json>& result, Timestamp now);
+
   // An admin activated the node (maintenance → available): its unwiped GPUs get a wipe of the
   // node's own first, unless one is queued already; until it succeeds no rental starts on
   // them. The task, when one was made.
@@ -141,6 +158,17 @@ class Lifecycle {
   // The attempt's provision; its install_access follows once the provision succeeded.
   void provisioning_tasks(Tx& tx, const RentalRecord& r, int attempt);
   void access_task(Tx& tx, const RentalRecord& r, int attempt, Timestamp now);
+  // The node's GPUs measured for the rental: before its access ("handover", of the attempt) or
+  // after its wipe ("release").
+  void burn_in_task(Tx& tx, const RentalRecord& r, const std::string& phase, int attempt);
+  // The attempt's provision succeeded: its burn-in next, or with none its access; once each.
+  void after_provision(Tx& tx, const RentalRecord& r, Timestamp now);
+  // The node failed the rental's handover burn-in: the node drains, the rental goes back to
+  // the calendar on other GPUs for the same period, or is cancelled free; never billed.
+  bool handover_failed(Tx& tx, const RentalRecord& r, const std::vector<AgentTask>& attempt_tasks,
+                       const std::string& why, Timestamp now);
+  // Out of the pool for the operator, with the reason: a failed burn-in.
+  void drain_for_burn_in(Tx& tx, const std::string& node_id, const std::string& why);
   void wipe_task(Tx& tx, const RentalRecord& r, int attempt);
   // Revoke access and wipe, as every rental that reached its node ends with.
   void revoke_and_wipe(Tx& tx, const RentalRecord& r);
@@ -154,6 +182,7 @@ class Lifecycle {
   Booking& booking_;
   LifecycleOptions options_;
   AccessMaterial* access_;
+  inventory::BurnInStore burn_ins_;
   std::vector<Job> jobs_;
 };
 

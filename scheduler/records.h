@@ -69,11 +69,13 @@ struct RentalEvent {
   std::optional<std::string> actor_user_id;  // absent for the system's own steps
 };
 
-enum class TaskKind { kProvision, kInstallAccess, kRevokeAccess, kWipe };
+// burn_in: the node's GPUs and links measured (agent_proto/burn_in/figures.h), before a
+// handover and after a release.
+enum class TaskKind { kProvision, kInstallAccess, kRevokeAccess, kWipe, kBurnIn };
 enum class TaskState { kQueued, kDelivered, kSucceeded, kFailed };
 
-inline constexpr std::array<std::string_view, 4> kTaskKindNames{"provision", "install_access",
-                                                                "revoke_access", "wipe"};
+inline constexpr std::array<std::string_view, 5> kTaskKindNames{"provision", "install_access",
+                                                                "revoke_access", "wipe", "burn_in"};
 inline constexpr std::array<std::string_view, 4> kTaskStateNames{"queued", "delivered", "succeeded",
                                                                  "failed"};
 

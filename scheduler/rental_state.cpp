@@ -10,7 +10,7 @@ using S = RentalState;
 constexpr std::array<RentalStates, kAllRentalStates.size()> kMoves{{
     /* pending */ {S::kScheduled, S::kCancelled},
     /* scheduled */ {S::kScheduled, S::kProvisioning, S::kCancelled},
-    /* provisioning */ {S::kActive, S::kFailed, S::kReleasing, S::kInterrupted},
+    /* provisioning */ {S::kScheduled, S::kActive, S::kFailed, S::kReleasing, S::kInterrupted},
     /* active */ {S::kReleasing, S::kInterrupted},
     /* releasing */ {S::kEnded},
     /* ended */ {},

@@ -109,12 +109,15 @@ TEST(FaultSchedule, ReadsEveryKindOfFault) {
   using std::chrono::minutes;
   using std::chrono::seconds;
   EXPECT_TRUE(parse_fault_schedule("").empty());
-  EXPECT_EQ(parse_fault_schedule("xid79@30s:gpu1,dbe@2m:gpu2,thermal@500ms,hang@1h"),
+  EXPECT_EQ(parse_fault_schedule("xid79@30s:gpu1,dbe@2m:gpu2,thermal@500ms,hang@1h,"
+                                 "slow-gpu@0s:gpu3,nvlink-down@10s:gpu1"),
             (std::vector<SimulatedFault>{
                 {.kind = K::kXid, .at = seconds(30), .gpu = 1, .xid = 79},
                 {.kind = K::kDoubleBitEcc, .at = minutes(2), .gpu = 2, .xid = 0},
                 {.kind = K::kThermalSlowdown, .at = milliseconds(500), .gpu = 0, .xid = 0},
-                {.kind = K::kHang, .at = minutes(60), .gpu = 0, .xid = 0}}));
+                {.kind = K::kHang, .at = minutes(60), .gpu = 0, .xid = 0},
+                {.kind = K::kSlowGpu, .at = seconds(0), .gpu = 3, .xid = 0},
+                {.kind = K::kNvlinkDown, .at = seconds(10), .gpu = 1, .xid = 0}}));
 }
 
 TEST(FaultSchedule, SaysWhichFaultDoesNotRead) {

@@ -7,6 +7,7 @@
 #include "agent/gpu_backend.h"
 #include "agent/hook_runner.h"
 #include "agent/login_sessions.h"
+#include "agent_proto/burn_in/figures.h"
 #include "core/subprocess.h"
 #include "tests/support/wait_for.h"
 
@@ -525,6 +526,83 @@ TEST_F(TaskExecutorTest, WithoutHooksProvisioningIsSimulatedAndAWipeRemovesTheAc
   ASSERT_TRUE(wiped);
   EXPECT_TRUE(wiped->ok);
   EXPECT_FALSE(fs::exists(dir_ / "ssh/users/gpu-cccc"));
+}
+
+// A simulated node's burn-in prints what the real tools print, so the same parsers read it:
+// eight healthy H100s measure alike; a slow-gpu fault shows in its GPU's Gflop/s, an
+// nvlink-down fault in every pair of its GPU, and the node's NCCL bus bandwidth falls with it.
+TEST_F(TaskExecutorTest, ASimulatedBurnInMeasuresTheNodeAndItsFaults) {
+  auto noop = [](int, const std::string&) {};
+  auto figures_of = [&](GpuBackend& backend) {
+    auto executor = make_simulated_executor(
+        {.access_root = dir_ / "ssh", .provision_delay = milliseconds(10)}, backend);
+    auto out = executor->execute(task(proto::TaskKind::kBurnIn, {{"phase", "handover"}}), noop,
+                                 stop_.get_token());
+    EXPECT_TRUE(out && out->ok);
+    EXPECT_EQ(out->message, "burn-in: measured with gpu_burn, nvbandwidth, nccl")
+        << out->result.value_or(nlohmann::json()).dump();
+    return burn_in::figures_from_json(out->result.value());
+  };
+  auto healthy = figures_of(*backend_);
+  EXPECT_TRUE(healthy.problems.empty());
+  ASSERT_EQ(healthy.gpus.size(), 8u);
+  ASSERT_EQ(healthy.links.size(), 28u);
+  for (const auto& l : healthy.links) EXPECT_NEAR(l.gbps, 395, 1);  // NV18 at 0.878
+  EXPECT_GT(healthy.nccl_bus_gbps.value_or(0), 440);
+
+  auto faulty_backend = make_simulated_backend(
+      {.faults = parse_fault_schedule("slow-gpu@0s:gpu3,nvlink-down@0s:gpu1")});
+  auto faulty = figures_of(*faulty_backend);
+  EXPECT_LT(*faulty.gpus[3].gflops, 0.5 * *healthy.gpus[3].gflops);
+  EXPECT_EQ(faulty.gpus[2].gflops, healthy.gpus[2].gflops);
+  for (const auto& l : faulty.links) {
+    bool gpu1 = l.a == 1 || l.b == 1;
+    EXPECT_EQ(l.gbps < 100, gpu1) << l.a << "-" << l.b << " " << l.gbps;
+  }
+  EXPECT_LT(faulty.nccl_bus_gbps.value_or(1e9), 100);
+}
+
+// With a burn-in hook the agent runs it with a folder to write the tools' outputs in, reads
+// whichever it wrote with the same parsers as `gpurent-agent burn-in --from`, and reports the
+// figures; a hook that fails fails the task with its last line, and the folder is gone after.
+TEST_F(TaskExecutorTest, TheBurnInHookWritesTheToolsOutputsAndTheAgentReportsTheirFigures) {
+  auto noop = [](int, const std::string&) {};
+  std::string hook =
+      script("burn-in",
+             "echo 'progress 10 gpu_burn'\n"
+             "printf 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\\n"
+             "100.0%%  proc'\"'\"'d: 9000 (50123 Gflop/s)   errors: 0   temps: 60 C \\n"
+             "\\nTested 1 GPUs:\\n\\tGPU 0: OK\\n' > \"$GPURENT_BURN_IN_DIR/gpu_burn.txt\"\n"
+             "echo \"$GPURENT_BURN_IN_DIR\" > " +
+                 (dir_ / "seen-dir").string());
+  std::vector<int> progress;
+  auto executor = make_executor({.access_root = dir_ / "ssh",
+                                 .burn_in_hook = {hook},
+                                 .burn_in_timeout = std::chrono::seconds(20)},
+                                *backend_);
+  auto out = executor->execute(
+      task(proto::TaskKind::kBurnIn, {{"phase", "release"}}),
+      [&](int p, const std::string&) { progress.push_back(p); }, stop_.get_token());
+  ASSERT_TRUE(out);
+  EXPECT_TRUE(out->ok) << out->message;
+  auto f = burn_in::figures_from_json(out->result.value());
+  ASSERT_EQ(f.gpus.size(), 1u);
+  EXPECT_EQ(f.gpus[0].gflops, 50123);
+  EXPECT_EQ(f.gpus[0].burn_ok, true);
+  EXPECT_EQ(f.tools, std::vector<std::string>{"gpu_burn"});
+  EXPECT_EQ(progress, (std::vector<int>{0, 10, 100}));
+  std::string seen = slurp(dir_ / "seen-dir");
+  ASSERT_FALSE(seen.empty());
+  EXPECT_FALSE(fs::exists(seen.substr(0, seen.size() - 1))) << "the folder is removed";
+
+  auto failing =
+      make_executor({.access_root = dir_ / "ssh",
+                     .burn_in_hook = {script("broken", "echo 'dcgmi: no GPUs'; exit 3")}},
+                    *backend_);
+  auto broke = failing->execute(task(proto::TaskKind::kBurnIn, {}), noop, stop_.get_token());
+  ASSERT_TRUE(broke);
+  EXPECT_FALSE(broke->ok);
+  EXPECT_NE(broke->message.find("burn-in hook exited with 3"), std::string::npos) << broke->message;
 }
 
 }  // namespace gpurent::agent::task_executor_test

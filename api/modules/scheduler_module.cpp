@@ -34,6 +34,7 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       lifecycle_(rentals_, tasks_, nodes_, booking_,
                  {.poll = ctx.config.lifecycle_interval,
                   .user_ca_keys = {ssh_ca_.user_ca_public_key()},
+                  .burn_ins = ctx.config.burn_ins,
                   .wake = ctx.config.lifecycle_wake
                               ? std::function<void()>([this] { lifecycle_worker_.wake(); })
                               : std::function<void()>()},

@@ -108,6 +108,7 @@ const std::map<std::string, std::string>& other_values() {
       {"pending_timeout", "6h"},
       {"lifecycle_interval", "30s"},
       {"lifecycle_wake", "false"},
+      {"burn_ins", "false"},
       {"agent_listen", "0.0.0.0:9443"},
       {"agent_pki_dir", "/etc/gpurent/pki"},
       {"agent_hostnames", "agents.example.com"},
@@ -172,6 +173,7 @@ TEST(LoadConfig, DefaultsWithoutAnySource) {
   EXPECT_EQ(c.pending_timeout, hours(24));
   EXPECT_EQ(c.lifecycle_interval, seconds(5));
   EXPECT_TRUE(c.lifecycle_wake);
+  EXPECT_TRUE(c.burn_ins);
   EXPECT_EQ(c.agent_listen_host, "127.0.0.1");
   EXPECT_EQ(c.agent_listen_port, 8443);
   EXPECT_EQ(c.agent_pki_dir, "var/pki");

@@ -33,6 +33,7 @@ const std::set<std::pair<S, S>> kLegalMoves = {
     {S::kScheduled, S::kScheduled},       // placed again: moved off a node before its start
     {S::kScheduled, S::kProvisioning},    // its start
     {S::kScheduled, S::kCancelled},       // terminated, or nowhere to move it
+    {S::kProvisioning, S::kScheduled},    // its node failed the handover burn-in: placed again
     {S::kProvisioning, S::kActive},       // a verified login
     {S::kProvisioning, S::kFailed},       // the attempts ran out
     {S::kProvisioning, S::kReleasing},    // terminated
@@ -69,7 +70,9 @@ TEST(RentalStateMachine, ReachableStatesFollowTheMovesAndEndInAFinalState) {
       {S::kScheduled,
        {S::kScheduled, S::kProvisioning, S::kActive, S::kReleasing, S::kEnded, S::kCancelled,
         S::kFailed, S::kInterrupted}},
-      {S::kProvisioning, {S::kActive, S::kReleasing, S::kEnded, S::kFailed, S::kInterrupted}},
+      {S::kProvisioning,
+       {S::kScheduled, S::kProvisioning, S::kActive, S::kReleasing, S::kEnded, S::kCancelled,
+        S::kFailed, S::kInterrupted}},
       {S::kActive, {S::kReleasing, S::kEnded, S::kInterrupted}},
       {S::kReleasing, {S::kEnded}},
       {S::kEnded, {}},

@@ -39,6 +39,7 @@ ServerProcess::ServerProcess(ServerOptions options) {
     args.push_back("--password_hash_cost=10");
   }
   args.push_back(options.lifecycle_wake ? "--lifecycle_wake=true" : "--lifecycle_wake=false");
+  args.push_back(options.burn_ins ? "--burn_ins=true" : "--burn_ins=false");
   if (options.database_url.empty()) {
     args.push_back("--data_dir=" + dir_ + "/pg");
   }

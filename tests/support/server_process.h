@@ -19,6 +19,9 @@ struct ServerOptions {
   // test that steps the lifecycle itself (a long interval, POST /v1/test/lifecycle/run) is
   // the only one to move it. FleetsimWakeE2E and the chaos suite run with it on.
   bool lifecycle_wake = false;
+  // --burn_ins: off by default, so that a rental's handover is its provision and its access,
+  // as the tests that play the agent by hand expect; BurnInE2E and the chaos suite run with it.
+  bool burn_ins = false;
   bool wait_ready = true;  // wait for the port file (the server is listening)
 };
 

@@ -1,0 +1,78 @@
+// The figures a burn-in measured, in the compact form an agent reports in its burn_in task's
+// result and the server judges (inventory/burn_in_rules.h): per GPU its matmul throughput and
+// gpu_burn's verdict, per GPU pair its peer copy bandwidth, the NCCL all-reduce bus bandwidth
+// and its wrong values, DCGM's verdict per test, and what did not parse. Made on the node
+// from the tools' parsed outputs; read back on the server strictly, as any agent input.
+#pragma once
+
+#include "agent_proto/burn_in/burn_in_report.h"
+#include "agent_proto/burn_in/dcgmi_diag.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::burn_in {
+
+// Bounds of the wire form (a task result is at most 64 KiB).
+inline constexpr int kMaxFigureGpus = 64;
+inline constexpr std::size_t kMaxFigureLinks = 64 * 63 / 2;
+inline constexpr std::size_t kMaxFigureDiagTests = 64;
+inline constexpr std::size_t kMaxFigureProblems = 8;
+inline constexpr std::size_t kMaxFigureTextBytes = 300;
+
+struct GpuFigure {
+  int index = 0;
+  std::optional<double> gflops;  // gpu_burn's last Gflop/s
+  std::optional<bool> burn_ok;   // gpu_burn's verdict OK and no worker died
+
+  bool operator==(const GpuFigure&) const = default;
+};
+
+// Peer copy bandwidth between two GPUs, GB/s, the lower of the two directions of nvbandwidth's
+// device_to_device_memcpy_read_ce (or _write_ce) matrix; a < b.
+struct LinkFigure {
+  int a = 0;
+  int b = 0;
+  double gbps = 0;
+
+  bool operator==(const LinkFigure&) const = default;
+};
+
+struct DiagFigure {
+  std::string test;  // "memory", "GPU Memory"
+  DiagVerdict verdict = DiagVerdict::kPass;
+  std::vector<int> failing_gpus;
+
+  bool operator==(const DiagFigure&) const = default;
+};
+
+struct BurnInFigures {
+  std::vector<std::string> tools;  // the outputs read: "gpu_burn", "nvbandwidth", "nccl", "dcgmi"
+  std::vector<GpuFigure> gpus;     // by index
+  std::vector<LinkFigure> links;   // by (a, b)
+  std::optional<double> nccl_bus_gbps;  // all_reduce_perf's average bus bandwidth
+  std::int64_t nccl_wrong = 0;          // wrong and out-of-bounds values
+  std::vector<DiagFigure> diag;
+  std::vector<std::string> problems;  // an output that did not parse, naming its file
+
+  bool operator==(const BurnInFigures&) const = default;
+};
+
+// The figures of the captured outputs; one that does not parse is a problem, not an error.
+BurnInFigures figures_of(const BurnInInputs& inputs);
+
+// {"tools": [...], "gpus": [{"index", "gflops"?, "burn_ok"?}], "links": [{"a", "b", "gbps"}],
+//  "nccl_bus_gbps"?, "nccl_wrong", "diag": [{"test", "verdict", "failing_gpus"}],
+//  "problems": [...]}
+nlohmann::json to_json(const BurnInFigures& figures);
+
+// The wire form back, as the server reads an agent's report: throws ParseError naming the
+// member for anything to_json would not have written (unknown members, out-of-range indices,
+// a pair twice, negative or non-finite figures, more than the bounds above).
+BurnInFigures figures_from_json(const nlohmann::json& json);
+
+}  // namespace gpurent::burn_in

@@ -1,0 +1,55 @@
+// The burn-ins a node's agent ran (migration 0023), with the server's verdict on each, and
+// what a new one is judged against: the node's model's nominal figures and the medians of the
+// fleet's other nodes of that model (inventory/burn_in_rules.h).
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "inventory/burn_in_rules.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::inventory {
+
+struct BurnInRecord {
+  std::string task_id;
+  std::string node_id;
+  std::optional<std::string> rental_id;
+  std::string phase;  // "handover" | "release"
+  std::string gpu_model;
+  bool passed = false;
+  nlohmann::json figures;   // agent_proto/burn_in/figures.h's wire form
+  nlohmann::json findings;  // findings_json() of the verdict
+  Timestamp finished_at;
+};
+
+// What a node's burn-in is held to.
+struct BurnInBasis {
+  std::string gpu_model;
+  BurnInNominal nominal;
+  BurnInMedians medians;
+};
+
+// The verdict's findings as stored and shown: [{"check", "subject", "verdict": "fail" |
+// "warn" | "pass", "measured"?, "expected"?, "detail"}].
+nlohmann::json findings_json(const BurnInVerdict& verdict);
+
+class BurnInStore {
+ public:
+  // The node's model and its nominal figures, and the medians of the latest passed burn-in of
+  // each other node of the model (at most kMedianNodes of them); nullopt for an unknown node.
+  std::optional<BurnInBasis> basis(Tx& tx, const std::string& node_id);
+  static constexpr int kMedianNodes = 500;
+
+  // Once per task: a repeated report records nothing. Whether it was recorded.
+  bool record(Tx& tx, const BurnInRecord& record);
+
+  // A rental's burn-ins, oldest first: its handover's and its release's.
+  std::vector<BurnInRecord> for_rental(Tx& tx, const std::string& rental_id);
+};
+
+}  // namespace gpurent::inventory

@@ -1,0 +1,154 @@
+// Table tests of the burn-in verdict (inventory/burn_in_rules.h): which figures fail, against
+// which bar, and what the operator and the tenant are told.
+#include "inventory/burn_in_rules.h"
+
+#include <gtest/gtest.h>
+
+namespace gpurent::inventory {
+namespace {
+
+using burn_in::BurnInFigures;
+using burn_in::DiagVerdict;
+
+// Eight GPUs of an HGX H100 as a healthy one measures them, every pair NVLinked.
+BurnInFigures healthy_hgx() {
+  BurnInFigures f{.tools = {"gpu_burn", "nvbandwidth", "nccl"}, .nccl_bus_gbps = 448.2};
+  for (int i = 0; i < 8; ++i) f.gpus.push_back({i, 50000.0 + i * 10, true});
+  for (int a = 0; a < 8; ++a) {
+    for (int b = a + 1; b < 8; ++b) f.links.push_back({a, b, 395.0});
+  }
+  return f;
+}
+
+const BurnInNominal kHgx{.link_gbps = 450, .all_pairs_nvlinked = true};
+
+std::vector<std::string> failed_subjects(const BurnInVerdict& v) {
+  std::vector<std::string> out;
+  for (const auto& f : v.findings) {
+    if (f.failed) out.push_back(f.check + ":" + f.subject);
+  }
+  return out;
+}
+
+TEST(BurnInRules, EachFigureIsHeldToItsBar) {
+  struct Row {
+    const char* name;
+    std::function<void(BurnInFigures&)> change;
+    BurnInMedians medians;
+    std::vector<std::string> fails;
+  };
+  const std::vector<Row> rows{
+      {"healthy", [](auto&) {}, {}, {}},
+      {"healthy against the fleet",
+       [](auto&) {},
+       {.gflops = 50100, .link_gbps = 396, .nccl_bus_gbps = 450},
+       {}},
+      {"one GPU at half speed, below its siblings",
+       [](auto& f) { f.gpus[3].gflops = 25000; },
+       {},
+       {"gpu_throughput:gpu3"}},
+      {"just above 0.8 of the node's median passes",
+       [](auto& f) { f.gpus[3].gflops = 40100; },
+       {},
+       {}},
+      {"a whole node slow, below the fleet",
+       [](auto& f) {
+         for (auto& g : f.gpus) *g.gflops /= 2;
+       },
+       {.gflops = 50000},
+       {"gpu_throughput:gpu0", "gpu_throughput:gpu1", "gpu_throughput:gpu2", "gpu_throughput:gpu3",
+        "gpu_throughput:gpu4", "gpu_throughput:gpu5", "gpu_throughput:gpu6",
+        "gpu_throughput:gpu7"}},
+      {"gpu_burn FAULTY", [](auto& f) { f.gpus[5].burn_ok = false; }, {}, {"gpu_burn:gpu5"}},
+      {"one NVLink down falls to PCIe speed",
+       [](auto& f) {
+         for (auto& l : f.links) {
+           if (l.a == 1 && l.b == 2) l.gbps = 24.5;
+         }
+       },
+       {},
+       {"peer_bandwidth:gpu1-gpu2"}},
+      {"every link at 0.6 of nominal: the node's median does not excuse it",
+       [](auto& f) {
+         for (auto& l : f.links) l.gbps = 270;
+       },
+       {},
+       [] {
+         std::vector<std::string> all;
+         for (int a = 0; a < 8; ++a)
+           for (int b = a + 1; b < 8; ++b)
+             all.push_back("peer_bandwidth:gpu" + std::to_string(a) + "-gpu" + std::to_string(b));
+         return all;
+       }()},
+      {"NCCL bus bandwidth below nominal",
+       [](auto& f) { f.nccl_bus_gbps = 200; },
+       {},
+       {"nccl_bus_bandwidth:node"}},
+      {"NCCL below the fleet's median",
+       [](auto& f) { f.nccl_bus_gbps = 340; },
+       {.nccl_bus_gbps = 450},
+       {"nccl_bus_bandwidth:node"}},
+      {"NCCL wrong values", [](auto& f) { f.nccl_wrong = 12; }, {}, {"nccl_correctness:node"}},
+      {"DCGM failed",
+       [](auto& f) {
+         f.diag.push_back({"Targeted Power", DiagVerdict::kFail, {1}});
+       },
+       {},
+       {"dcgm:Targeted Power"}},
+      {"DCGM warned: reported, not failed",
+       [](auto& f) {
+         f.diag.push_back({"memory", DiagVerdict::kWarn, {}});
+       },
+       {},
+       {}},
+      {"an output that did not parse",
+       [](auto& f) { f.problems.push_back("nvbandwidth.txt: no test case"); },
+       {},
+       {"tool_output:node"}},
+  };
+  for (const auto& row : rows) {
+    auto f = healthy_hgx();
+    row.change(f);
+    auto v = judge_burn_in(f, kHgx, row.medians);
+    EXPECT_EQ(failed_subjects(v), row.fails) << row.name;
+    EXPECT_EQ(v.passed, row.fails.empty()) << row.name;
+  }
+}
+
+TEST(BurnInRules, PcieBoxesLinksAreReportedButHeldToNoNominal) {
+  BurnInFigures f{.tools = {"nvbandwidth"}, .links = {{0, 1, 24.0}, {0, 2, 52.0}, {1, 2, 25.0}}};
+  auto v = judge_burn_in(f, {.link_gbps = std::nullopt, .all_pairs_nvlinked = false}, {});
+  EXPECT_TRUE(v.passed);
+  EXPECT_EQ(v.findings.size(), 3u);
+  EXPECT_FALSE(v.findings[0].expected);
+}
+
+TEST(BurnInRules, TheSummaryNamesTheFailingFigureAndItsBar) {
+  auto f = healthy_hgx();
+  f.gpus[3].gflops = 20000;
+  auto v = judge_burn_in(f, kHgx, {.gflops = 60000});
+  EXPECT_FALSE(v.passed);
+  // The higher bar of the two: the fleet's median (60000) over the node's own (50030).
+  EXPECT_EQ(v.summary(),
+            "gpu3 matmul 20000 Gflop/s, below 48000 (0.8 of the fleet's median 60000)");
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_TRUE(v.findings.front().failed);  // failures first
+  EXPECT_EQ(v.findings.front().expected, 48000);
+}
+
+TEST(BurnInRules, NothingMeasuredPassesWithAWarning) {
+  auto v = judge_burn_in({}, kHgx, {});
+  EXPECT_TRUE(v.passed);
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_TRUE(v.findings[0].warning);
+  EXPECT_EQ(v.findings[0].check, "measured");
+}
+
+TEST(BurnInRules, MedianOfOddEvenAndNone) {
+  EXPECT_EQ(median_of({3, 1, 2}), 2);
+  EXPECT_EQ(median_of({4, 1, 3, 2}), 2.5);
+  EXPECT_FALSE(median_of({}));
+}
+
+}  // namespace
+}  // namespace gpurent::inventory

@@ -1,0 +1,23 @@
+-- Burn-ins (agent_proto/burn_in/figures.h, inventory/burn_in_rules.h): the agent's burn_in
+-- task measures a node's GPUs and links before a rental's handover and after its release;
+-- the server judges the figures and keeps them with the verdict. The fleet's medians per
+-- model come from each node's latest passed burn-in.
+ALTER TABLE agent_tasks DROP CONSTRAINT agent_tasks_kind_check;
+ALTER TABLE agent_tasks ADD CONSTRAINT agent_tasks_kind_check
+  CHECK (kind IN ('provision', 'install_access', 'revoke_access', 'wipe', 'burn_in')) NOT VALID;
+
+CREATE TABLE burn_ins (
+  task_id text PRIMARY KEY REFERENCES agent_tasks (id),
+  node_id text NOT NULL REFERENCES nodes (id),
+  rental_id text REFERENCES rentals (id) ON DELETE SET NULL,
+  phase text NOT NULL CHECK (phase IN ('handover', 'release')),
+  gpu_model text NOT NULL REFERENCES gpu_models (name),
+  passed boolean NOT NULL,
+  figures jsonb NOT NULL CHECK (jsonb_typeof(figures) = 'object'),
+  findings jsonb NOT NULL CHECK (jsonb_typeof(findings) = 'array'),
+  finished_at timestamptz NOT NULL
+);
+-- The fleet's medians: each node's latest passed burn-in of a model.
+CREATE INDEX burn_ins_model_idx ON burn_ins (gpu_model, node_id, finished_at DESC) WHERE passed;
+CREATE INDEX burn_ins_rental_idx ON burn_ins (rental_id, finished_at) WHERE rental_id IS NOT NULL;
+CREATE INDEX burn_ins_node_idx ON burn_ins (node_id, finished_at DESC);
