@@ -26,13 +26,16 @@ class RentalFleetTest : public ApiTest {
   // test asks (the test clock jumps a minute at a time), and heartbeats, which come in real
   // time, never count as silence within a test. `wake`: a booking that starts now and an
   // agent's task report also start a run, as in production (the interval stays a minute).
-  std::unique_ptr<ServerProcess> agent_server(const std::string& pki_dir, bool wake = false) {
+  // `burn_ins`: a rental's handover waits for its node's burn-in, as in production.
+  std::unique_ptr<ServerProcess> agent_server(const std::string& pki_dir, bool wake = false,
+                                              bool burn_ins = false) {
     return std::make_unique<ServerProcess>(
         ServerOptions{.database_url = db_.url(),
                       .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
                                 "--lifecycle_interval=60s", "--agent_pki_dir=" + pki_dir,
                                 "--agent_silence_limit=24h"},
-                      .lifecycle_wake = wake});
+                      .lifecycle_wake = wake,
+                      .burn_ins = burn_ins});
   }
 
   // After the server is up: the admin, the site (Moscow time), a CUDA 12.4 image and a

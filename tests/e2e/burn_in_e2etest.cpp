@@ -1,0 +1,113 @@
+// The burn-in end to end, real `gpurent-agent` processes against a real gpurentd with burn-ins
+// on: a node whose simulated GPU 3 runs slow is measured at its rental's handover, the server
+// judges the figures its agent sent, drains the node and moves the rental to the healthy node,
+// where it is measured again and handed over; the rental is never billed on the failed node.
+#include "core/subprocess.h"
+#include "tests/support/child_process.h"
+#include "tests/support/paths.h"
+#include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/test_keys.h"
+#include "tests/support/wait_for.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gpurent::testing::burn_in_e2e {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class BurnInE2E : public RentalFleetTest {
+ protected:
+  void SetUp() override {
+    pki_dir_ = make_temp_dir("gpurent-burn-in-pki");
+    work_ = make_temp_dir("gpurent-burn-in-run");
+    server_ = agent_server(pki_dir_, false, true);
+    ASSERT_NE(server_->agent_port(), 0);
+    seed_fleet({1, 2, 4, 8});
+    url_ = "https://127.0.0.1:" + std::to_string(server_->agent_port());
+  }
+
+  void TearDown() override {
+    agents_.clear();
+    ApiTest::TearDown();
+    fs::remove_all(pki_dir_);
+    fs::remove_all(work_);
+  }
+
+  // A node enrolled and run by its own agent (`faults` for its simulated GPUs), in service.
+  std::string node_with_agent(const std::string& name, const std::string& faults) {
+    auto [node_id, token] = create_enrolling_node(name);
+    std::string dir = work_ + "/" + name;
+    fs::create_directories(dir);
+    auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url_, "--token", token,
+                                    "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
+                                    dir + "/state", "--log-format", "text"});
+    EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
+    std::vector<std::string> extra;
+    if (!faults.empty()) extra = {"--faults", faults};
+    agents_.push_back(std::make_unique<ChildProcess>(
+        agent_path(), simulated_agent_run(url_, dir, "200ms", extra), fs::path(dir) / "agent.log"));
+    bool up = wait_for([&] {
+      json n = node_view(node_id);
+      return n["state"] == "available" && n["health"] == "ok";
+    });
+    EXPECT_TRUE(up) << node_view(node_id).dump() << "\n" << agents_.back()->log();
+    return node_id;
+  }
+
+  std::string pki_dir_;
+  std::string work_;
+  std::string url_;
+  std::vector<std::unique_ptr<ChildProcess>> agents_;
+};
+
+TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHealthyOne) {
+  std::string slow = node_with_agent("slow-node", "slow-gpu@0s:gpu3");
+  Login owner = account("owner@example.com", "Acme");
+  auto pub = ssh_key_pair("burn-in-e2e-ed25519", {"-t", "ed25519"}) + ".pub";
+  std::ifstream in(pub);
+  std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!key.empty() && key.back() == '\n') key.pop_back();
+  std::string rental = book_with_key(owner, key);  // only the slow node is in service
+  ASSERT_FALSE(rental.empty());
+  std::string healthy = node_with_agent("healthy-node", "");
+
+  ASSERT_TRUE(drive_until(owner, rental, "active"))
+      << get("/v1/rentals/" + rental + "/events", session(owner)).body << "\n"
+      << agents_[0]->log();
+  json shown = get("/v1/rentals/" + rental, session(owner)).json();
+  EXPECT_EQ(shown["node_id"], healthy) << shown.dump();
+
+  // Its story: started on the slow node, placed again, started and handed over on the other.
+  std::vector<std::string> moves;
+  std::string why;
+  json events = get("/v1/rentals/" + rental + "/events", session(owner)).json();
+  for (const auto& e : events["items"]) {
+    moves.push_back(e["from_state"].is_null() ? "" : e["from_state"].get<std::string>());
+    moves.back() += ">" + e["to_state"].get<std::string>();
+    if (e["from_state"] == "provisioning" && e["to_state"] == "scheduled") why = e["reason"];
+  }
+  EXPECT_EQ(moves, (std::vector<std::string>{">scheduled", "scheduled>provisioning",
+                                             "provisioning>scheduled", "scheduled>scheduled",
+                                             "scheduled>provisioning", "provisioning>active"}));
+  EXPECT_EQ(why, "node " + slow + " failed its handover burn-in");
+
+  // The slow node left the pool, with the figure that failed it in its history.
+  json node = node_view(slow);
+  EXPECT_NE(node["state"], "available") << node.dump();
+  // The failed burn-in's task says which GPU and by how much.
+  bool named = false;
+  for (const auto& t : tasks_of(rental)) {
+    if (t["kind"] == "burn_in" && t["state"] == "failed") {
+      named = t["result_message"].is_string() &&
+              t["result_message"].get<std::string>().find("gpu3 matmul") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named) << tasks_of(rental).dump();
+}
+
+}  // namespace gpurent::testing::burn_in_e2e
