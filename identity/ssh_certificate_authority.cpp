@@ -115,7 +115,7 @@ Pkey load_or_make_key(const fs::path& path) {
     write_file_atomically(path, std::string(data, static_cast<std::size_t>(n)), 0600);
     return key;
   }
-  require_owner_only(path, "the SSH CA key");
+  require_owner_only(path, "the platform key");
   std::string text = read_whole_file(path);
   Bio bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
   Pkey key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
@@ -180,8 +180,10 @@ std::uint64_t seconds_of(Timestamp t) {
 struct SshCertificateAuthority::State {
   Pkey user_key;
   Pkey host_key;
+  Pkey report_key;
   std::string user_public;
   std::string host_public;
+  std::string report_public_pem;
 };
 
 SshCertificateAuthority::SshCertificateAuthority(std::unique_ptr<State> state)
@@ -199,11 +201,29 @@ SshCertificateAuthority SshCertificateAuthority::load_or_create(const fs::path& 
   auto state = std::make_unique<State>();
   state->user_key = load_or_make_key(dir / "ssh_user_ca");
   state->host_key = load_or_make_key(dir / "ssh_host_ca");
+  state->report_key = load_or_make_key(dir / "report_signing");
+  {
+    Bio bio(BIO_new(BIO_s_mem()));
+    if (!bio || !PEM_write_bio_PUBKEY(bio.get(), state->report_key.get())) {
+      fail("writing the report signing key's public half");
+    }
+    char* data = nullptr;
+    long n = BIO_get_mem_data(bio.get(), &data);
+    state->report_public_pem.assign(data, static_cast<std::size_t>(n));
+  }
   state->user_public =
       "ssh-ed25519 " + ssh_base64(ed25519_blob(state->user_key.get())) + " gpurent-user-ca";
   state->host_public =
       "ssh-ed25519 " + ssh_base64(ed25519_blob(state->host_key.get())) + " gpurent-host-ca";
   return SshCertificateAuthority(std::move(state));
+}
+
+std::string SshCertificateAuthority::sign_report(std::string_view bytes) const {
+  return ed25519_sign(state_->report_key.get(), bytes);
+}
+
+const std::string& SshCertificateAuthority::report_public_key_pem() const {
+  return state_->report_public_pem;
 }
 
 const std::string& SshCertificateAuthority::user_ca_public_key() const {

@@ -80,6 +80,14 @@ class SshCertificateAuthority {
   // certificate, or has a value outside the rule above.
   std::string sign(const SshPublicKey& key, const SshCertificateRequest& request) const;
 
+  // The platform's third key in the same folder, `report_signing`: it signs what the platform
+  // vouches for outside SSH (a rental's handover report, scheduler/handover_report.h). The
+  // raw 64-byte Ed25519 signature of `bytes`, which `openssl pkeyutl -verify -rawin` checks
+  // against report_public_key_pem().
+  std::string sign_report(std::string_view bytes) const;
+  // "-----BEGIN PUBLIC KEY-----…": the key published at GET /v1/platform/report-key.
+  const std::string& report_public_key_pem() const;
+
  private:
   struct State;
   explicit SshCertificateAuthority(std::unique_ptr<State> state);

@@ -20,12 +20,13 @@ constexpr Statement kLatestPassed = {
 constexpr Statement kInsert = {
     "burn_in_insert",
     "INSERT INTO burn_ins (task_id, node_id, rental_id, phase, gpu_model, passed, figures,"
-    " findings, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9)"
-    " ON CONFLICT (task_id) DO NOTHING"};
+    " findings, finished_at, telemetry) SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9,"
+    " (SELECT telemetry FROM nodes WHERE id = $2) ON CONFLICT (task_id) DO NOTHING"};
 constexpr Statement kForRental = {
     "burn_in_for_rental",
     "SELECT task_id, node_id, rental_id, phase, gpu_model, passed, figures::text,"
-    " findings::text, " SQL_MICROS("finished_at") " FROM burn_ins WHERE rental_id = $1"
+    " findings::text, " SQL_MICROS("finished_at") ", coalesce(telemetry, 'null')::text"
+    " FROM burn_ins WHERE rental_id = $1"
     " ORDER BY finished_at, task_id"};
 
 // One node's own median of each figure, so that a node with many GPUs counts once.
@@ -100,7 +101,8 @@ std::vector<BurnInRecord> BurnInStore::for_rental(Tx& tx, const std::string& ren
                    .passed = row[5].as<bool>(),
                    .figures = nlohmann::json::parse(row[6].c_str()),
                    .findings = nlohmann::json::parse(row[7].c_str()),
-                   .finished_at = read_timestamp(row[8])});
+                   .finished_at = read_timestamp(row[8]),
+                   .telemetry = nlohmann::json::parse(row[9].c_str())});
   }
   return out;
 }

@@ -25,6 +25,9 @@ struct BurnInRecord {
   nlohmann::json figures;   // agent_proto/burn_in/figures.h's wire form
   nlohmann::json findings;  // findings_json() of the verdict
   Timestamp finished_at;
+  // The node's telemetry when it was recorded (one object per GPU), null when none: record()
+  // takes it from the node itself.
+  nlohmann::json telemetry;
 };
 
 // What a node's burn-in is held to.

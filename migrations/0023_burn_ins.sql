@@ -15,6 +15,9 @@ CREATE TABLE burn_ins (
   passed boolean NOT NULL,
   figures jsonb NOT NULL CHECK (jsonb_typeof(figures) = 'object'),
   findings jsonb NOT NULL CHECK (jsonb_typeof(findings) = 'array'),
+  -- The node's latest telemetry when the figures were judged (its ECC counters are part of
+  -- the handover report); NULL when the node had reported none.
+  telemetry jsonb,
   finished_at timestamptz NOT NULL
 );
 -- The fleet's medians: each node's latest passed burn-in of a model.

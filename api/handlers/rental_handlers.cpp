@@ -7,6 +7,7 @@
 #include "api/handlers/rental_json.h"
 #include "api/json_body.h"
 #include "api/responses.h"
+#include "core/crypto.h"
 #include "core/db_errors.h"
 #include "core/error.h"
 #include "core/id.h"
@@ -165,6 +166,16 @@ nlohmann::json quote_json(const scheduler::Quote& quote, const scheduler::NoCapa
           {"earliest_start", optional_json(quote.earliest_start)},
           {"node_preview", preview},
           {"alternatives", alternatives}};
+}
+
+// The report, and the exact bytes signed with their signature, both base64: a checker
+// verifies `payload` as it is, never a re-serialisation of `report`.
+nlohmann::json signed_report_json(const scheduler::SignedReport& r) {
+  return {{"report", r.report},
+          {"payload", crypto::base64(r.payload)},
+          {"signature", crypto::base64(r.signature)},
+          {"algorithm", "Ed25519"},
+          {"key_url", "/v1/platform/report-key"}};
 }
 
 nlohmann::json events_json(const std::vector<scheduler::RentalEvent>& events) {
@@ -407,6 +418,32 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .needs_org = true,
               .scope = "rentals:read",
               .summary = "The rental's state changes, oldest first.",
+              .tag = "rentals"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/rentals/{id}/report",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    auto signed_report = state.reports->report(caller_of(req, p), rental_id(req));
+                    return json_response(200, signed_report_json(signed_report));
+                  },
+              .needs_org = true,
+              .scope = "rentals:read",
+              .summary = "The rental's handover report (its GPUs, links, measured figures, "
+                         "image, ECC), signed with the platform's report key.",
+              .tag = "rentals"});
+
+  router.add({.method = Method::kGet,
+              .pattern = "/v1/platform/report-key",
+              .handler =
+                  [&state](const Request&, const Principal&) {
+                    return json_response(200,
+                                         {{"algorithm", "Ed25519"},
+                                          {"public_key_pem", state.reports->public_key_pem()}});
+                  },
+              .access = Access::kAnyone,
+              .summary = "The public key handover reports are signed with (PEM), to check "
+                         "them offline.",
               .tag = "rentals"});
 
   router.add({.method = Method::kPost,

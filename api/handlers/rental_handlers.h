@@ -6,6 +6,7 @@
 #include "api/router.h"
 #include "core/db_pool.h"
 #include "scheduler/catalog_views.h"
+#include "scheduler/handover_report.h"
 #include "scheduler/rental_store.h"
 #include "scheduler/rentals.h"
 
@@ -17,6 +18,7 @@ struct RentalRoutesState {
   scheduler::Rentals* rentals = nullptr;    // the customer's use cases
   scheduler::RentalStore* store = nullptr;  // every org's rentals, for platform admins
   scheduler::CatalogViews* views = nullptr;
+  scheduler::HandoverReports* reports = nullptr;  // signed handover reports
 };
 
 void add_rental_routes(Router& router, RentalRoutesState& state);

@@ -7,10 +7,17 @@
 // without touching the ended rental or its money.
 #include "agent_proto/burn_in/figures.h"
 #include "billing/top_ups.h"
+#include "core/subprocess.h"
+#include "scheduler/handover_report.h"
 #include "scheduler/rental_billing.h"
 #include "scheduler/tests/lifecycle_fixture.h"
+#include "tests/support/pg_harness.h"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
 
 namespace gpurent::scheduler {
 namespace burn_in_lifecycle_pgtest {
@@ -282,6 +289,83 @@ TEST_F(BurnInLifecycleTest, ToolsThatCouldNotRunOrAResultThatDoesNotReadFailTheH
   EXPECT_EQ(run_burning(clock_.now()), 1);
   EXPECT_EQ(rental(id).state, RentalState::kCancelled);
   EXPECT_NE(node_state(n1), "available");
+}
+
+// The handover report of a rental moved off a node that failed: signed with the platform's
+// report key, checked by `openssl pkeyutl` with the published public key as any tenant would;
+// a byte changed fails the check. It names the GPUs, links and figures the tenant got (its own
+// GPUs only) and the node that failed before; before the handover it has none, and another
+// org's caller gets not_found.
+TEST_F(BurnInLifecycleTest, AHandoverReportIsSignedAndVerifiesWithOpenssl) {
+  namespace fs = std::filesystem;
+  fs::path keys = testing::make_temp_dir("gpurent-report-keys");
+  auto ca = identity::SshCertificateAuthority::load_or_create(keys / "ca");
+  HandoverReports reports(pool_, rentals_, ca);
+  Caller owner{.org_id = a_.org_id};
+  Caller other{.org_id = b_.org_id};
+
+  std::string n1 = node("n1");
+  std::string n2 = node("n2");
+  std::string id = book(a_, n1, {2, 3}, from_now(H(1), H(25)));
+  EXPECT_EQ(run_burning(t0_ + H(1)), 1);
+  EXPECT_TRUE(reports.report(owner, id).report["handover"].is_null()) << "not handed over yet";
+  hand_over(id, slow_gpu3());  // n1's GPU 3 is the rental's: it fails there
+  EXPECT_EQ(run_burning(clock_.now()), 1);
+  EXPECT_EQ(run_burning(clock_.now()), 1);
+  hand_over(id, healthy());
+  ASSERT_TRUE(report_task(*open_task(id, TaskKind::kInstallAccess), true));
+  EXPECT_EQ(run_burning(clock_.now()), 1);
+  ASSERT_EQ(rental(id).state, RentalState::kActive);
+
+  auto signed_report = reports.report(owner, id);
+  const auto& r = signed_report.report;
+  EXPECT_EQ(r["rental_id"], id);
+  EXPECT_EQ(r["node_id"], n2);
+  EXPECT_EQ(r["image"]["driver_version"], "550.54.14");
+  EXPECT_EQ(r["topology"]["gpus"].size(), 2u);
+  EXPECT_EQ(r["failed_handovers"].size(), 1u);
+  EXPECT_EQ(r["failed_handovers"][0]["node_id"], n1);
+  ASSERT_TRUE(r["handover"]["passed"].get<bool>());
+  auto got = rental(id).gpu_indices;
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(r["gpu_indices"], got);
+  std::set<std::string> allowed{"node", "gpu" + std::to_string(got[0]),
+                                "gpu" + std::to_string(got[1]),
+                                "gpu" + std::to_string(got[0]) + "-gpu" + std::to_string(got[1])};
+  int gpu_findings = 0;
+  for (const auto& f : r["handover"]["findings"]) {
+    std::string subject = f["subject"];
+    EXPECT_TRUE(allowed.contains(subject)) << "another tenant's GPU in the report: " << subject;
+    gpu_findings += subject.starts_with("gpu");
+  }
+  EXPECT_EQ(gpu_findings, 3) << "its two GPUs and the link between them";
+  EXPECT_EQ(signed_report.payload, r.dump());
+  EXPECT_EQ(signed_report.signature.size(), 64u);
+
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(keys / name, std::ios::binary) << bytes;
+    return (keys / name).string();
+  };
+  std::string pem = write("report-key.pem", reports.public_key_pem());
+  std::string sig = write("report.sig", signed_report.signature);
+  auto verify = [&](const std::string& payload_file) {
+    return run_subprocess({"openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pem, "-rawin",
+                           "-in", payload_file, "-sigfile", sig});
+  };
+  auto good = verify(write("report.json", signed_report.payload));
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_NE(good.output.find("Signature Verified Successfully"), std::string::npos) << good.output;
+  std::string tampered = signed_report.payload;
+  tampered[tampered.find(n2)] ^= 1;
+  EXPECT_NE(verify(write("tampered.json", tampered)).exit_code, 0);
+
+  try {
+    reports.report(other, id);
+    ADD_FAILURE() << "another org's rental";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  }
+  fs::remove_all(keys);
 }
 
 }  // namespace burn_in_lifecycle_pgtest

@@ -108,6 +108,33 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
     }
   }
   EXPECT_TRUE(named) << tasks_of(rental).dump();
+
+  // The signed handover report, checked offline with the published key, as a tenant would.
+  auto report = get("/v1/rentals/" + rental + "/report", session(owner));
+  ASSERT_EQ(report.status, 200) << report.body;
+  json r = report.json();
+  EXPECT_EQ(r["report"]["node_id"], healthy);
+  EXPECT_EQ(r["report"]["failed_handovers"][0]["node_id"], slow);
+  EXPECT_EQ(r["algorithm"], "Ed25519");
+  auto published = get("/v1/platform/report-key", {});  // no credentials needed
+  ASSERT_EQ(published.status, 200) << published.body;
+  std::string dir = work_ + "/report";
+  fs::create_directories(dir);
+  std::ofstream(dir + "/key.pem") << published.json()["public_key_pem"].get<std::string>();
+  std::ofstream(dir + "/report.b64") << r["payload"].get<std::string>();
+  std::ofstream(dir + "/sig.b64") << r["signature"].get<std::string>();
+  auto checked = run_subprocess(
+      {"sh", "-c",
+       "cd " + dir +
+           " && base64 -d report.b64 > report.json && base64 -d sig.b64 > report.sig &&"
+           " openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json"
+           " -sigfile report.sig"});
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_EQ(json::parse(std::ifstream(dir + "/report.json")), r["report"]);
+
+  // Another org's rental is as unknown as none.
+  Login stranger = account("stranger@example.com", "Other");
+  EXPECT_EQ(get("/v1/rentals/" + rental + "/report", session(stranger)).status, 404);
 }
 
 }  // namespace gpurent::testing::burn_in_e2e

@@ -64,7 +64,7 @@ TEST(KeyBackupE2E, KeysLostAndRestoredAreTheOnesTheServerSignsWithAgain) {
     }
   }
   ASSERT_TRUE(made.count(pki + "/ca.key") && made.count(ssh + "/ssh_user_ca") &&
-              made.count(ssh + "/ssh_host_ca"))
+              made.count(ssh + "/ssh_host_ca") && made.count(ssh + "/report_signing"))
       << "the server made other files than expected";
 
   const std::string dirs = " --agent_pki_dir=" + pki + " --ssh_ca_dir=" + ssh;
