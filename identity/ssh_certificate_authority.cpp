@@ -184,6 +184,7 @@ struct SshCertificateAuthority::State {
   std::string user_public;
   std::string host_public;
   std::string report_public_pem;
+  std::string report_key_id;
 };
 
 SshCertificateAuthority::SshCertificateAuthority(std::unique_ptr<State> state)
@@ -210,6 +211,9 @@ SshCertificateAuthority SshCertificateAuthority::load_or_create(const fs::path& 
     char* data = nullptr;
     long n = BIO_get_mem_data(bio.get(), &data);
     state->report_public_pem.assign(data, static_cast<std::size_t>(n));
+    state->report_key_id =
+        "gpurent-report-" +
+        crypto::sha256_hex(raw_public_key(state->report_key.get())).substr(0, 16);
   }
   state->user_public =
       "ssh-ed25519 " + ssh_base64(ed25519_blob(state->user_key.get())) + " gpurent-user-ca";
@@ -224,6 +228,10 @@ std::string SshCertificateAuthority::sign_report(std::string_view bytes) const {
 
 const std::string& SshCertificateAuthority::report_public_key_pem() const {
   return state_->report_public_pem;
+}
+
+const std::string& SshCertificateAuthority::report_key_id() const {
+  return state_->report_key_id;
 }
 
 const std::string& SshCertificateAuthority::user_ca_public_key() const {

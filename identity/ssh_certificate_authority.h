@@ -87,6 +87,9 @@ class SshCertificateAuthority {
   std::string sign_report(std::string_view bytes) const;
   // "-----BEGIN PUBLIC KEY-----…": the key published at GET /v1/platform/report-key.
   const std::string& report_public_key_pem() const;
+  // "gpurent-report-<16 hex>": the first 8 bytes of the SHA-256 of the raw public key, so a
+  // report names the key that signed it.
+  const std::string& report_key_id() const;
 
  private:
   struct State;

@@ -48,7 +48,7 @@ std::optional<Bar> bar_of(
 void held_to(std::vector<BurnInFinding>& out, const std::string& check, const std::string& subject,
              const std::string& what, const std::string& unit, double measured,
              const std::optional<Bar>& bar) {
-  BurnInFinding f{.check = check, .subject = subject, .measured = measured};
+  BurnInFinding f{.check = check, .subject = subject, .measured = measured, .unit = unit};
   if (!bar) {
     f.detail = subject + " " + what + " " + number(measured) + " " + unit;
   } else {

@@ -52,6 +52,7 @@ struct BurnInFinding {
   bool warning = false;
   std::optional<double> measured;
   std::optional<double> expected;  // the figure it was held to
+  std::string unit;                // of measured and expected: "Gflop/s", "GB/s"; "" for none
   std::string detail;              // one sentence for the operator and the tenant
 
   bool operator==(const BurnInFinding&) const = default;

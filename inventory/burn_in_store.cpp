@@ -56,6 +56,7 @@ nlohmann::json findings_json(const BurnInVerdict& verdict) {
                         {"detail", f.detail}};
     if (f.measured) j["measured"] = *f.measured;
     if (f.expected) j["expected"] = *f.expected;
+    if (!f.unit.empty()) j["unit"] = f.unit;
     out.push_back(std::move(j));
   }
   return out;

@@ -38,7 +38,7 @@ struct BurnInBasis {
 };
 
 // The verdict's findings as stored and shown: [{"check", "subject", "verdict": "fail" |
-// "warn" | "pass", "measured"?, "expected"?, "detail"}].
+// "warn" | "pass", "measured"?, "expected"?, "unit"?, "detail"}].
 nlohmann::json findings_json(const BurnInVerdict& verdict);
 
 class BurnInStore {

@@ -48,15 +48,22 @@ bool about_ours(const std::string& subject, const std::vector<int>& gpus) {
 
 json handover_report_json(const HandoverFacts& f) {
   const auto& r = f.rental;
+  // The handover: the last passed handover burn-in on the node the rental runs on.
+  const inventory::BurnInRecord* handover = nullptr;
+  for (const auto& b : f.burn_ins) {
+    if (b.phase == "handover" && b.passed && r.node_id && b.node_id == *r.node_id) handover = &b;
+  }
   json out = {{"report_version", 1},
               {"rental_id", r.id},
               {"org_id", r.org_id},
               {"gpu_model", r.gpu_model},
               {"gpu_count", r.gpu_count},
-              {"node_id", r.node_id ? json(*r.node_id) : json(nullptr)},
-              {"gpu_indices", r.gpu_indices},
               {"period",
                {{"start", format_rfc3339(r.period.start)}, {"end", format_rfc3339(r.period.end)}}}};
+  out["node"] =
+      r.node_id
+          ? json{{"id", *r.node_id}, {"gpu_model", r.gpu_model}, {"gpu_indices", r.gpu_indices}}
+          : json(nullptr);
   out["image"] = f.image ? json{{"id", f.image->id},
                                 {"name", f.image->name},
                                 {"driver_version", f.image->driver_version},
@@ -66,24 +73,29 @@ json handover_report_json(const HandoverFacts& f) {
   for (const auto& [a, b, kind] : f.links) links.push_back({{"a", a}, {"b", b}, {"kind", kind}});
   out["topology"] = {{"gpus", r.gpu_indices}, {"links", std::move(links)}};
 
-  // The handover: the last passed handover burn-in on the node the rental runs on.
-  const inventory::BurnInRecord* handover = nullptr;
-  for (const auto& b : f.burn_ins) {
-    if (b.phase == "handover" && b.passed && r.node_id && b.node_id == *r.node_id) handover = &b;
-  }
+  // Each figure of the rental's own GPUs, the links between them and the node-wide ones,
+  // beside the bar it was held to.
+  json measurements = json::array();
   if (handover) {
-    json findings = json::array();
     for (const auto& finding : handover->findings) {
-      if (about_ours(finding.value("subject", ""), r.gpu_indices)) findings.push_back(finding);
+      std::string subject = finding.value("subject", "");
+      if (!about_ours(subject, r.gpu_indices)) continue;
+      measurements.push_back(
+          {{"name", finding.value("check", "") + " " + subject},
+           {"value", finding.contains("measured") ? finding["measured"] : json(nullptr)},
+           {"unit", finding.contains("unit") ? finding["unit"] : json(nullptr)},
+           {"expected", finding.contains("expected") ? finding["expected"] : json(nullptr)},
+           {"verdict", finding.value("verdict", "")},
+           {"detail", finding.value("detail", "")}});
     }
     out["handover"] = {{"task_id", handover->task_id},
                        {"measured_at", format_rfc3339(handover->finished_at)},
                        {"passed", handover->passed},
-                       {"tools", handover->figures.value("tools", json::array())},
-                       {"findings", std::move(findings)}};
+                       {"tools", handover->figures.value("tools", json::array())}};
   } else {
     out["handover"] = nullptr;
   }
+  out["measurements"] = std::move(measurements);
   // Earlier nodes that failed their burn-in for this rental: the tenant sees why it moved.
   json failed = json::array();
   for (const auto& b : f.burn_ins) {
@@ -111,6 +123,9 @@ json handover_report_json(const HandoverFacts& f) {
     }
   }
   out["ecc"] = std::move(ecc);
+  // When the platform vouched for it: its handover, so the report and its signature are the
+  // same on every read (Ed25519 signatures are deterministic).
+  out["signed_at"] = format_rfc3339(handover ? handover->finished_at : r.created_at);
   return out;
 }
 
@@ -135,6 +150,7 @@ SignedReport HandoverReports::report(const Caller& caller, const std::string& id
   SignedReport out{.report = handover_report_json(facts)};
   out.payload = out.report.dump();
   out.signature = keys_.sign_report(out.payload);
+  out.key_id = keys_.report_key_id();
   return out;
 }
 

@@ -39,15 +39,17 @@ struct HandoverFacts {
   std::vector<inventory::BurnInRecord> burn_ins;
 };
 
-// The report's JSON (docs/burn-in.md, "Handover report"): the handover is the last passed
-// handover burn-in on the rental's node; the figures are those of the rental's GPUs and the
-// links between them, and the node-wide ones (NCCL). Pure.
+// The report's JSON (API.md's fields: rental_id, node, topology, measurements [{name, value,
+// unit, expected, verdict}], image, ecc, signed_at; docs/burn-in.md, "Handover report"): the
+// handover is the last passed handover burn-in on the rental's node; the measurements are
+// those of the rental's GPUs, the links between them and the node-wide ones (NCCL). Pure.
 nlohmann::json handover_report_json(const HandoverFacts& facts);
 
 struct SignedReport {
   nlohmann::json report;
   std::string payload;    // the exact bytes signed: report.dump()
   std::string signature;  // raw Ed25519, 64 bytes
+  std::string key_id;     // the signing key's (GET /v1/platform/report-key)
 };
 
 class HandoverReports {
@@ -60,8 +62,9 @@ class HandoverReports {
   // platform vouches for so far.
   SignedReport report(const Caller& caller, const std::string& id);
 
-  // The report key's public half (PEM).
+  // The report key's public half (PEM) and its id.
   const std::string& public_key_pem() const { return keys_.report_public_key_pem(); }
+  const std::string& key_id() const { return keys_.report_key_id(); }
 
  private:
   PgPool& pool_;

@@ -168,14 +168,16 @@ nlohmann::json quote_json(const scheduler::Quote& quote, const scheduler::NoCapa
           {"alternatives", alternatives}};
 }
 
-// The report, and the exact bytes signed with their signature, both base64: a checker
-// verifies `payload` as it is, never a re-serialisation of `report`.
+// The report's fields, its signature and the key's id, and the exact bytes signed: a checker
+// verifies `payload` (the report without these four members) as it is, never a
+// re-serialisation.
 nlohmann::json signed_report_json(const scheduler::SignedReport& r) {
-  return {{"report", r.report},
-          {"payload", crypto::base64(r.payload)},
-          {"signature", crypto::base64(r.signature)},
-          {"algorithm", "Ed25519"},
-          {"key_url", "/v1/platform/report-key"}};
+  nlohmann::json out = r.report;
+  out["signature"] = crypto::base64(r.signature);
+  out["key_id"] = r.key_id;
+  out["algorithm"] = "Ed25519";
+  out["payload"] = crypto::base64(r.payload);
+  return out;
 }
 
 nlohmann::json events_json(const std::vector<scheduler::RentalEvent>& events) {
@@ -439,6 +441,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                   [&state](const Request&, const Principal&) {
                     return json_response(200,
                                          {{"algorithm", "Ed25519"},
+                                          {"key_id", state.reports->key_id()},
                                           {"public_key_pem", state.reports->public_key_pem()}});
                   },
               .access = Access::kAnyone,

@@ -320,7 +320,7 @@ TEST_F(BurnInLifecycleTest, AHandoverReportIsSignedAndVerifiesWithOpenssl) {
   auto signed_report = reports.report(owner, id);
   const auto& r = signed_report.report;
   EXPECT_EQ(r["rental_id"], id);
-  EXPECT_EQ(r["node_id"], n2);
+  EXPECT_EQ(r["node"]["id"], n2);
   EXPECT_EQ(r["image"]["driver_version"], "550.54.14");
   EXPECT_EQ(r["topology"]["gpus"].size(), 2u);
   EXPECT_EQ(r["failed_handovers"].size(), 1u);
@@ -328,17 +328,27 @@ TEST_F(BurnInLifecycleTest, AHandoverReportIsSignedAndVerifiesWithOpenssl) {
   ASSERT_TRUE(r["handover"]["passed"].get<bool>());
   auto got = rental(id).gpu_indices;
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(r["gpu_indices"], got);
+  EXPECT_EQ(r["node"]["gpu_indices"], got);
   std::set<std::string> allowed{"node", "gpu" + std::to_string(got[0]),
                                 "gpu" + std::to_string(got[1]),
                                 "gpu" + std::to_string(got[0]) + "-gpu" + std::to_string(got[1])};
-  int gpu_findings = 0;
-  for (const auto& f : r["handover"]["findings"]) {
-    std::string subject = f["subject"];
-    EXPECT_TRUE(allowed.contains(subject)) << "another tenant's GPU in the report: " << subject;
-    gpu_findings += subject.starts_with("gpu");
+  int gpu_figures = 0;
+  for (const auto& m : r["measurements"]) {
+    std::string name = m["name"];
+    std::string subject = name.substr(name.find(' ') + 1);
+    EXPECT_TRUE(allowed.contains(subject)) << "another tenant's GPU in the report: " << name;
+    EXPECT_EQ(m["verdict"], "pass") << name;
+    gpu_figures += subject.starts_with("gpu");
+    if (name.starts_with("peer_bandwidth")) {
+      EXPECT_EQ(m["value"], 395.0);
+      EXPECT_EQ(m["unit"], "GB/s");
+      EXPECT_GE(m["expected"].get<double>(), 315.0);
+    }
   }
-  EXPECT_EQ(gpu_findings, 3) << "its two GPUs and the link between them";
+  EXPECT_EQ(gpu_figures, 3) << "its two GPUs and the link between them";
+  EXPECT_EQ(r["signed_at"], r["handover"]["measured_at"]);
+  EXPECT_EQ(reports.report(owner, id).signature, signed_report.signature) << "the same every read";
+  EXPECT_TRUE(signed_report.key_id.starts_with("gpurent-report-"));
   EXPECT_EQ(signed_report.payload, r.dump());
   EXPECT_EQ(signed_report.signature.size(), 64u);
 

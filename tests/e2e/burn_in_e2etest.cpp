@@ -113,8 +113,10 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
   auto report = get("/v1/rentals/" + rental + "/report", session(owner));
   ASSERT_EQ(report.status, 200) << report.body;
   json r = report.json();
-  EXPECT_EQ(r["report"]["node_id"], healthy);
-  EXPECT_EQ(r["report"]["failed_handovers"][0]["node_id"], slow);
+  EXPECT_EQ(r["rental_id"], rental);
+  EXPECT_EQ(r["node"]["id"], healthy);
+  EXPECT_EQ(r["failed_handovers"][0]["node_id"], slow);
+  EXPECT_FALSE(r["measurements"].empty());
   EXPECT_EQ(r["algorithm"], "Ed25519");
   auto published = get("/v1/platform/report-key", {});  // no credentials needed
   ASSERT_EQ(published.status, 200) << published.body;
@@ -130,7 +132,11 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
            " openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json"
            " -sigfile report.sig"});
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
-  EXPECT_EQ(json::parse(std::ifstream(dir + "/report.json")), r["report"]);
+  // The signed bytes are the report as served, less the signature's own members.
+  json unsigned_part = r;
+  for (const char* k : {"signature", "key_id", "algorithm", "payload"}) unsigned_part.erase(k);
+  EXPECT_EQ(json::parse(std::ifstream(dir + "/report.json")), unsigned_part);
+  EXPECT_EQ(r["key_id"], published.json()["key_id"]);
 
   // Another org's rental is as unknown as none.
   Login stranger = account("stranger@example.com", "Other");
