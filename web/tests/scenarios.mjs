@@ -199,6 +199,37 @@ export const scenarios = [
     },
   },
   {
+    name: "a rental's page shows the signed handover report its node's burn-in made, in English and in Russian",
+    pages: ["rental"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const customer = await api.customer(stack, { fundsMinor: 10 * MILLION_ROUBLES });
+      await api.expect(201, "POST", "/v1/ssh-keys", { name: "laptop", public_key: PUBLIC_KEY }, customer);
+      const booked = await api.expect(201, "POST", "/v1/rentals", { gpu_model: H100, gpu_count: 2,
+        start: "now", days: 1, image_id: stack.imageId }, customer);
+      await stack.waitRental(customer, booked.id, "active", 45000);
+      const report = await api.expect(200, "GET", `/v1/rentals/${booked.id}/report`, undefined, customer);
+      assert.ok(report.handover && report.handover.passed, JSON.stringify(report));
+      assert.ok(report.measurements.length > 0);
+      await tab.signIn(customer.email, PASSWORD);
+      await tab.visit(`#/rentals/${encodeURIComponent(booked.id)}`);
+      await page.getByRole("heading", { level: 2, name: "Handover report" }).waitFor();
+      const measured = page.getByRole("table", { name: "What the platform measured before handing the node over" });
+      await measured.waitFor();
+      // The link between its two GPUs, held to the bar it had to reach.
+      const link = report.measurements.find((m) => m.name.startsWith("peer_bandwidth"));
+      assert.ok(link, JSON.stringify(report.measurements));
+      await measured.getByRole("cell", { name: link.name, exact: true }).waitFor();
+      await page.getByTestId("report-meta").filter({ hasText: report.key_id }).waitFor();
+      await page.getByRole("link", { name: "Download the signed report" }).waitFor();
+      await tab.check("rental-report");
+      await page.getByLabel("Language").selectOption("ru");
+      await page.getByRole("heading", { level: 2, name: "Отчёт о передаче" }).waitFor();
+      await page.getByRole("table", { name: "Что платформа измерила перед передачей узла" }).waitFor();
+      await tab.check("rental-report-ru");
+    },
+  },
+  {
     name: "the advisor sizes llama-2-70b for fp16 inference: no single 80 GB GPU, and a recommendation books",
     pages: ["advisor", "book"],
     async run({ tab, api, stack }) {

@@ -1,6 +1,7 @@
 // One rental: where it is on its way to ready (live, by long poll), how to log in (the SSH
-// command to copy, the host's known_hosts lines, a certificate for a public key), its
-// events, and extend or terminate.
+// command to copy, the host's known_hosts lines, a certificate for a public key), the signed
+// handover report (what the platform measured before handing the node over), its events, and
+// extend or terminate.
 import { all, get, post, newIdempotencyKey } from "../api.js";
 import { strings, t, money, dateTime } from "../i18n.js";
 import { badge, busy, copyText, field, h, page, replace, table, toast } from "../ui.js";
@@ -21,7 +22,15 @@ strings({
         "r.extended": "Extended: it now ends {end}.",
         "r.terminate": "Terminate", "r.terminate_confirm": "Terminate this rental now? Days not yet started are refunded; the GPUs are wiped.",
         "r.terminated": "The rental is being released.", "r.waitlist": "Waiting for GPUs: position {position} in line.",
-        "r.waitlist_eta": "Expected start: {at}.", "r.live": "Updating live" },
+        "r.waitlist_eta": "Expected start: {at}.", "r.live": "Updating live",
+        "r.report": "Handover report", "r.report_wait": "The report appears once the node has been measured and handed over.",
+        "r.report_caption": "What the platform measured before handing the node over",
+        "r.measure": "Measured", "r.value": "Value", "r.expected": "At least", "r.verdict": "Verdict",
+        "r.report_meta": "Measured {at} with {tools}; driver {driver}, CUDA {cuda}. Signed with key {key}.",
+        "r.report_moved": "Moved here after node {node} failed its checks at {at}; nothing was charged for it.",
+        "r.report_download": "Download the signed report",
+        "r.report_verify": "Check it offline: base64-decode payload and signature, then openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json -sigfile report.sig with the key from /v1/platform/report-key.",
+        "verdict.pass": "pass", "verdict.warn": "warning", "verdict.fail": "failed" },
   ru: { "r.facts": "Подробности", "r.gpus": "GPU", "r.period": "Период", "r.days": "Срок", "r.price": "Цена",
         "r.per_day": "{price} в сутки, всего {total}", "r.node": "Узел", "r.image": "Образ", "r.state": "Состояние",
         "r.ssh": "Вход", "r.ssh_wait": "Команда SSH появится здесь, когда узел будет готов.",
@@ -36,7 +45,15 @@ strings({
         "r.extended": "Продлено: теперь до {end}.",
         "r.terminate": "Завершить", "r.terminate_confirm": "Завершить аренду сейчас? Не начавшиеся сутки вернутся на баланс; GPU будут очищены.",
         "r.terminated": "Аренда освобождается.", "r.waitlist": "Ожидание GPU: позиция {position} в очереди.",
-        "r.waitlist_eta": "Ожидаемый старт: {at}.", "r.live": "Обновляется" },
+        "r.waitlist_eta": "Ожидаемый старт: {at}.", "r.live": "Обновляется",
+        "r.report": "Отчёт о передаче", "r.report_wait": "Отчёт появится, когда узел будет проверен и передан.",
+        "r.report_caption": "Что платформа измерила перед передачей узла",
+        "r.measure": "Измерение", "r.value": "Значение", "r.expected": "Не ниже", "r.verdict": "Итог",
+        "r.report_meta": "Измерено {at} ({tools}); драйвер {driver}, CUDA {cuda}. Подписано ключом {key}.",
+        "r.report_moved": "Перенесено сюда: узел {node} не прошёл проверку {at}; за него ничего не списано.",
+        "r.report_download": "Скачать подписанный отчёт",
+        "r.report_verify": "Проверка без нас: раскодируйте payload и signature из base64 и выполните openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json -sigfile report.sig с ключом из /v1/platform/report-key.",
+        "verdict.pass": "норма", "verdict.warn": "предупреждение", "verdict.fail": "сбой" },
 });
 
 // On its way somewhere: not final and not settled in active. Where it may still go, the
@@ -59,7 +76,7 @@ export async function render(ctx) {
 
   async function refresh() {
     rental = await get(`/v1/rentals/${id}`);
-    await loadEvents();
+    await Promise.all([loadEvents(), loadReport()]);
     draw();
   }
 
@@ -102,6 +119,7 @@ export async function render(ctx) {
           h("dt", {}, t("r.node")), h("dd", {}, rental.node_id || "—"),
           h("dt", {}, t("r.image")), h("dd", {}, imageName(rental.image?.id)))),
       actions(),
+      reportSection,
       eventsSection);
     if (focused) document.getElementById(focused)?.focus();
   }
@@ -200,7 +218,36 @@ export async function render(ctx) {
       ], events.items));
   }
 
-  await loadEvents();
+  // The signed handover report: its measurements beside the bars they were held to.
+  const reportSection = h("section", { class: "card", "aria-labelledby": "r-report" }, h("h2", { id: "r-report" }, t("r.report")));
+  const number = (v) => (typeof v === "number" ? v.toLocaleString(document.documentElement.lang || "en", { maximumFractionDigits: 1 }) : "—");
+  async function loadReport() {
+    const report = await get(`/v1/rentals/${id}/report`);
+    if (ctx.stale()) return;
+    const heading = h("h2", { id: "r-report" }, t("r.report"));
+    if (!report.handover) {
+      replace(reportSection, heading, h("p", {}, t("r.report_wait")));
+      return;
+    }
+    const url = URL.createObjectURL(new Blob([JSON.stringify(report, null, 2)], { type: "application/json" }));
+    ctx.onLeave(() => URL.revokeObjectURL(url));
+    replace(reportSection, heading,
+      h("p", { "data-testid": "report-meta" }, t("r.report_meta", {
+        at: dateTime(report.handover.measured_at), tools: (report.handover.tools || []).join(", ") || "—",
+        driver: report.image?.driver_version || "—", cuda: report.image?.cuda_version || "—", key: report.key_id })),
+      ...(report.failed_handovers || []).map((f) => h("p", { class: "alert info" },
+        t("r.report_moved", { node: f.node_id, at: dateTime(f.measured_at) }))),
+      table(t("r.report_caption"), [
+        { label: t("r.measure"), cell: (m) => m.name },
+        { label: t("r.value"), cell: (m) => `${number(m.value)}${m.unit ? ` ${m.unit}` : ""}` },
+        { label: t("r.expected"), cell: (m) => (m.expected === null || m.expected === undefined ? "—" : `${number(m.expected)}${m.unit ? ` ${m.unit}` : ""}`) },
+        { label: t("r.verdict"), cell: (m) => t(`verdict.${m.verdict}`) },
+      ], report.measurements || []),
+      h("p", {}, h("a", { class: "button", href: url, download: `handover-report-${rental.id}.json` }, t("r.report_download"))),
+      h("p", { class: "hint" }, t("r.report_verify")));
+  }
+
+  await Promise.all([loadEvents(), loadReport()]);
   draw();
   follow();
   return page(title(rental), root);
