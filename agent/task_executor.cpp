@@ -106,6 +106,7 @@ class NodeExecutor final : public TaskExecutor {
       case proto::TaskKind::kHealthProbe:
         return health_probe();
       case proto::TaskKind::kBurnIn:
+      case proto::TaskKind::kDoctor:  // the hook sees the kind and the payload's allow_busy_gpus
         return run_burn_in(task, progress, stop);
     }
     return failed("unknown task kind");

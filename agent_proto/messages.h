@@ -114,9 +114,17 @@ struct Heartbeat {
 };
 
 // The names match scheduler/records.h's TaskKind; health_probe is the agent's own.
-enum class TaskKind { kProvision, kInstallAccess, kRevokeAccess, kWipe, kHealthProbe, kBurnIn };
-inline constexpr std::array<std::string_view, 6> kTaskKindNames{
-    "provision", "install_access", "revoke_access", "wipe", "health_probe", "burn_in"};
+enum class TaskKind {
+  kProvision,
+  kInstallAccess,
+  kRevokeAccess,
+  kWipe,
+  kHealthProbe,
+  kBurnIn,
+  kDoctor
+};
+inline constexpr std::array<std::string_view, 7> kTaskKindNames{
+    "provision", "install_access", "revoke_access", "wipe", "health_probe", "burn_in", "doctor"};
 std::string_view to_string(TaskKind kind);
 std::optional<TaskKind> parse_task_kind(std::string_view name);
 

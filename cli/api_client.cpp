@@ -75,8 +75,10 @@ ApiResponse ApiClient::get(const std::string& target, std::chrono::milliseconds 
   return send(std::move(r), false);
 }
 
-ApiResponse ApiClient::post(const std::string& target, const nlohmann::json& body) {
-  HttpRequest r{.method = "POST", .target = target, .body = body.dump()};
+ApiResponse ApiClient::post(const std::string& target, const nlohmann::json& body,
+                            std::chrono::milliseconds read_timeout) {
+  HttpRequest r{
+      .method = "POST", .target = target, .body = body.dump(), .read_timeout = read_timeout};
   r.headers.emplace_back("Content-Type", "application/json");
   // One key per invocation; only a second, different POST needs a key of its own.
   std::string signature = target + "\n" + r.body;

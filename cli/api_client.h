@@ -66,7 +66,8 @@ class ApiClient {
 
   ApiResponse get(const std::string& target,
                   std::chrono::milliseconds read_timeout = std::chrono::seconds(30));
-  ApiResponse post(const std::string& target, const nlohmann::json& body);
+  ApiResponse post(const std::string& target, const nlohmann::json& body,
+                   std::chrono::milliseconds read_timeout = std::chrono::seconds(30));
   ApiResponse del(const std::string& target);
 
   // How many attempts the last request took (tests and the progress line).

@@ -268,6 +268,36 @@ int cmd_terminate(CommandContext& ctx) {
   return kExitOk;
 }
 
+// Up to two minutes for the node's checks, and the reply's way back.
+constexpr std::chrono::seconds kDoctorReadTimeout{180};
+
+int cmd_doctor(CommandContext& ctx) {
+  json body = {{"allow_busy_gpus", ctx.args.has("allow-busy-gpus")}};
+  json r = ctx.api
+               .post("/v1/rentals/" + url_encode(ctx.args.positionals[0]) + "/doctor", body,
+                     kDoctorReadTimeout)
+               .json();
+  std::string verdict = r.value("verdict", "");
+  if (ctx.json) {
+    print_json(ctx, r);
+  } else {
+    Table t({"CHECK", "VERDICT", "DETAIL"});
+    for (const auto& c : r.value("checks", json::array())) {
+      t.add({cell(c.value("name", json())), cell(c.value("verdict", json())),
+             cell(c.value("detail", json()))});
+    }
+    t.print(ctx.out);
+    for (const auto& c : r.value("checks", json::array())) {
+      std::string advice = c.value("advice", "");
+      if (!advice.empty() && c.value("verdict", "") != "ok") {
+        ctx.out << "- " << c.value("name", "") << ": " << advice << "\n";
+      }
+    }
+    ctx.out << "verdict: " << verdict << "\n";
+  }
+  return verdict == "failed" ? kExitUnhealthy : kExitOk;
+}
+
 int cmd_keys_list(CommandContext& ctx) {
   json page = ctx.api.get("/v1/ssh-keys?limit=500").json();
   if (ctx.json) {
@@ -529,6 +559,7 @@ int run_command(CommandContext& ctx) {
   if (c == "extend") return cmd_extend(ctx);
   if (c == "terminate") return cmd_terminate(ctx);
   if (c == "ssh") return run_ssh(ctx);
+  if (c == "doctor") return cmd_doctor(ctx);
   if (c == "keys list") return cmd_keys_list(ctx);
   if (c == "keys add") return cmd_keys_add(ctx);
   if (c == "keys delete") return cmd_delete(ctx, "/v1/ssh-keys", "SSH key");

@@ -24,7 +24,8 @@ std::string exit_code_help() {
          "  5  no funds (402 insufficient_funds)\n"
          "  6  timeout (--wait or --timeout ran out)\n"
          "  7  not found (404)\n"
-         "  8  server error or unreachable (5xx, connection or TLS failure) after retries\n";
+         "  8  server error or unreachable (5xx, connection or TLS failure) after retries\n"
+         "  9  doctor found a failed check\n";
 }
 
 }  // namespace gpurent::cli

@@ -16,6 +16,7 @@ enum ExitCode : int {
   kExitTimeout = 6,     // --wait/--timeout ran out before the state was reached
   kExitNotFound = 7,    // 404 not_found
   kExitServer = 8,      // 5xx, or the server unreachable, after the retries
+  kExitUnhealthy = 9,   // doctor: a check failed
 };
 
 // The exit code for an API error answer: its HTTP status and the contract's error code.

@@ -199,7 +199,10 @@ bool ControlPlane::task_reported(const std::string& node, const proto::TaskResul
       ok = judged.passed;
       message = judged.message;
     }
-    if (!peers_.tasks.complete(tx, result.task_id, ok, message)) return false;
+    // A doctor's figures are read by the request waiting for them (scheduler/doctor.h).
+    std::optional<nlohmann::json> kept;
+    if (task->kind == scheduler::TaskKind::kDoctor) kept = result.result;
+    if (!peers_.tasks.complete(tx, result.task_id, ok, message, kept)) return false;
     auto reported = *task;
     reported.result_message = message;
     peers_.lifecycle.task_finished(tx, reported, ok, clock_.now());

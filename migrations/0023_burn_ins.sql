@@ -1,10 +1,14 @@
 -- Burn-ins (agent_proto/burn_in/figures.h, inventory/burn_in_rules.h): the agent's burn_in
 -- task measures a node's GPUs and links before a rental's handover and after its release;
--- the server judges the figures and keeps them with the verdict. The fleet's medians per
+-- the server judges the figures and keeps them with the verdict. A tenant's `doctor` runs the
+-- non-destructive part on a live rental's node. The fleet's medians per
 -- model come from each node's latest passed burn-in.
 ALTER TABLE agent_tasks DROP CONSTRAINT agent_tasks_kind_check;
 ALTER TABLE agent_tasks ADD CONSTRAINT agent_tasks_kind_check
-  CHECK (kind IN ('provision', 'install_access', 'revoke_access', 'wipe', 'burn_in')) NOT VALID;
+  CHECK (kind IN ('provision', 'install_access', 'revoke_access', 'wipe', 'burn_in', 'doctor'))
+  NOT VALID;
+-- What a doctor task found (its figures), read back by the request that is waiting for it.
+ALTER TABLE agent_tasks ADD COLUMN result jsonb;
 
 CREATE TABLE burn_ins (
   task_id text PRIMARY KEY REFERENCES agent_tasks (id),

@@ -494,6 +494,7 @@ void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now
       return;
     }
     case TaskKind::kRevokeAccess:
+    case TaskKind::kDoctor:  // the request that made it reads its result
       return;
   }
 }

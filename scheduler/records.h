@@ -71,11 +71,13 @@ struct RentalEvent {
 
 // burn_in: the node's GPUs and links measured (agent_proto/burn_in/figures.h), before a
 // handover and after a release.
-enum class TaskKind { kProvision, kInstallAccess, kRevokeAccess, kWipe, kBurnIn };
+// doctor: the same measured, on a live rental's node, without the load tests unless the tenant
+// allows them (scheduler/doctor.h).
+enum class TaskKind { kProvision, kInstallAccess, kRevokeAccess, kWipe, kBurnIn, kDoctor };
 enum class TaskState { kQueued, kDelivered, kSucceeded, kFailed };
 
-inline constexpr std::array<std::string_view, 5> kTaskKindNames{"provision", "install_access",
-                                                                "revoke_access", "wipe", "burn_in"};
+inline constexpr std::array<std::string_view, 6> kTaskKindNames{
+    "provision", "install_access", "revoke_access", "wipe", "burn_in", "doctor"};
 inline constexpr std::array<std::string_view, 4> kTaskStateNames{"queued", "delivered", "succeeded",
                                                                  "failed"};
 

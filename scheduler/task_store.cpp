@@ -49,8 +49,9 @@ constexpr Statement kClaimQueued = {
 constexpr Statement kComplete = {
     "task_complete",
     "UPDATE agent_tasks SET state = $2::text, result_message = $3::text,"
-    " updated_at = $4::timestamptz WHERE id = $1 AND state IN ('queued', 'delivered')"
-    " RETURNING id"};
+    " updated_at = $4::timestamptz, result = $5::jsonb WHERE id = $1"
+    " AND state IN ('queued', 'delivered') RETURNING id"};
+constexpr Statement kResult = {"task_result", "SELECT result::text FROM agent_tasks WHERE id = $1"};
 
 AgentTask task_from(const pqxx::row& row) {
   AgentTask t;
@@ -127,9 +128,18 @@ bool TaskStore::mark_delivered(Tx& tx, const std::string& id) {
   return !tx.exec(kDelivered, id, sql_timestamp(clock_.now())).empty();
 }
 
-bool TaskStore::complete(Tx& tx, const std::string& id, bool ok, const std::string& message) {
+bool TaskStore::complete(Tx& tx, const std::string& id, bool ok, const std::string& message,
+                         const std::optional<nlohmann::json>& result) {
   std::string state(to_string(ok ? TaskState::kSucceeded : TaskState::kFailed));
-  return !tx.exec(kComplete, id, state, message, sql_timestamp(clock_.now())).empty();
+  std::optional<std::string> kept;
+  if (result) kept = result->dump();
+  return !tx.exec(kComplete, id, state, message, sql_timestamp(clock_.now()), kept).empty();
+}
+
+std::optional<nlohmann::json> TaskStore::result(Tx& tx, const std::string& id) {
+  auto rows = tx.exec(kResult, id);
+  if (rows.empty() || rows[0][0].is_null()) return std::nullopt;
+  return nlohmann::json::parse(rows[0][0].c_str());
 }
 
 }  // namespace gpurent::scheduler

@@ -49,7 +49,11 @@ class TaskStore {
 
   // The agent's outcome: succeeded or failed with its message, only from queued or
   // delivered; false when the task is unknown or already finished (a repeated report).
-  bool complete(Tx& tx, const std::string& id, bool ok, const std::string& message);
+  // `result`: what the agent reported with it, kept for whoever reads it (a doctor's figures).
+  bool complete(Tx& tx, const std::string& id, bool ok, const std::string& message,
+                const std::optional<nlohmann::json>& result = std::nullopt);
+  // The result kept with the task; none when it has none (or there is no such task).
+  std::optional<nlohmann::json> result(Tx& tx, const std::string& id);
 
  private:
   const Clock& clock_;

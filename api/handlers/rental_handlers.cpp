@@ -224,6 +224,25 @@ std::string terminate_reason(const Request& req) {
   return reason;
 }
 
+// {"allow_busy_gpus": bool}, all optional; an empty body is none.
+bool allow_busy_gpus(const Request& req) {
+  if (req.body.empty()) return false;
+  auto body = parse_json_body(req);
+  JsonObjectReader in(body);
+  bool allowed = in.optional_bool("allow_busy_gpus").value_or(false);
+  in.finish();
+  return allowed;
+}
+
+nlohmann::json doctor_json(const scheduler::DoctorReport& r) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : r.checks) {
+    checks.push_back(
+        {{"name", c.name}, {"verdict", c.verdict}, {"detail", c.detail}, {"advice", c.advice}});
+  }
+  return {{"checks", std::move(checks)}, {"verdict", r.verdict}};
+}
+
 // {"days": n}
 int extend_days(const Request& req) {
   auto body = parse_json_body(req);
@@ -434,6 +453,26 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .summary = "The rental's handover report (its GPUs, links, measured figures, "
                          "image, ECC), signed with the platform's report key.",
               .tag = "rentals"});
+
+  router.add({.method = Method::kPost,
+              .pattern = "/v1/rentals/{id}/doctor",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string id = rental_id(req);
+                    auto report =
+                        state.doctor->examine(caller_of(req, p), id, allow_busy_gpus(req));
+                    return json_response(200, doctor_json(report));
+                  },
+              .needs_org = true,
+              .scope = "rentals:write",
+              .summary = "Examine a live rental's node without disturbing it: driver against the "
+                         "image, ECC, the links between its GPUs, NCCL when allowed; a verdict "
+                         "and advice per check.",
+              .tag = "rentals",
+              // Not replayed: each call examines the node as it is now, and its task must be
+              // committed (and so sent to the agent) while the request waits for the answer,
+              // which an Idempotency-Key's enclosing transaction would hold back.
+              .idempotency_key = false});
 
   router.add({.method = Method::kGet,
               .pattern = "/v1/platform/report-key",

@@ -6,6 +6,7 @@
 #include "api/router.h"
 #include "core/db_pool.h"
 #include "scheduler/catalog_views.h"
+#include "scheduler/doctor.h"
 #include "scheduler/handover_report.h"
 #include "scheduler/rental_store.h"
 #include "scheduler/rentals.h"
@@ -19,6 +20,7 @@ struct RentalRoutesState {
   scheduler::RentalStore* store = nullptr;  // every org's rentals, for platform admins
   scheduler::CatalogViews* views = nullptr;
   scheduler::HandoverReports* reports = nullptr;  // signed handover reports
+  scheduler::Doctor* doctor = nullptr;            // doctor on a live rental
 };
 
 void add_rental_routes(Router& router, RentalRoutesState& state);

@@ -44,12 +44,14 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       customer_rentals_(ctx.pool, ctx.clock, booking_, lifecycle_, rentals_, ssh_keys_,
                         &ssh_access_, &capacity_),
       reports_(ctx.pool, rentals_, ssh_ca_),
+      doctor_(ctx.pool, rentals_, tasks_),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .rentals = &customer_rentals_,
                      .store = &rentals_,
                      .views = &views_,
-                     .reports = &reports_},
+                     .reports = &reports_,
+                     .doctor = &doctor_},
       advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_},
       // A database outage or a cancelled statement throws (the worker logs it): the next run
       // tries again, and every step it did not finish was rolled back whole.

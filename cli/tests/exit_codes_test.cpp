@@ -40,11 +40,12 @@ TEST(CliExitCodes, EachContractErrorHasItsDocumentedCode) {
   EXPECT_EQ(kExitUsage, 2);
   EXPECT_EQ(kExitTimeout, 6);
   EXPECT_EQ(kExitServer, 8);
+  EXPECT_EQ(kExitUnhealthy, 9);
 }
 
 TEST(CliExitCodes, TheHelpListsEveryCode) {
   std::string help = exit_code_help();
-  for (int code = 0; code <= 8; ++code) {
+  for (int code = 0; code <= 9; ++code) {
     EXPECT_NE(help.find("  " + std::to_string(code) + "  "), std::string::npos) << code;
   }
 }
