@@ -475,6 +475,26 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .idempotency_key = false});
 
   router.add({.method = Method::kGet,
+              .pattern = "/v1/rentals/{id}/telemetry",
+              .handler =
+                  [&state](const Request& req, const Principal& p) {
+                    std::string id = rental_id(req);
+                    QueryParams query(req, {"from", "to", "step"});
+                    std::optional<std::chrono::seconds> step;
+                    if (auto s = query.whole_number("step", 60, 31 * 86400)) {
+                      step = std::chrono::seconds(*s);
+                    }
+                    return json_response(
+                        200, state.telemetry->read(caller_of(req, p), id, query.timestamp("from"),
+                                                   query.timestamp("to"), step));
+                  },
+              .needs_org = true,
+              .scope = "rentals:read",
+              .summary = "The rental's GPUs' telemetry within its period, averaged per step "
+                         "(seconds, at least 60), and the energy they drew.",
+              .tag = "rentals"});
+
+  router.add({.method = Method::kGet,
               .pattern = "/v1/platform/report-key",
               .handler =
                   [&state](const Request&, const Principal&) {

@@ -9,6 +9,7 @@
 #include "scheduler/doctor.h"
 #include "scheduler/handover_report.h"
 #include "scheduler/rental_store.h"
+#include "scheduler/rental_telemetry.h"
 #include "scheduler/rentals.h"
 
 namespace gpurent::http {
@@ -19,8 +20,9 @@ struct RentalRoutesState {
   scheduler::Rentals* rentals = nullptr;    // the customer's use cases
   scheduler::RentalStore* store = nullptr;  // every org's rentals, for platform admins
   scheduler::CatalogViews* views = nullptr;
-  scheduler::HandoverReports* reports = nullptr;  // signed handover reports
-  scheduler::Doctor* doctor = nullptr;            // doctor on a live rental
+  scheduler::HandoverReports* reports = nullptr;    // signed handover reports
+  scheduler::Doctor* doctor = nullptr;              // doctor on a live rental
+  scheduler::RentalTelemetry* telemetry = nullptr;  // the tenant's own telemetry
 };
 
 void add_rental_routes(Router& router, RentalRoutesState& state);

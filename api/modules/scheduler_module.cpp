@@ -45,13 +45,15 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
                         &ssh_access_, &capacity_),
       reports_(ctx.pool, rentals_, ssh_ca_),
       doctor_(ctx.pool, rentals_, tasks_),
+      telemetry_(ctx.pool, ctx.clock, rentals_),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .rentals = &customer_rentals_,
                      .store = &rentals_,
                      .views = &views_,
                      .reports = &reports_,
-                     .doctor = &doctor_},
+                     .doctor = &doctor_,
+                     .telemetry = &telemetry_},
       advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_},
       // A database outage or a cancelled statement throws (the worker logs it): the next run
       // tries again, and every step it did not finish was rolled back whole.

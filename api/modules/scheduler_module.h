@@ -109,6 +109,7 @@ class SchedulerModule final : public Module, public http::NodeWork {
   scheduler::Rentals customer_rentals_;
   scheduler::HandoverReports reports_;
   scheduler::Doctor doctor_;
+  scheduler::RentalTelemetry telemetry_;
   http::RentalRoutesState rental_routes_;
   http::AdvisorRoutesState advisor_routes_;
   // Last: stopped before what its ticks use is destroyed. Its stopping() is read by

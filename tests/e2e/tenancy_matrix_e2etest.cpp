@@ -613,6 +613,12 @@ const std::vector<EndpointCase>& endpoint_cases() {
          return Prepared{std::nullopt, t.new_rental_id(o)};
        },
        "rentals:read", kEveryRole, 200, true},
+      // Before its start a rental has no telemetry: an empty answer, never another's.
+      {"GET", "/v1/rentals/{id}/telemetry",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_rental_id(o)};
+       },
+       "rentals:read", kEveryRole, 200, true},
       // A scheduled rental has nothing running to examine: one skipped check, at once.
       {"POST",
        "/v1/rentals/{id}/doctor",

@@ -1,0 +1,135 @@
+// The tenant's telemetry: the window, the steps and the energy.
+#include "scheduler/rental_telemetry.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <map>
+
+namespace gpurent::scheduler {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr seconds kLongestGap{180};  // longer between samples: the node did not report
+constexpr int kMaxSamplesRead = 100'000;
+
+struct Sum {
+  double total = 0;
+  int count = 0;
+  void add(const std::optional<double>& v) {
+    if (v) {
+      total += *v;
+      ++count;
+    }
+  }
+  json average() const { return count ? json(total / count) : json(nullptr); }
+};
+
+struct Step {
+  Sum utilization, memory_gb, temperature, power;
+};
+
+const inventory::GpuPoint* gpu_in(const inventory::TelemetryPoint& p, int index) {
+  for (const auto& g : p.gpus) {
+    if (g.index == index) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<TelemetryWindow> telemetry_window(const Period& period, Timestamp now,
+                                                std::optional<Timestamp> from,
+                                                std::optional<Timestamp> to,
+                                                std::optional<seconds> step) {
+  Timestamp start = std::max(period.start, from.value_or(period.start));
+  Timestamp end = std::min({period.end, now, to.value_or(period.end)});
+  if (end <= start) return std::nullopt;
+  auto span = std::chrono::duration_cast<seconds>(end - start);
+  seconds least = kMinTelemetryStep *
+                  ((span / kMinTelemetryStep + kMaxTelemetrySteps - 1) / kMaxTelemetrySteps);
+  least = std::max(least, kMinTelemetryStep);
+  seconds chosen = step ? std::max(*step, least) : least;
+  return TelemetryWindow{start, end, chosen};
+}
+
+json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
+                           const std::vector<int>& gpus, const TelemetryWindow& w) {
+  json out_gpus = json::array();
+  double joules = 0;
+  for (int index : gpus) {
+    std::map<long long, Step> steps;  // by step number from the window's start
+    const inventory::TelemetryPoint* previous = nullptr;
+    std::optional<double> previous_power;
+    for (const auto& p : points) {
+      if (p.at < w.from || p.at >= w.to) continue;  // never outside the rental's period
+      const auto* g = gpu_in(p, index);
+      if (!g) continue;
+      long long n = std::chrono::duration_cast<seconds>(p.at - w.from) / w.step;
+      auto& s = steps[n];
+      s.utilization.add(g->utilization_pct ? std::optional<double>(*g->utilization_pct)
+                                           : std::nullopt);
+      s.memory_gb.add(g->memory_used_mib ? std::optional<double>(*g->memory_used_mib / 1024.0)
+                                         : std::nullopt);
+      s.temperature.add(g->temperature_c);
+      s.power.add(g->power_w);
+      if (previous && previous_power && g->power_w) {
+        auto gap = std::chrono::duration<double>(p.at - previous->at);
+        if (gap <= kLongestGap) joules += (*previous_power + *g->power_w) / 2 * gap.count();
+      }
+      previous = &p;
+      previous_power = g->power_w;
+    }
+    json samples = json::array();
+    for (const auto& [n, s] : steps) {
+      samples.push_back({{"at", format_rfc3339(w.from + w.step * n)},
+                         {"utilization_pct", s.utilization.average()},
+                         {"memory_used_gb", s.memory_gb.average()},
+                         {"temperature_c", s.temperature.average()},
+                         {"power_w", s.power.average()},
+                         {"sm_clock_mhz", nullptr},
+                         {"throttle_reasons", nullptr}});
+    }
+    out_gpus.push_back({{"index", index}, {"samples", std::move(samples)}});
+  }
+  return {{"from", format_rfc3339(w.from)},
+          {"to", format_rfc3339(w.to)},
+          {"step_s", w.step.count()},
+          {"gpus", std::move(out_gpus)},
+          {"energy_kwh", joules / 3.6e6}};
+}
+
+json RentalTelemetry::read(const Caller& caller, const std::string& id,
+                           std::optional<Timestamp> from, std::optional<Timestamp> to,
+                           std::optional<seconds> step) {
+  return pool_.read("rental_telemetry", [&](Tx& tx) {
+    auto r = rentals_.get(tx, caller.org_id, id);
+    if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
+    bool started = r->node_id && r->state != RentalState::kPending &&
+                   r->state != RentalState::kScheduled && r->state != RentalState::kCancelled;
+    // Its GPUs were its own from its start until it left service (released early, failed,
+    // interrupted): after that they may be another tenant's.
+    Period own = r->period;
+    for (const auto& e : rentals_.events(tx, caller.org_id, id)) {
+      bool was_running =
+          e.from_state == RentalState::kActive || e.from_state == RentalState::kProvisioning;
+      bool left = e.to_state == RentalState::kReleasing || e.to_state == RentalState::kEnded ||
+                  e.to_state == RentalState::kFailed || e.to_state == RentalState::kInterrupted;
+      if (was_running && left) own.end = std::min(own.end, e.at);
+    }
+    auto window = started ? telemetry_window(own, clock_.now(), from, to, step) : std::nullopt;
+    if (!window) {
+      return json{{"from", nullptr},
+                  {"to", nullptr},
+                  {"step_s", nullptr},
+                  {"gpus", json::array()},
+                  {"energy_kwh", 0.0}};
+    }
+    auto points = history_.history(tx, *r->node_id, window->from, window->to, kMaxSamplesRead);
+    return rental_telemetry_json(points, r->gpu_indices, *window);
+  });
+}
+
+}  // namespace gpurent::scheduler

@@ -1,0 +1,67 @@
+// The tenant's own telemetry (issue "Hardware you can trust"; GET /v1/rentals/{id}/telemetry):
+// the rental's GPUs only, only inside its period (from its start to its end or now), averaged
+// into steps, and the energy its GPUs drew. It reads the node's sampled history
+// (inventory/node_health_log.h: one sample per agent_telemetry_interval, kept for
+// agent_telemetry_retention), so what lies before the retention is gone.
+#pragma once
+
+#include "core/caller.h"
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "inventory/node_health_log.h"
+#include "scheduler/rental_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::scheduler {
+
+// The window asked for, within the rental's period.
+struct TelemetryWindow {
+  Timestamp from;
+  Timestamp to;
+  std::chrono::seconds step;
+};
+
+// At most this many steps in an answer; a step is at least the sampling interval's minute.
+inline constexpr int kMaxTelemetrySteps = 1000;
+inline constexpr std::chrono::seconds kMinTelemetryStep{60};
+
+// The window clamped to [period start, min(period end, now)]: `from`/`to` default to its ends,
+// `step` to the smallest whole minute that keeps within kMaxTelemetrySteps; nullopt when the
+// rental has not started or the window is empty.
+std::optional<TelemetryWindow> telemetry_window(const Period& period, Timestamp now,
+                                                std::optional<Timestamp> from,
+                                                std::optional<Timestamp> to,
+                                                std::optional<std::chrono::seconds> step);
+
+// `{from, to, step_s, gpus: [{index, samples: [{at, utilization_pct, memory_used_gb,
+// temperature_c, power_w, sm_clock_mhz, throttle_reasons}]}], energy_kwh}`: the rental's GPUs'
+// samples within the window averaged per step (`at` the step's start; a value none of the
+// step's samples had is null; clocks and throttle reasons are not kept in the history, so
+// null), and the energy of the rental's GPUs over the window in kWh (power integrated between
+// consecutive samples, a gap longer than three minutes counted as no draw). Pure.
+nlohmann::json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
+                                     const std::vector<int>& gpus, const TelemetryWindow& window);
+
+class RentalTelemetry {
+ public:
+  RentalTelemetry(PgPool& pool, const Clock& clock, RentalStore& rentals)
+      : pool_(pool), clock_(clock), rentals_(rentals) {}
+
+  // not_found for another org's rental; an empty answer before the rental started.
+  nlohmann::json read(const Caller& caller, const std::string& id, std::optional<Timestamp> from,
+                      std::optional<Timestamp> to, std::optional<std::chrono::seconds> step);
+
+ private:
+  PgPool& pool_;
+  const Clock& clock_;
+  RentalStore& rentals_;
+  inventory::NodeHealthLog history_;
+};
+
+}  // namespace gpurent::scheduler

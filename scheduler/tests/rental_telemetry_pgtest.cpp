@@ -1,0 +1,114 @@
+// The tenant's telemetry against a real PostgreSQL (scheduler/rental_telemetry.h): only the
+// rental's GPUs, only within its period — nothing from before its start, nothing after it left
+// service though the node kept reporting — averaged per step, with the energy its GPUs drew;
+// another org's rental is not found.
+#include "core/error.h"
+#include "scheduler/rental_telemetry.h"
+#include "scheduler/tests/lifecycle_fixture.h"
+
+#include <gtest/gtest.h>
+
+namespace gpurent::scheduler {
+namespace rental_telemetry_pgtest {
+
+class RentalTelemetryTest : public LifecycleTest {
+ protected:
+  // A sample of every GPU of the node: GPU i at 100 W + i, utilisation 10·i %.
+  void sample(const std::string& node, Timestamp at, double watts) {
+    inventory::TelemetrySample s{.node_id = node, .at = at, .telemetry = nlohmann::json::array()};
+    for (int i = 0; i < 8; ++i) {
+      s.gpus.push_back({.index = i,
+                        .temperature_c = 40.0 + i,
+                        .power_w = watts + i,
+                        .utilization_pct = 10 * i,
+                        .memory_used_mib = 2048});
+      s.telemetry.push_back({{"index", i}});
+    }
+    transact([&](Tx& tx) {
+      log_.record_samples(tx, {s});
+      return 0;
+    });
+  }
+
+  void move(const std::string& id, RentalState from, RentalState to) {
+    transact([&](Tx& tx) { return rentals_.transition(tx, id, from, to, "test"); });
+  }
+
+  inventory::NodeHealthLog log_;
+  RentalTelemetry telemetry_{pool_, clock_, rentals_};
+};
+
+TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEnergy) {
+  std::string n = node("n1");
+  Timestamp start = clock_.now() + std::chrono::minutes(10);
+  std::string id = book(a_, n, {2, 3}, {start, start + H(24)});
+  Caller owner{.org_id = a_.org_id};
+  EXPECT_TRUE(telemetry_.read(owner, id, {}, {}, {})["gpus"].empty()) << "not started yet";
+
+  // The node reports every minute from before the rental until after it was released.
+  for (int m = 0; m <= 40; ++m)
+    sample(n, start - std::chrono::minutes(5) + std::chrono::minutes(m), 300);
+  clock_.advance(std::chrono::minutes(10));  // its start
+  move(id, RentalState::kScheduled, RentalState::kProvisioning);
+  move(id, RentalState::kProvisioning, RentalState::kActive);
+  clock_.advance(std::chrono::minutes(20) - std::chrono::seconds(30));
+  move(id, RentalState::kActive, RentalState::kReleasing);  // released early, before start + 20 min
+  const Timestamp left = clock_.now();
+  clock_.advance(std::chrono::minutes(15));  // the node keeps reporting for the next tenant
+
+  auto t = telemetry_.read(owner, id, {}, {}, std::chrono::seconds(300));
+  ASSERT_EQ(t["gpus"].size(), 2u) << t.dump();
+  EXPECT_EQ(t["gpus"][0]["index"], 2);
+  EXPECT_EQ(t["gpus"][1]["index"], 3);
+  EXPECT_EQ(t["from"], format_rfc3339(start));
+  EXPECT_EQ(t["to"], format_rfc3339(left));
+  EXPECT_EQ(t["step_s"], 300);
+  const auto& samples = t["gpus"][0]["samples"];
+  ASSERT_EQ(samples.size(), 4u) << "20 minutes in steps of 5: " << t.dump();
+  for (const auto& s : samples) {
+    EXPECT_GE(s["at"].get<std::string>(), format_rfc3339(start));
+    EXPECT_LT(s["at"].get<std::string>(), format_rfc3339(left));
+    EXPECT_EQ(s["power_w"], 302.0);
+    EXPECT_EQ(s["utilization_pct"], 20.0);
+    EXPECT_EQ(s["memory_used_gb"], 2.0);
+    EXPECT_TRUE(s["sm_clock_mhz"].is_null());
+  }
+  // Two GPUs, 302 W and 303 W, between the samples of its 20 minutes (19 one-minute gaps).
+  double expected_kwh = (302.0 + 303.0) * 19 * 60 / 3.6e6;
+  EXPECT_NEAR(t["energy_kwh"].get<double>(), expected_kwh, 1e-9);
+
+  // A narrower window inside the period, and one asked for outside it.
+  auto narrow = telemetry_.read(owner, id, start + std::chrono::minutes(5),
+                                start + std::chrono::minutes(10), std::chrono::seconds(60));
+  EXPECT_EQ(narrow["gpus"][0]["samples"].size(), 5u) << narrow.dump();
+  auto before = telemetry_.read(owner, id, start - H(1), start, {});
+  EXPECT_TRUE(before["gpus"].empty()) << "nothing before its start: " << before.dump();
+
+  try {
+    telemetry_.read(Caller{.org_id = b_.org_id}, id, {}, {}, {});
+    ADD_FAILURE() << "another org's rental";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  }
+}
+
+TEST(RentalTelemetryWindow, ClampedToThePeriodAndNowWithAtMostAThousandSteps) {
+  Timestamp t0 = Timestamp(std::chrono::seconds(1'893'456'000));
+  Period p{t0, t0 + std::chrono::hours(24 * 30)};
+  auto w = telemetry_window(p, t0 + std::chrono::hours(24 * 10), std::nullopt, std::nullopt,
+                            std::nullopt);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->from, t0);
+  EXPECT_EQ(w->to, t0 + std::chrono::hours(240)) << "not past now";
+  EXPECT_LE((w->to - w->from) / w->step, kMaxTelemetrySteps);
+  EXPECT_EQ(w->step.count() % 60, 0);
+  auto asked = telemetry_window(p, t0 + std::chrono::hours(1), std::nullopt, std::nullopt,
+                                std::chrono::seconds(60));
+  EXPECT_EQ(asked->step, std::chrono::seconds(60));
+  EXPECT_FALSE(
+      telemetry_window(p, t0 - std::chrono::hours(1), std::nullopt, std::nullopt, std::nullopt))
+      << "before its start";
+}
+
+}  // namespace rental_telemetry_pgtest
+}  // namespace gpurent::scheduler
