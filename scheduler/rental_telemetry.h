@@ -27,13 +27,13 @@ struct TelemetryWindow {
   std::chrono::seconds step;
 };
 
-// At most this many steps in an answer; a step is at least the sampling interval's minute.
+// At most this many steps in an answer; a step is at least ten seconds.
 inline constexpr int kMaxTelemetrySteps = 1000;
-inline constexpr std::chrono::seconds kMinTelemetryStep{60};
+inline constexpr std::chrono::seconds kMinTelemetryStep{10};
 
 // The window clamped to [period start, min(period end, now)]: `from`/`to` default to its ends,
-// `step` to the smallest whole minute that keeps within kMaxTelemetrySteps; nullopt when the
-// rental has not started or the window is empty.
+// `step` to the smallest multiple of kMinTelemetryStep that keeps within kMaxTelemetrySteps;
+// nullopt when the rental has not started or the window is empty.
 std::optional<TelemetryWindow> telemetry_window(const Period& period, Timestamp now,
                                                 std::optional<Timestamp> from,
                                                 std::optional<Timestamp> to,

@@ -481,7 +481,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
                     std::string id = rental_id(req);
                     QueryParams query(req, {"from", "to", "step"});
                     std::optional<std::chrono::seconds> step;
-                    if (auto s = query.whole_number("step", 60, 31 * 86400)) {
+                    if (auto s = query.whole_number("step", 10, 31 * 86400)) {
                       step = std::chrono::seconds(*s);
                     }
                     return json_response(
@@ -491,7 +491,7 @@ void add_rental_routes(Router& router, RentalRoutesState& state) {
               .needs_org = true,
               .scope = "rentals:read",
               .summary = "The rental's GPUs' telemetry within its period, averaged per step "
-                         "(seconds, at least 60), and the energy they drew.",
+                         "(seconds, at least 10), and the energy they drew.",
               .tag = "rentals"});
 
   router.add({.method = Method::kGet,

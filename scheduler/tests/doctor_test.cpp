@@ -22,8 +22,8 @@ DoctorFacts healthy(std::vector<int> gpus) {
   return {.gpu_indices = std::move(gpus),
           .node_driver = "550.54.15",
           .image_driver = "550.54.15",
-          .telemetry = nlohmann::json::array({{{"index", 0}, {"ecc_volatile_dbe", 0}},
-                                              {{"index", 1}, {"ecc_volatile_dbe", 0}}}),
+          .telemetry = nlohmann::json::array(
+              {{{"index", 0}, {"ecc_volatile_dbe", 0}}, {{"index", 1}, {"ecc_volatile_dbe", 0}}}),
           .figures = hgx(),
           .nominal = {.link_gbps = 450, .all_pairs_nvlinked = true}};
 }

@@ -199,14 +199,16 @@ export const scenarios = [
     },
   },
   {
-    name: "a rental's page shows the signed handover report its node's burn-in made, in English and in Russian",
+    name: "a rental's page shows the signed handover report its node's burn-in made and its GPUs' charts, in English and in Russian",
     pages: ["rental"],
     async run({ tab, api, stack }) {
       const { page } = tab;
       const customer = await api.customer(stack, { fundsMinor: 10 * MILLION_ROUBLES });
       await api.expect(201, "POST", "/v1/ssh-keys", { name: "laptop", public_key: PUBLIC_KEY }, customer);
-      const booked = await api.expect(201, "POST", "/v1/rentals", { gpu_model: H100, gpu_count: 2,
-        start: "now", days: 1, image_id: stack.imageId }, customer);
+      // Two L4s from now: the H100s are the other scenarios' (a PCIe box's links are reported,
+      // held to no NVLink bar).
+      const booked = await api.expect(201, "POST", "/v1/rentals", { gpu_model: L4, gpu_count: 2,
+        interconnect: "any", start: "now", days: 1, image_id: stack.imageId }, customer);
       await stack.waitRental(customer, booked.id, "active", 45000);
       const report = await api.expect(200, "GET", `/v1/rentals/${booked.id}/report`, undefined, customer);
       assert.ok(report.handover && report.handover.passed, JSON.stringify(report));
@@ -223,9 +225,24 @@ export const scenarios = [
       await page.getByTestId("report-meta").filter({ hasText: report.key_id }).waitFor();
       await page.getByRole("link", { name: "Download the signed report" }).waitFor();
       await tab.check("rental-report");
+      // Its GPUs' charts once a few samples are in (a sample a second in this stack).
+      let last = null;
+      await waitFor(async () => {
+        last = await api.expect(200, "GET", `/v1/rentals/${booked.id}/telemetry`, undefined, customer);
+        return last.gpus.length === 2 && last.gpus.every((g) => g.samples.length >= 2);
+      }, 30000, 500, "the rental's telemetry").catch((e) => { throw new Error(`${e.message}: ${JSON.stringify(last)}`); });
+      await page.reload();
+      await tab.rendered();
+      await page.getByRole("heading", { level: 2, name: "Your GPUs" }).waitFor();
+      await page.getByRole("img", { name: /^Utilisation, % from .*GPU \d+ average/ }).waitFor();
+      await page.getByRole("img", { name: /^Power, W from / }).waitFor();
+      await page.getByTestId("energy").filter({ hasText: /Energy drawn so far: [\d.,]+ kWh/ }).waitFor();
+      await tab.check("rental-telemetry");
       await page.getByLabel("Language").selectOption("ru");
       await page.getByRole("heading", { level: 2, name: "Отчёт о передаче" }).waitFor();
       await page.getByRole("table", { name: "Что платформа измерила перед передачей узла" }).waitFor();
+      await page.getByRole("heading", { level: 2, name: "Ваши GPU" }).waitFor();
+      await page.getByRole("img", { name: /^Загрузка, % с / }).waitFor();
       await tab.check("rental-report-ru");
     },
   },

@@ -220,6 +220,8 @@ export class Stack {
       "--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
       // Rentals move within a second or two of being due; agents report every second.
       "--lifecycle_interval=1s", "--agent_task_poll=1s",
+      // A telemetry sample a second, so a rental's charts fill within a scenario.
+      "--agent_telemetry_interval=1s",
     ], { env: this.serverEnv(), logFile: path.join(this.dir, "server.log") });
     this.children.push(this.server);
     const ports = await waitFor(() => {

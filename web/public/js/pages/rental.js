@@ -4,7 +4,7 @@
 // extend or terminate.
 import { all, get, post, newIdempotencyKey } from "../api.js";
 import { strings, t, money, dateTime } from "../i18n.js";
-import { badge, busy, copyText, field, h, page, replace, table, toast } from "../ui.js";
+import { badge, busy, copyText, field, h, page, replace, svg, table, toast } from "../ui.js";
 import { days, period, progress, shape, title } from "../rentals-view.js";
 
 strings({
@@ -30,7 +30,10 @@ strings({
         "r.report_moved": "Moved here after node {node} failed its checks at {at}; nothing was charged for it.",
         "r.report_download": "Download the signed report",
         "r.report_verify": "Check it offline: base64-decode payload and signature, then openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json -sigfile report.sig with the key from /v1/platform/report-key.",
-        "verdict.pass": "pass", "verdict.warn": "warning", "verdict.fail": "failed" },
+        "verdict.pass": "pass", "verdict.warn": "warning", "verdict.fail": "failed",
+        "r.telemetry": "Your GPUs", "r.telemetry_wait": "Charts appear once the rental runs and its GPUs report.",
+        "r.energy": "Energy drawn so far: {kwh} kWh.", "r.chart_util": "Utilisation, %", "r.chart_power": "Power, W",
+        "r.chart_label": "{title} from {from} to {to}: {series}", "r.chart_series": "GPU {index} average {avg}, peak {peak}" },
   ru: { "r.facts": "Подробности", "r.gpus": "GPU", "r.period": "Период", "r.days": "Срок", "r.price": "Цена",
         "r.per_day": "{price} в сутки, всего {total}", "r.node": "Узел", "r.image": "Образ", "r.state": "Состояние",
         "r.ssh": "Вход", "r.ssh_wait": "Команда SSH появится здесь, когда узел будет готов.",
@@ -53,7 +56,10 @@ strings({
         "r.report_moved": "Перенесено сюда: узел {node} не прошёл проверку {at}; за него ничего не списано.",
         "r.report_download": "Скачать подписанный отчёт",
         "r.report_verify": "Проверка без нас: раскодируйте payload и signature из base64 и выполните openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json -sigfile report.sig с ключом из /v1/platform/report-key.",
-        "verdict.pass": "норма", "verdict.warn": "предупреждение", "verdict.fail": "сбой" },
+        "verdict.pass": "норма", "verdict.warn": "предупреждение", "verdict.fail": "сбой",
+        "r.telemetry": "Ваши GPU", "r.telemetry_wait": "Графики появятся, когда аренда начнётся и GPU начнут отчитываться.",
+        "r.energy": "Потреблено энергии: {kwh} кВт·ч.", "r.chart_util": "Загрузка, %", "r.chart_power": "Мощность, Вт",
+        "r.chart_label": "{title} с {from} по {to}: {series}", "r.chart_series": "GPU {index}: в среднем {avg}, максимум {peak}" },
 });
 
 // On its way somewhere: not final and not settled in active. Where it may still go, the
@@ -76,7 +82,7 @@ export async function render(ctx) {
 
   async function refresh() {
     rental = await get(`/v1/rentals/${id}`);
-    await Promise.all([loadEvents(), loadReport()]);
+    await Promise.all([loadEvents(), loadReport(), loadTelemetry()]);
     draw();
   }
 
@@ -120,6 +126,7 @@ export async function render(ctx) {
           h("dt", {}, t("r.image")), h("dd", {}, imageName(rental.image?.id)))),
       actions(),
       reportSection,
+      telemetrySection,
       eventsSection);
     if (focused) document.getElementById(focused)?.focus();
   }
@@ -220,7 +227,7 @@ export async function render(ctx) {
 
   // The signed handover report: its measurements beside the bars they were held to.
   const reportSection = h("section", { class: "card", "aria-labelledby": "r-report" }, h("h2", { id: "r-report" }, t("r.report")));
-  const number = (v) => (typeof v === "number" ? v.toLocaleString(document.documentElement.lang || "en", { maximumFractionDigits: 1 }) : "—");
+  const number = (v) => (typeof v === "number" ? v.toLocaleString(document.documentElement.lang || "en", { maximumFractionDigits: v < 10 ? 3 : 1 }) : "—");
   async function loadReport() {
     const report = await get(`/v1/rentals/${id}/report`);
     if (ctx.stale()) return;
@@ -247,7 +254,46 @@ export async function render(ctx) {
       h("p", { class: "hint" }, t("r.report_verify")));
   }
 
-  await Promise.all([loadEvents(), loadReport()]);
+  // The rental's own GPUs over its period: a line per GPU, and the energy they drew.
+  const telemetrySection = h("section", { class: "card", "aria-labelledby": "r-telemetry" }, h("h2", { id: "r-telemetry" }, t("r.telemetry")));
+  const COLOURS = ["#0b5cad", "#8250df", "#bf3989", "#bc4c00", "#1a7f37", "#9a6700", "#0550ae", "#cf222e"];
+  function chart(data, title, key, max) {
+    const series = data.gpus.map((g) => ({ index: g.index, points: g.samples.filter((p) => typeof p[key] === "number") }));
+    const from = new Date(data.from).getTime();
+    const span = Math.max(1, new Date(data.to).getTime() - from);
+    const top = Math.max(max || 0, ...series.flatMap((s) => s.points.map((p) => p[key]))) || 1;
+    const described = series.map((s) => {
+      const values = s.points.map((p) => p[key]);
+      const avg = values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
+      return t("r.chart_series", { index: s.index, avg: number(avg), peak: number(values.length ? Math.max(...values) : 0) });
+    }).join("; ");
+    return h("figure", { class: "telemetry-chart" },
+      h("figcaption", {}, title),
+      svg("svg", { viewBox: "0 0 100 40", preserveAspectRatio: "none", width: "100%", height: "120", role: "img",
+                   "aria-label": t("r.chart_label", { title, from: dateTime(data.from), to: dateTime(data.to), series: described }) },
+        svg("rect", { x: 0, y: 0, width: 100, height: 40, fill: "none", stroke: "#8c959f", "stroke-width": 0.2 }),
+        series.map((s, i) => svg("polyline", {
+          fill: "none", stroke: COLOURS[i % COLOURS.length], "stroke-width": 0.6, "vector-effect": "non-scaling-stroke",
+          // 2 units of margin above and below, so a line at 0 or at the top stays visible.
+          points: s.points.map((p) => `${((100 * (new Date(p.at).getTime() - from)) / span).toFixed(2)},${(38 - (36 * p[key]) / top).toFixed(2)}`).join(" "),
+        }))));
+  }
+  async function loadTelemetry() {
+    const data = await get(`/v1/rentals/${id}/telemetry`);
+    if (ctx.stale()) return;
+    const heading = h("h2", { id: "r-telemetry" }, t("r.telemetry"));
+    if (!data.from || !data.gpus.some((g) => g.samples.length)) {
+      replace(telemetrySection, heading, h("p", {}, t("r.telemetry_wait")));
+      return;
+    }
+    replace(telemetrySection, heading,
+      h("p", { "data-testid": "energy" }, t("r.energy", {
+        kwh: data.energy_kwh.toLocaleString(document.documentElement.lang || "en", { maximumSignificantDigits: 3 }) })),
+      chart(data, t("r.chart_util"), "utilization_pct", 100),
+      chart(data, t("r.chart_power"), "power_w", 0));
+  }
+
+  await Promise.all([loadEvents(), loadReport(), loadTelemetry()]);
   draw();
   follow();
   return page(title(rental), root);
