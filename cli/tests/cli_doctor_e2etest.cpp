@@ -2,11 +2,7 @@
 // node served by a real `gpurent-agent` with a simulated NVLink fault on GPU 1 (struck after
 // the handover). The doctor's task goes to the agent, its figures come back, and the CLI
 // prints the failing links by name and exits 9; a healthy rental's doctor exits 0.
-#include "core/subprocess.h"
-#include "tests/support/child_process.h"
-#include "tests/support/paths.h"
-#include "tests/support/rental_fleet_fixture.h"
-#include "tests/support/wait_for.h"
+#include "tests/support/agent_fleet_fixture.h"
 
 #include <gtest/gtest.h>
 
@@ -22,69 +18,27 @@ namespace gpurent::testing::doctor_e2e {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-class DoctorE2E : public RentalFleetTest {
+class DoctorE2E : public AgentFleetTest {
  protected:
-  void SetUp() override {
-    pki_dir_ = make_temp_dir("gpurent-doctor-pki");
-    work_ = make_temp_dir("gpurent-doctor-run");
-    server_ = agent_server(pki_dir_);
-    ASSERT_NE(server_->agent_port(), 0);
-    seed_fleet({1, 2, 4, 8});
-    url_ = "https://127.0.0.1:" + std::to_string(server_->agent_port());
-  }
-
-  void TearDown() override {
-    agent_.reset();
-    ApiTest::TearDown();
-    fs::remove_all(pki_dir_);
-    fs::remove_all(work_);
-  }
-
-  void start_agent(const std::string& faults) {
-    auto [node_id, token] = create_enrolling_node("doctor-node");
-    auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url_, "--token", token,
-                                    "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
-                                    work_ + "/state", "--log-format", "text"});
-    ASSERT_EQ(enrolled.exit_code, 0) << enrolled.output;
-    agent_ = std::make_unique<ChildProcess>(
-        agent_path(), simulated_agent_run(url_, work_, "200ms", {"--faults", faults}),
-        fs::path(work_) / "agent.log");
-    ASSERT_TRUE(wait_for([&] {
-      json n = node_view(node_id);
-      return n["state"] == "available" && n["health"] == "ok";
-    })) << agent_->log();
-  }
-
   // `gpurent doctor ID` as a CI job would run it: the token and URL in its environment.
   SubprocessResult doctor(const std::string& token, const std::string& id) {
     return run_subprocess({"env", "-i", "PATH=/usr/bin:/bin", "GPURENT_CONFIG=" + work_ + "/none",
                            "GPURENT_URL=http://127.0.0.1:" + std::to_string(server_->port()),
                            "GPURENT_TOKEN=" + token, cli::testing::cli_path(), "doctor", id});
   }
-
-  std::string pki_dir_, work_, url_;
-  std::unique_ptr<ChildProcess> agent_;
 };
 
 TEST_F(DoctorE2E, ADownNvlinkIsNamedAndTheExitCodeSaysAFailedCheck) {
   // The fault strikes after the handover (the test server runs no burn-in), as a link that
   // dies during a job.
-  start_agent("nvlink-down@0s:gpu1");
+  node_with_agent("doctor-node", "nvlink-down@0s:gpu1");
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", kModel},
-                      {"gpu_count", 8},
-                      {"start", "now"},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
-  ASSERT_EQ(booked.status, 201) << booked.body;
-  std::string rental = booked.json()["id"];
-  ASSERT_TRUE(drive_until(owner, rental, "active")) << agent_->log();
+  std::string rental = active_rental(owner, 8);
+  ASSERT_FALSE(rental.empty());
   std::string token = this->token(session(owner), {"rentals:read", "rentals:write"}).second;
 
   auto ran = doctor(token, rental);
-  EXPECT_EQ(ran.exit_code, 9) << ran.output << agent_->log();
+  EXPECT_EQ(ran.exit_code, 9) << ran.output << agents_.back()->log();
   EXPECT_NE(ran.output.find("nvlink_p2p"), std::string::npos) << ran.output;
   // Every link of GPU 1 by name, with its figure and its bar; no other link.
   for (const char* link : {"gpu0-gpu1 peer copy 24.5 GB/s, below", "gpu1-gpu2 peer copy 24.5 GB/s",
@@ -102,18 +56,10 @@ TEST_F(DoctorE2E, ADownNvlinkIsNamedAndTheExitCodeSaysAFailedCheck) {
 }
 
 TEST_F(DoctorE2E, AHealthyRentalPassesAndNcclRunsOnlyWhenAllowed) {
-  start_agent("xid13@10h:gpu0");  // a fault that never comes within the test
+  node_with_agent("doctor-node");
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", kModel},
-                      {"gpu_count", 2},
-                      {"start", "now"},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
-  ASSERT_EQ(booked.status, 201) << booked.body;
-  std::string rental = booked.json()["id"];
-  ASSERT_TRUE(drive_until(owner, rental, "active")) << agent_->log();
+  std::string rental = active_rental(owner, 2);
+  ASSERT_FALSE(rental.empty());
   std::string token = this->token(session(owner), {"rentals:read", "rentals:write"}).second;
   auto ran = doctor(token, rental);
   EXPECT_EQ(ran.exit_code, 0) << ran.output;

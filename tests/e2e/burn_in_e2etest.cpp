@@ -3,9 +3,7 @@
 // judges the figures its agent sent, drains the node and moves the rental to the healthy node,
 // where it is measured again and handed over; the rental is never billed on the failed node.
 #include "core/subprocess.h"
-#include "tests/support/child_process.h"
-#include "tests/support/paths.h"
-#include "tests/support/rental_fleet_fixture.h"
+#include "tests/support/agent_fleet_fixture.h"
 #include "tests/support/test_keys.h"
 #include "tests/support/wait_for.h"
 
@@ -20,49 +18,9 @@ namespace gpurent::testing::burn_in_e2e {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-class BurnInE2E : public RentalFleetTest {
+class BurnInE2E : public AgentFleetTest {
  protected:
-  void SetUp() override {
-    pki_dir_ = make_temp_dir("gpurent-burn-in-pki");
-    work_ = make_temp_dir("gpurent-burn-in-run");
-    server_ = agent_server(pki_dir_, false, true);
-    ASSERT_NE(server_->agent_port(), 0);
-    seed_fleet({1, 2, 4, 8});
-    url_ = "https://127.0.0.1:" + std::to_string(server_->agent_port());
-  }
-
-  void TearDown() override {
-    agents_.clear();
-    ApiTest::TearDown();
-    fs::remove_all(pki_dir_);
-    fs::remove_all(work_);
-  }
-
-  // A node enrolled and run by its own agent (`faults` for its simulated GPUs), in service.
-  std::string node_with_agent(const std::string& name, const std::string& faults) {
-    auto [node_id, token] = create_enrolling_node(name);
-    std::string dir = work_ + "/" + name;
-    fs::create_directories(dir);
-    auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url_, "--token", token,
-                                    "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
-                                    dir + "/state", "--log-format", "text"});
-    EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
-    std::vector<std::string> extra;
-    if (!faults.empty()) extra = {"--faults", faults};
-    agents_.push_back(std::make_unique<ChildProcess>(
-        agent_path(), simulated_agent_run(url_, dir, "200ms", extra), fs::path(dir) / "agent.log"));
-    bool up = wait_for([&] {
-      json n = node_view(node_id);
-      return n["state"] == "available" && n["health"] == "ok";
-    });
-    EXPECT_TRUE(up) << node_view(node_id).dump() << "\n" << agents_.back()->log();
-    return node_id;
-  }
-
-  std::string pki_dir_;
-  std::string work_;
-  std::string url_;
-  std::vector<std::unique_ptr<ChildProcess>> agents_;
+  BurnInE2E() { burn_ins_ = true; }
 };
 
 TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHealthyOne) {
