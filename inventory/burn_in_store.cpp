@@ -22,6 +22,10 @@ constexpr Statement kInsert = {
     "INSERT INTO burn_ins (task_id, node_id, rental_id, phase, gpu_model, passed, figures,"
     " findings, finished_at, telemetry) SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9,"
     " (SELECT telemetry FROM nodes WHERE id = $2) ON CONFLICT (task_id) DO NOTHING"};
+constexpr Statement kLatestPassedEverywhere = {
+    "burn_in_latest_passed_everywhere",
+    "SELECT gpu_model, figures::text FROM (SELECT DISTINCT ON (node_id) gpu_model, figures"
+    " FROM burn_ins WHERE passed ORDER BY node_id, finished_at DESC) latest"};
 constexpr Statement kForRental = {
     "burn_in_for_rental",
     "SELECT task_id, node_id, rental_id, phase, gpu_model, passed, figures::text,"
@@ -83,6 +87,31 @@ std::optional<BurnInBasis> BurnInStore::basis(Tx& tx, const std::string& node_id
   }
   b.medians = {median_of(gflops), median_of(links), median_of(buses)};
   return b;
+}
+
+std::map<std::string, ModelMeasurement> BurnInStore::measured_by_model(Tx& tx) {
+  struct Values {
+    std::vector<double> gflops, links, buses;
+    int nodes = 0;
+  };
+  std::map<std::string, Values> by_model;
+  for (const auto& row : tx.exec(kLatestPassedEverywhere)) {
+    try {
+      auto m = node_medians(burn_in::figures_from_json(nlohmann::json::parse(row[1].c_str())));
+      auto& v = by_model[row[0].as<std::string>()];
+      ++v.nodes;
+      if (m.gflops) v.gflops.push_back(*m.gflops);
+      if (m.link_gbps) v.links.push_back(*m.link_gbps);
+      if (m.nccl_bus_gbps) v.buses.push_back(*m.nccl_bus_gbps);
+    } catch (const std::exception&) {
+      // Only figures read strictly are stored; one that no longer reads is skipped.
+    }
+  }
+  std::map<std::string, ModelMeasurement> out;
+  for (auto& [model, v] : by_model) {
+    out[model] = {median_of(v.gflops), median_of(v.links), median_of(v.buses), v.nodes};
+  }
+  return out;
 }
 
 bool BurnInStore::record(Tx& tx, const BurnInRecord& r) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,15 @@ struct BurnInRecord {
   // The node's telemetry when it was recorded (one object per GPU), null when none: record()
   // takes it from the node itself.
   nlohmann::json telemetry;
+};
+
+// A model's measured performance: the medians, over the nodes of the model, of each node's
+// latest passed burn-in (each node's own median counted once).
+struct ModelMeasurement {
+  std::optional<double> gflops_per_gpu;
+  std::optional<double> peer_gbps;
+  std::optional<double> nccl_bus_gbps;
+  int nodes = 0;  // how many nodes' burn-ins it rests on
 };
 
 // What a node's burn-in is held to.
@@ -50,6 +60,9 @@ class BurnInStore {
 
   // Once per task: a repeated report records nothing. Whether it was recorded.
   bool record(Tx& tx, const BurnInRecord& record);
+
+  // Every model's measured performance, by model name.
+  std::map<std::string, ModelMeasurement> measured_by_model(Tx& tx);
 
   // A rental's burn-ins, oldest first: its handover's and its release's.
   std::vector<BurnInRecord> for_rental(Tx& tx, const std::string& rental_id);

@@ -242,7 +242,24 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
       out.push_back(std::move(o));
     }
   }
+  if (!out.empty()) {
+    auto figures = measured(tx);
+    for (auto& o : out) {
+      if (auto it = figures.find(o.gpu_model); it != figures.end()) o.measured = it->second;
+    }
+  }
   return out;
+}
+
+std::map<std::string, inventory::ModelMeasurement> CatalogViews::measured(Tx& tx) {
+  constexpr auto kFresh = std::chrono::minutes(1);
+  std::lock_guard lock(measured_mutex_);
+  const Timestamp now = clock_.now();
+  if (!measured_at_ || now - *measured_at_ >= kFresh || now < *measured_at_) {
+    measured_ = burn_ins_.measured_by_model(tx);
+    measured_at_ = now;
+  }
+  return measured_;
 }
 
 std::vector<DayAvailability> CatalogViews::availability(Tx& tx, const std::string& gpu_model,

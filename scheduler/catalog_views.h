@@ -8,12 +8,15 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "core/money.h"
+#include "inventory/burn_in_store.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/capacity_index.h"
 #include "scheduler/placement.h"
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +55,8 @@ struct Offer {
   // midnight) can ask for. None within the horizon: absent.
   std::optional<std::string> earliest_date;
   std::string site;
+  // The model's measured performance (its nodes' latest burn-ins); absent before any.
+  std::optional<inventory::ModelMeasurement> measured;
 };
 
 struct DayAvailability {
@@ -85,12 +90,20 @@ class CatalogViews {
                                             int cap = 1000);
 
  private:
+  // The models' measured performance, read again at most once a minute: burn-ins come with
+  // handovers and releases, and the offers need not show the latest within the minute.
+  std::map<std::string, inventory::ModelMeasurement> measured(Tx& tx);
+
   const Clock& clock_;
   inventory::CatalogStore& catalog_;
   inventory::PriceStore& prices_;
   CapacityIndex& capacity_;
   std::chrono::seconds cleaning_;
   int horizon_days_;  // how far ahead the offers look for a start (the booking horizon)
+  inventory::BurnInStore burn_ins_;
+  std::mutex measured_mutex_;
+  std::optional<Timestamp> measured_at_;
+  std::map<std::string, inventory::ModelMeasurement> measured_;
 };
 
 }  // namespace gpurent::scheduler

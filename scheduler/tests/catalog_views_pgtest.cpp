@@ -2,12 +2,14 @@
 // question leaves something to the server. Without an interconnect each shape is dated with
 // the links it needs (a PCIe box's four GPUs get a date, not "never"); a date means midnight
 // at the offer's site, as in a booking; and today's calendar counts what can still start
-// today, as the offers' available_now does.
+// today, as the offers' available_now does. Each offer carries its model's measured figures
+// (the medians of its nodes' latest passed burn-ins).
 #include "core/clock.h"
 #include "core/time.h"
 #include "inventory/catalog_store.h"
 #include "inventory/price_store.h"
 #include "scheduler/catalog_views.h"
+#include "scheduler/task_store.h"
 #include "scheduler/tests/scheduler_fixture.h"
 
 #include <gtest/gtest.h>
@@ -101,6 +103,47 @@ TEST_F(CatalogViewsTest, TodaysCalendarCountsWhatCanStillStartToday) {
   });
   ASSERT_EQ(calendar.size(), 1u);
   EXPECT_EQ(calendar[0].available, 0);
+}
+
+// The model's measured figures: the median over its nodes of each node's latest passed
+// burn-in (a failed one and an older one do not count), none for a model never measured.
+TEST_F(CatalogViewsTest, OffersCarryTheMediansOfTheirNodesLatestPassedBurnIns) {
+  std::string n1 = node("hgx-1"), n2 = node("hgx-2"), n3 = node("hgx-3");
+  node("pcie-1", "L4-24GB", 4, "pcie");
+  TaskStore tasks{clock_};
+  inventory::BurnInStore store;
+  auto burned = [&](const std::string& node_id, double gflops, double gbps, bool passed) {
+    transact([&](Tx& tx) {
+      auto t = tasks.create(tx, node_id, std::nullopt, TaskKind::kBurnIn, {{"phase", "release"}});
+      burn_in::BurnInFigures f{.tools = {"gpu_burn", "nvbandwidth"},
+                               .gpus = {{0, gflops, true}, {1, gflops, true}},
+                               .links = {{0, 1, gbps}}};
+      return store.record(tx, {.task_id = t.id,
+                               .node_id = node_id,
+                               .phase = "release",
+                               .gpu_model = "H100-SXM5-80GB",
+                               .passed = passed,
+                               .figures = burn_in::to_json(f),
+                               .findings = nlohmann::json::array(),
+                               .finished_at = clock_.now()});
+    });
+    clock_.advance(std::chrono::seconds(1));
+  };
+  burned(n1, 10000, 100, true);  // older: n1's latest below counts instead
+  burned(n1, 50000, 390, true);
+  burned(n2, 52000, 396, true);
+  burned(n3, 54000, 400, true);
+  burned(n3, 1000, 20, false);  // failed: n3's latest passed one counts
+  auto h100 = offers({.gpu_model = "H100-SXM5-80GB", .gpu_count = 1});
+  ASSERT_EQ(h100.size(), 1u);
+  ASSERT_TRUE(h100[0].measured);
+  EXPECT_EQ(h100[0].measured->nodes, 3);
+  EXPECT_EQ(h100[0].measured->gflops_per_gpu, 52000);
+  EXPECT_EQ(h100[0].measured->peer_gbps, 396);
+  EXPECT_FALSE(h100[0].measured->nccl_bus_gbps);
+  auto l4 = offers({.gpu_model = "L4-24GB", .gpu_count = 4});
+  ASSERT_EQ(l4.size(), 1u);
+  EXPECT_FALSE(l4[0].measured) << "no L4 was ever measured";
 }
 
 }  // namespace catalog_views_pgtest

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -95,6 +96,19 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
   for (const char* k : {"signature", "key_id", "algorithm", "payload"}) unsigned_part.erase(k);
   EXPECT_EQ(json::parse(std::ifstream(dir + "/report.json")), unsigned_part);
   EXPECT_EQ(r["key_id"], published.json()["key_id"]);
+
+  // The catalog shows what the fleet measured: the healthy node's figures (the slow node's
+  // burn-in failed and does not count), and the price per measured TFLOP/s a day.
+  auto offers = get("/v1/offers?gpu_model=" + std::string(kModel) + "&gpu_count=2", session(owner));
+  ASSERT_EQ(offers.status, 200) << offers.body;
+  json offer = offers.json()["items"][0];
+  ASSERT_TRUE(offer["measured"].is_object()) << offer.dump();
+  EXPECT_EQ(offer["measured"]["nodes"], 1);
+  double gflops = offer["measured"]["gflops_per_gpu"];
+  EXPECT_GT(gflops, 50000) << "an H100's simulated figure, not the slow GPU's";
+  long long per_day = offer["price_per_day"]["amount_minor"];
+  EXPECT_EQ(offer["price_per_measured_tflops_day"]["amount_minor"],
+            std::llround(per_day / (gflops / 1000.0 * 2)));
 
   // Another org's rental is as unknown as none.
   Login stranger = account("stranger@example.com", "Other");
