@@ -28,3 +28,14 @@ CREATE TABLE burn_ins (
 CREATE INDEX burn_ins_model_idx ON burn_ins (gpu_model, node_id, finished_at DESC) WHERE passed;
 CREATE INDEX burn_ins_rental_idx ON burn_ins (rental_id, finished_at) WHERE rental_id IS NOT NULL;
 CREATE INDEX burn_ins_node_idx ON burn_ins (node_id, finished_at DESC);
+
+-- Every replica's copy of the models' measured figures (the offers') forgets them when a
+-- burn-in is recorded.
+CREATE FUNCTION notify_burn_ins() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('gpurent_burn_ins', '');
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER burn_ins_recorded AFTER INSERT ON burn_ins
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_burn_ins();

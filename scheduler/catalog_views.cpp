@@ -251,6 +251,11 @@ std::vector<Offer> CatalogViews::offers(Tx& tx, const OfferQuery& q) {
   return out;
 }
 
+void CatalogViews::measurements_changed() {
+  std::lock_guard lock(measured_mutex_);
+  measured_at_.reset();
+}
+
 std::map<std::string, inventory::ModelMeasurement> CatalogViews::measured(Tx& tx) {
   constexpr auto kFresh = std::chrono::minutes(1);
   std::lock_guard lock(measured_mutex_);

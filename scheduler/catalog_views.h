@@ -89,9 +89,13 @@ class CatalogViews {
                                             LinkNeed need, const std::string& from, int days,
                                             int cap = 1000);
 
+  // A burn-in was recorded (announced on gpurent_burn_ins, migration 0023): the next offers
+  // read the models' measured figures again.
+  void measurements_changed();
+
  private:
-  // The models' measured performance, read again at most once a minute: burn-ins come with
-  // handovers and releases, and the offers need not show the latest within the minute.
+  // The models' measured performance, kept until a burn-in is announced, and at most a
+  // minute (a replica whose listener was down heard nothing meanwhile).
   std::map<std::string, inventory::ModelMeasurement> measured(Tx& tx);
 
   const Clock& clock_;

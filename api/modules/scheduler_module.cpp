@@ -68,8 +68,13 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       capacity_.node_changed(node);
     }
   });
+  ctx.listener.subscribe("gpurent_burn_ins",
+                         [this](const std::string&) { views_.measurements_changed(); });
   // Changes made while the listener was reconnecting were never announced.
-  ctx.listener.on_connected([this] { capacity_.everything_changed(); });
+  ctx.listener.on_connected([this] {
+    capacity_.everything_changed();
+    views_.measurements_changed();
+  });
   booking_.charge_with(&peers.charges);
   rentals_.on_transition([this, &charges = peers.charges](Tx& tx, const std::string& id,
                                                           scheduler::RentalState from,

@@ -199,8 +199,8 @@ export const scenarios = [
     },
   },
   {
-    name: "a rental's page shows the signed handover report its node's burn-in made and its GPUs' charts, in English and in Russian",
-    pages: ["rental"],
+    name: "a rental's page shows the signed handover report its node's burn-in made and its GPUs' charts, and the catalog compares configurations by what was measured, in English and in Russian",
+    pages: ["rental", "catalog"],
     async run({ tab, api, stack }) {
       const { page } = tab;
       const customer = await api.customer(stack, { fundsMinor: 10 * MILLION_ROUBLES });
@@ -238,12 +238,36 @@ export const scenarios = [
       await page.getByRole("img", { name: /^Power, W from / }).waitFor();
       await page.getByTestId("energy").filter({ hasText: /Energy drawn so far: [\d.,]+ kWh/ }).waitFor();
       await tab.check("rental-telemetry");
+
+      // The catalog compares configurations with what the fleet measured: this L4's burn-in
+      // is among them now.
+      const offers = await api.expect(200, "GET", `/v1/offers?gpu_model=${encodeURIComponent(L4)}&gpu_count=2&interconnect=any`, undefined, customer);
+      assert.ok(offers.items[0].measured && offers.items[0].measured.nodes >= 1, JSON.stringify(offers.items[0]));
+      assert.ok(offers.items[0].price_per_measured_tflops_day, JSON.stringify(offers.items[0]));
+      await tab.visit("#/catalog");
+      await page.getByRole("heading", { level: 2, name: "Compare configurations" }).waitFor();
+      await page.getByLabel("Configuration 1").selectOption(`${L4}|2`);
+      await page.getByLabel("Configuration 2").selectOption(`${H100}|8`);
+      const compared = page.getByTestId("compare");
+      await compared.waitFor();
+      const l4Column = await compared.getByRole("row", { name: /Measured per GPU/ }).textContent();
+      assert.match(l4Column, /Gflop\/s/, l4Column);
+      const perTflops = await compared.getByRole("row", { name: /Price per measured TFLOP\/s a day/ }).textContent();
+      assert.match(perTflops.replace(/[\u00a0\u202f]/g, " "), /₽/, perTflops);
+      await tab.check("catalog-compare");
+      await tab.visit(`#/rentals/${encodeURIComponent(booked.id)}`);
+      await page.getByRole("heading", { level: 2, name: "Handover report" }).waitFor();
       await page.getByLabel("Language").selectOption("ru");
       await page.getByRole("heading", { level: 2, name: "Отчёт о передаче" }).waitFor();
       await page.getByRole("table", { name: "Что платформа измерила перед передачей узла" }).waitFor();
       await page.getByRole("heading", { level: 2, name: "Ваши GPU" }).waitFor();
       await page.getByRole("img", { name: /^Загрузка, % с / }).waitFor();
       await tab.check("rental-report-ru");
+      await tab.visit("#/catalog");
+      await page.getByRole("heading", { level: 2, name: "Сравнение конфигураций" }).waitFor();
+      await page.getByLabel("Конфигурация 1").selectOption(`${L4}|2`);
+      await page.getByTestId("compare").getByRole("row", { name: /Измерено на GPU/ }).waitFor();
+      await tab.check("catalog-compare-ru");
     },
   },
   {
