@@ -6,6 +6,7 @@
 #include "advisor/sizing.h"
 #include "api/auth.h"
 #include "api/handlers/json_values.h"
+#include "api/handlers/measured_json.h"
 #include "api/json_body.h"
 #include "api/responses.h"
 #include "core/error.h"
@@ -67,7 +68,13 @@ double tenth(double gb) {
 // The shapes on sale, each dated for the interconnect its booking would ask: NVLink where
 // every GPU pair has it (one GPU, an NVSwitch board, a bridged pair), any elsewhere, so a
 // PCIe set still gets a start date for work that can use it.
-std::vector<advisor::Offering> offerings(Tx& tx, scheduler::CatalogViews& views, int days) {
+// The offerings, and each model's measured figures (the offers').
+struct Offerings {
+  std::vector<advisor::Offering> items;
+  std::map<std::string, inventory::ModelMeasurement> measured;
+};
+
+Offerings offerings(Tx& tx, scheduler::CatalogViews& views, int days) {
   scheduler::OfferQuery q;
   q.days = days;
   q.link_need = scheduler::LinkNeed::kNvlink;
@@ -77,8 +84,9 @@ std::vector<advisor::Offering> offerings(Tx& tx, scheduler::CatalogViews& views,
   using Key = std::tuple<std::string, int, std::string, std::string>;
   std::map<Key, const scheduler::Offer*> any_by_key;
   for (const auto& o : any) any_by_key[{o.gpu_model, o.gpu_count, o.interconnect, o.site}] = &o;
-  std::vector<advisor::Offering> out;
+  Offerings out;
   for (const auto& n : nvlink) {
+    if (n.measured) out.measured[n.gpu_model] = *n.measured;
     advisor::Offering o{.gpu_model = n.gpu_model,
                         .gpu_count = n.gpu_count,
                         .interconnect = n.interconnect,
@@ -95,7 +103,7 @@ std::vector<advisor::Offering> offerings(Tx& tx, scheduler::CatalogViews& views,
         o.earliest_date = it->second->earliest_date;
       }
     }
-    out.push_back(std::move(o));
+    out.items.push_back(std::move(o));
   }
   return out;
 }
@@ -117,23 +125,31 @@ nlohmann::json model_json(const advisor::Estimate& e) {
           {"shape", e.shape_estimated ? "estimated" : "published"}};
 }
 
-nlohmann::json advice_json(const advisor::Estimate& e, const advisor::Advice& a) {
+nlohmann::json advice_json(const advisor::Estimate& e, const advisor::Advice& a,
+                           const std::map<std::string, inventory::ModelMeasurement>& measured) {
   nlohmann::json recommendations = nlohmann::json::array();
   for (const auto& r : a.recommendations) {
-    recommendations.push_back({{"gpu_model", r.gpu_model},
-                               {"gpu_count", r.gpu_count},
-                               {"interconnect", r.interconnect},
-                               {"booking_interconnect", r.booking_interconnect},
-                               {"price_per_day", r.price_per_day.to_json()},
-                               {"available_now", r.available_now},
-                               {"earliest_start", optional_json(r.earliest_start)},
-                               {"earliest_date", optional_json(r.earliest_date)},
-                               {"site", r.site},
-                               {"vram_per_gpu_gb", r.vram_per_gpu_gb},
-                               {"required_per_gpu_gb", tenth(r.required_per_gpu_gb)},
-                               {"sharding_required", r.sharding_required},
-                               {"fits", true},
-                               {"why", r.why}});
+    auto m = measured.find(r.gpu_model);
+    nlohmann::json figures =
+        measured_fields(m == measured.end() ? std::nullopt : std::optional(m->second),
+                        r.price_per_day, r.gpu_count);
+    recommendations.push_back(
+        {{"gpu_model", r.gpu_model},
+         {"gpu_count", r.gpu_count},
+         {"interconnect", r.interconnect},
+         {"booking_interconnect", r.booking_interconnect},
+         {"price_per_day", r.price_per_day.to_json()},
+         {"available_now", r.available_now},
+         {"earliest_start", optional_json(r.earliest_start)},
+         {"earliest_date", optional_json(r.earliest_date)},
+         {"site", r.site},
+         {"vram_per_gpu_gb", r.vram_per_gpu_gb},
+         {"required_per_gpu_gb", tenth(r.required_per_gpu_gb)},
+         {"sharding_required", r.sharding_required},
+         {"fits", true},
+         {"why", r.why},
+         {"measured", figures["measured"]},
+         {"price_per_measured_tflops_day", figures["price_per_measured_tflops_day"]}});
   }
   nlohmann::json excluded = nlohmann::json::array();
   for (const auto& x : a.excluded) {
@@ -172,8 +188,8 @@ void add_advisor_routes(Router& router, AdvisorRoutesState& state) {
                       return std::make_pair(state.catalog->gpu_models(tx),
                                             offerings(tx, *state.views, request.days));
                     });
-                    auto advice = advisor::advise(estimate, models, offers);
-                    return json_response(200, advice_json(estimate, advice));
+                    auto advice = advisor::advise(estimate, models, offers.items);
+                    return json_response(200, advice_json(estimate, advice, offers.measured));
                   },
               .summary = "How much GPU memory a workload needs, and the rentals that hold it.",
               .tag = "catalog"});

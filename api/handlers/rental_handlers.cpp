@@ -3,6 +3,7 @@
 #include "api/handlers/rental_handlers.h"
 
 #include "api/handlers/json_values.h"
+#include "api/handlers/measured_json.h"
 #include "api/handlers/query_params.h"
 #include "api/handlers/rental_json.h"
 #include "api/json_body.h"
@@ -18,7 +19,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 
 namespace gpurent::http {
 namespace {
@@ -289,31 +289,10 @@ scheduler::OfferQuery offer_query(const Request& req) {
   return q;
 }
 
-// The model's measured figures, and the price of a day of a measured TFLOP/s (gpu_burn's
-// throughput per GPU times the shape's GPUs): what the week of trials compares.
-nlohmann::json measured_json(const scheduler::Offer& o) {
-  if (!o.measured) return {{"measured", nullptr}, {"price_per_measured_tflops_day", nullptr}};
-  const auto& m = *o.measured;
-  nlohmann::json price = nullptr;
-  if (m.gflops_per_gpu && *m.gflops_per_gpu > 0) {
-    double tflops = *m.gflops_per_gpu / 1000.0 * o.gpu_count;
-    price = Money(static_cast<long long>(
-                      std::llround(static_cast<double>(o.price_per_day.amount_minor()) / tflops)),
-                  o.price_per_day.currency())
-                .to_json();
-  }
-  return {{"measured",
-           {{"gflops_per_gpu", optional_json(m.gflops_per_gpu)},
-            {"peer_gbps", optional_json(m.peer_gbps)},
-            {"nccl_bus_gbps", optional_json(m.nccl_bus_gbps)},
-            {"nodes", m.nodes}}},
-          {"price_per_measured_tflops_day", price}};
-}
-
 nlohmann::json offers_json(const std::vector<scheduler::Offer>& offers) {
   nlohmann::json items = nlohmann::json::array();
   for (const auto& o : offers) {
-    nlohmann::json measured = measured_json(o);
+    nlohmann::json measured = measured_fields(o.measured, o.price_per_day, o.gpu_count);
     items.push_back({{"gpu_model", o.gpu_model},
                      {"gpu_count", o.gpu_count},
                      {"interconnect", o.interconnect},

@@ -110,6 +110,16 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
   EXPECT_EQ(offer["price_per_measured_tflops_day"]["amount_minor"],
             std::llround(per_day / (gflops / 1000.0 * 2)));
 
+  // The advisor's recommendations carry the same figures.
+  auto advice =
+      post("/v1/advisor", {{"preset", "llama-3-8b"}, {"precision", "bf16"}, {"task", "lora"}},
+           session(owner));
+  ASSERT_EQ(advice.status, 200) << advice.body;
+  json recommendations = advice.json()["recommendations"];
+  ASSERT_FALSE(recommendations.empty()) << advice.body;
+  EXPECT_EQ(recommendations[0]["measured"], offer["measured"]) << advice.body;
+  EXPECT_TRUE(recommendations[0]["price_per_measured_tflops_day"].is_object()) << advice.body;
+
   // Another org's rental is as unknown as none.
   Login stranger = account("stranger@example.com", "Other");
   EXPECT_EQ(get("/v1/rentals/" + rental + "/report", session(stranger)).status, 404);
