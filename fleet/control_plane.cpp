@@ -95,6 +95,8 @@ std::optional<std::string> ControlPlane::hello(const std::string& node, const pr
     if (state_of(*current) == NodeState::kEnrolling) {
       peers_.nodes.transition(tx, node, NodeAction::kEnrolled,
                               "agent " + hello.agent_version + " connected", std::nullopt);
+      // Measured before anyone relies on it: a failure drains it (docs/burn-in.md).
+      peers_.lifecycle.node_burn_in(tx, node, current->node.gpu_count, "enrolment");
     }
     return std::nullopt;
   });

@@ -11,12 +11,13 @@ constexpr Statement kNodeModel = {
     "burn_in_node_model",
     "SELECT n.gpu_model, m.nvlink_connection, m.nvlink_bandwidth_gbps"
     " FROM nodes n JOIN gpu_models m ON m.name = n.gpu_model WHERE n.id = $1"};
-// Each other node's latest passed burn-in of the model.
+// Each other node's latest burn-in of the model, when it passed: a node whose latest failed
+// sets no bar.
 constexpr Statement kLatestPassed = {
     "burn_in_latest_passed",
-    "SELECT figures::text FROM (SELECT DISTINCT ON (node_id) figures FROM burn_ins"
-    " WHERE gpu_model = $1 AND passed AND node_id <> $2 ORDER BY node_id, finished_at DESC)"
-    " latest LIMIT $3"};
+    "SELECT figures::text FROM (SELECT DISTINCT ON (node_id) figures, passed FROM burn_ins"
+    " WHERE gpu_model = $1 AND node_id <> $2 ORDER BY node_id, finished_at DESC)"
+    " latest WHERE passed LIMIT $3"};
 constexpr Statement kInsert = {
     "burn_in_insert",
     "INSERT INTO burn_ins (task_id, node_id, rental_id, phase, gpu_model, passed, figures,"
@@ -24,8 +25,13 @@ constexpr Statement kInsert = {
     " (SELECT telemetry FROM nodes WHERE id = $2) ON CONFLICT (task_id) DO NOTHING"};
 constexpr Statement kLatestPassedEverywhere = {
     "burn_in_latest_passed_everywhere",
-    "SELECT gpu_model, figures::text FROM (SELECT DISTINCT ON (node_id) gpu_model, figures"
-    " FROM burn_ins WHERE passed ORDER BY node_id, finished_at DESC) latest"};
+    "SELECT gpu_model, figures::text FROM (SELECT DISTINCT ON (node_id) gpu_model, figures,"
+    " passed FROM burn_ins ORDER BY node_id, finished_at DESC) latest WHERE passed"};
+constexpr Statement kForNode = {
+    "burn_in_for_node",
+    "SELECT task_id, node_id, rental_id, phase, gpu_model, passed, figures::text,"
+    " findings::text, " SQL_MICROS("finished_at") ", coalesce(telemetry, 'null')::text"
+    " FROM burn_ins WHERE node_id = $1 ORDER BY finished_at DESC, task_id LIMIT $2"};
 constexpr Statement kForRental = {
     "burn_in_for_rental",
     "SELECT task_id, node_id, rental_id, phase, gpu_model, passed, figures::text,"
@@ -120,9 +126,11 @@ bool BurnInStore::record(Tx& tx, const BurnInRecord& r) {
   return result.affected_rows() == 1;
 }
 
-std::vector<BurnInRecord> BurnInStore::for_rental(Tx& tx, const std::string& rental_id) {
+namespace {
+
+std::vector<BurnInRecord> records_of(const pqxx::result& rows) {
   std::vector<BurnInRecord> out;
-  for (const auto& row : tx.exec(kForRental, rental_id)) {
+  for (const auto& row : rows) {
     out.push_back({.task_id = row[0].as<std::string>(),
                    .node_id = row[1].as<std::string>(),
                    .rental_id = optional_field<std::string>(row[2]),
@@ -135,6 +143,16 @@ std::vector<BurnInRecord> BurnInStore::for_rental(Tx& tx, const std::string& ren
                    .telemetry = nlohmann::json::parse(row[9].c_str())});
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<BurnInRecord> BurnInStore::for_node(Tx& tx, const std::string& node_id, int limit) {
+  return records_of(tx.exec(kForNode, node_id, limit));
+}
+
+std::vector<BurnInRecord> BurnInStore::for_rental(Tx& tx, const std::string& rental_id) {
+  return records_of(tx.exec(kForRental, rental_id));
 }
 
 }  // namespace gpurent::inventory

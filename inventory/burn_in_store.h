@@ -20,7 +20,7 @@ struct BurnInRecord {
   std::string task_id;
   std::string node_id;
   std::optional<std::string> rental_id;
-  std::string phase;  // "handover" | "release"
+  std::string phase;  // "handover" | "release" | "enrolment" | "admin"
   std::string gpu_model;
   bool passed = false;
   nlohmann::json figures;   // agent_proto/burn_in/figures.h's wire form
@@ -31,8 +31,8 @@ struct BurnInRecord {
   nlohmann::json telemetry;
 };
 
-// A model's measured performance: the medians, over the nodes of the model, of each node's
-// latest passed burn-in (each node's own median counted once).
+// A model's measured performance: the medians, over the nodes of the model whose latest
+// burn-in passed, of that burn-in's figures (each node's own median counted once).
 struct ModelMeasurement {
   std::optional<double> gflops_per_gpu;
   std::optional<double> peer_gbps;
@@ -53,8 +53,9 @@ nlohmann::json findings_json(const BurnInVerdict& verdict);
 
 class BurnInStore {
  public:
-  // The node's model and its nominal figures, and the medians of the latest passed burn-in of
-  // each other node of the model (at most kMedianNodes of them); nullopt for an unknown node.
+  // The node's model and its nominal figures, and the medians of each other node of the
+  // model whose latest burn-in passed (at most kMedianNodes of them); nullopt for an unknown
+  // node.
   std::optional<BurnInBasis> basis(Tx& tx, const std::string& node_id);
   static constexpr int kMedianNodes = 500;
 
@@ -63,6 +64,9 @@ class BurnInStore {
 
   // Every model's measured performance, by model name.
   std::map<std::string, ModelMeasurement> measured_by_model(Tx& tx);
+
+  // The node's latest burn-ins, newest first, at most `limit`.
+  std::vector<BurnInRecord> for_node(Tx& tx, const std::string& node_id, int limit);
 
   // A rental's burn-ins, oldest first: its handover's and its release's.
   std::vector<BurnInRecord> for_rental(Tx& tx, const std::string& rental_id);

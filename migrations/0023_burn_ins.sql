@@ -14,7 +14,7 @@ CREATE TABLE burn_ins (
   task_id text PRIMARY KEY REFERENCES agent_tasks (id),
   node_id text NOT NULL REFERENCES nodes (id),
   rental_id text REFERENCES rentals (id) ON DELETE SET NULL,
-  phase text NOT NULL CHECK (phase IN ('handover', 'release')),
+  phase text NOT NULL CHECK (phase IN ('handover', 'release', 'enrolment', 'admin')),
   gpu_model text NOT NULL REFERENCES gpu_models (name),
   passed boolean NOT NULL,
   figures jsonb NOT NULL CHECK (jsonb_typeof(figures) = 'object'),
@@ -24,8 +24,8 @@ CREATE TABLE burn_ins (
   telemetry jsonb,
   finished_at timestamptz NOT NULL
 );
--- The fleet's medians: each node's latest passed burn-in of a model.
-CREATE INDEX burn_ins_model_idx ON burn_ins (gpu_model, node_id, finished_at DESC) WHERE passed;
+-- The fleet's medians: each node's latest burn-in of a model, when it passed.
+CREATE INDEX burn_ins_model_idx ON burn_ins (gpu_model, node_id, finished_at DESC);
 CREATE INDEX burn_ins_rental_idx ON burn_ins (rental_id, finished_at) WHERE rental_id IS NOT NULL;
 CREATE INDEX burn_ins_node_idx ON burn_ins (node_id, finished_at DESC);
 

@@ -283,6 +283,15 @@ void Lifecycle::after_provision(Tx& tx, const RentalRecord& r, Timestamp now) {
   }
 }
 
+std::optional<AgentTask> Lifecycle::node_burn_in(Tx& tx, const std::string& node_id, int gpu_count,
+                                                 const std::string& phase) {
+  if (phase == "enrolment" && !options_.burn_ins) return std::nullopt;
+  std::vector<int> all(static_cast<std::size_t>(std::max(gpu_count, 0)));
+  for (int i = 0; i < gpu_count; ++i) all[static_cast<std::size_t>(i)] = i;
+  return tasks_.create(tx, node_id, std::nullopt, TaskKind::kBurnIn,
+                       {{"gpu_indices", all}, {"phase", phase}, {"attempt", 0}});
+}
+
 Lifecycle::BurnInOutcome Lifecycle::judge_burn_in(Tx& tx, const AgentTask& task, bool ran,
                                                   const std::string& message,
                                                   const std::optional<nlohmann::json>& result,
@@ -460,11 +469,13 @@ void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now
       return;
     }
     case TaskKind::kBurnIn:
-      if (t.payload.value("phase", "") == "release") {
+      if (auto phase = t.payload.value("phase", ""); phase != "handover") {
+        // After a release, at an enrolment, on an admin's request: the operator's to look at.
         if (!ok) {
           drain_for_burn_in(tx, t.node_id,
-                            "release burn-in failed after rental " + t.rental_id.value_or("") +
-                                ": " + t.result_message.value_or(""));
+                            phase + " burn-in failed" +
+                                (t.rental_id ? " after rental " + *t.rental_id : "") + ": " +
+                                t.result_message.value_or(""));
         }
         return;
       }

@@ -119,6 +119,12 @@ class Lifecycle {
   BurnInOutcome judge_burn_in(Tx& tx, const AgentTask& task, bool ran, const std::string& message,
                               const std::optional<nlohmann::json>& result, Timestamp now);
 
+  // A burn-in of the whole node, not for a rental: at its enrolment (only with burn_ins on)
+  // or on an admin's request ("admin", always). A failure drains the node. The task; none at
+  // an enrolment with burn-ins off.
+  std::optional<AgentTask> node_burn_in(Tx& tx, const std::string& node_id, int gpu_count,
+                                        const std::string& phase);
+
   // An admin activated the node (maintenance → available): its unwiped GPUs get a wipe of the
   // node's own first, unless one is queued already; until it succeeds no rental starts on
   // them. The task, when one was made.

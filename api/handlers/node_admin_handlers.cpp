@@ -197,7 +197,10 @@ nlohmann::json telemetry_point_json(const inventory::TelemetryPoint& p) {
 nlohmann::json full_node_json(const NodeAdminRoutesState& state, Tx& tx,
                               const inventory::NodeDetail& node) {
   auto out = node_detail_json(node);
-  if (state.work) out["rentals"] = state.work->node_rentals(tx, node.node.id);
+  if (state.work) {
+    out["rentals"] = state.work->node_rentals(tx, node.node.id);
+    out["burn_ins"] = state.work->node_burn_ins(tx, node.node.id);
+  }
   nlohmann::json host_keys = nlohmann::json::array();
   if (state.host_keys) {
     for (const auto& k : state.host_keys->list(tx, node.node.id)) {
@@ -243,6 +246,29 @@ void add_transition_route(Router& router, NodeAdminRoutesState& state, const cha
               .platform_admin = true,
               .summary = summary,
               .tag = "admin"});
+}
+
+// An admin's burn-in of a whole node: queued for its agent, judged when it reports; the node
+// view's `burn_ins` shows the verdict.
+void add_burn_in_route(Router& router, NodeAdminRoutesState& state) {
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/admin/nodes/{id}/burn-in",
+       .handler =
+           [&state](const Request& req, const Principal&) {
+             std::string id = node_id_param(req);
+             if (!state.work) throw no_such_node();
+             auto task = state.pool->transact("node_burn_in", [&](Tx& tx) {
+               auto node = state.nodes->get(tx, id);
+               if (!node) throw no_such_node();
+               return state.work->request_burn_in(tx, id, node->node.gpu_count);
+             });
+             return json_response(202, {{"node_id", id}, {"task_id", task}, {"phase", "admin"}});
+           },
+       .platform_admin = true,
+       .summary = "Have the node's agent run its burn-in now; a failure drains the node "
+                  "(its verdict shows in the node view's burn_ins).",
+       .tag = "admin"});
 }
 
 void add_site_routes(Router& router, NodeAdminRoutesState& state) {
@@ -471,6 +497,7 @@ void add_node_admin_routes(Router& router, NodeAdminRoutesState& state) {
                        "Return a node from maintenance to service: {reason} (platform admins).");
   add_transition_route(router, state, "retire", NodeAction::kRetire,
                        "Retire a node for good: {reason} (platform admins).");
+  add_burn_in_route(router, state);
 }
 
 }  // namespace gpurent::http

@@ -31,6 +31,10 @@ class NodeWork {
   // scheduler refuses to retire a node with a rental running on it).
   virtual void check_node_transition(Tx& tx, const std::string& node_id,
                                      inventory::NodeAction action) = 0;
+  // An admin asked for a burn-in of the whole node: the task's id.
+  virtual std::string request_burn_in(Tx& tx, const std::string& node_id, int gpu_count) = 0;
+  // The node's latest burn-ins as the node view shows them, newest first.
+  virtual nlohmann::json node_burn_ins(Tx& tx, const std::string& node_id) = 0;
 };
 
 struct NodeAdminRoutesState {

@@ -84,6 +84,24 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
   for (const auto& job : peers.lifecycle_jobs) lifecycle_.add_job(job.name, job.run);
 }
 
+nlohmann::json SchedulerModule::node_burn_ins(Tx& tx, const std::string& node_id) {
+  constexpr int kShown = 10;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : inventory::BurnInStore().for_node(tx, node_id, kShown)) {
+    nlohmann::json failed = nlohmann::json::array();
+    for (const auto& f : b.findings) {
+      if (f.value("verdict", "") == "fail") failed.push_back(f.value("detail", ""));
+    }
+    out.push_back({{"task_id", b.task_id},
+                   {"phase", b.phase},
+                   {"rental_id", b.rental_id ? nlohmann::json(*b.rental_id) : nullptr},
+                   {"passed", b.passed},
+                   {"finished_at", format_rfc3339(b.finished_at)},
+                   {"failed", std::move(failed)}});
+  }
+  return out;
+}
+
 void SchedulerModule::check_node_transition(Tx& tx, const std::string& node_id,
                                             inventory::NodeAction action) {
   if (action == inventory::NodeAction::kActivate) {

@@ -55,6 +55,10 @@ class SchedulerModule final : public Module, public http::NodeWork {
   // that fails before its end runs none of the jobs riding on it (billing's, webhooks').
   void add_metrics(http::Metrics& metrics) override;
   // What the admin node view lists as the node's rentals.
+  std::string request_burn_in(Tx& tx, const std::string& node_id, int gpu_count) override {
+    return lifecycle_.node_burn_in(tx, node_id, gpu_count, "admin")->id;
+  }
+  nlohmann::json node_burn_ins(Tx& tx, const std::string& node_id) override;
   nlohmann::json node_rentals(Tx& tx, const std::string& node_id) override {
     return http::node_rentals_json(tx, rentals_, node_id);
   }

@@ -378,5 +378,32 @@ TEST_F(BurnInLifecycleTest, AHandoverReportIsSignedAndVerifiesWithOpenssl) {
   fs::remove_all(keys);
 }
 
+// A node's own burn-ins: at its enrolment (only with burn-ins on) and on an admin's request
+// (always), of every GPU; a failure drains the node, and is kept with the node's, not a
+// rental's.
+TEST_F(BurnInLifecycleTest, ANodesEnrolmentAndAdminBurnInsDrainItWhenTheyFail) {
+  std::string n1 = node("n1");
+  auto enrolment = transact([&](Tx& tx) { return burning_.node_burn_in(tx, n1, 8, "enrolment"); });
+  ASSERT_TRUE(enrolment);
+  EXPECT_FALSE(enrolment->rental_id);
+  EXPECT_EQ(enrolment->payload["phase"], "enrolment");
+  EXPECT_EQ(enrolment->payload["gpu_indices"].size(), 8u);
+  EXPECT_FALSE(transact([&](Tx& tx) { return lifecycle_.node_burn_in(tx, n1, 8, "enrolment"); }))
+      << "no enrolment burn-in with burn-ins off";
+  ASSERT_TRUE(report_task(*enrolment, true, healthy()));
+  EXPECT_EQ(node_state(n1), "available");
+
+  auto asked = transact([&](Tx& tx) { return lifecycle_.node_burn_in(tx, n1, 8, "admin"); });
+  ASSERT_TRUE(asked) << "an admin's request is heard with burn-ins off too";
+  ASSERT_TRUE(report_task(*asked, true, slow_gpu3()));
+  EXPECT_NE(node_state(n1), "available") << "drained";
+  auto kept = read([&](Tx& tx) { return store_.for_node(tx, n1, 10); });
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].phase, "admin");
+  EXPECT_FALSE(kept[0].passed);
+  EXPECT_EQ(kept[1].phase, "enrolment");
+  EXPECT_TRUE(kept[1].passed);
+}
+
 }  // namespace burn_in_lifecycle_pgtest
 }  // namespace gpurent::scheduler

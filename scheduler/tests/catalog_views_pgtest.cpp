@@ -105,8 +105,8 @@ TEST_F(CatalogViewsTest, TodaysCalendarCountsWhatCanStillStartToday) {
   EXPECT_EQ(calendar[0].available, 0);
 }
 
-// The model's measured figures: the median over its nodes of each node's latest passed
-// burn-in (a failed one and an older one do not count), none for a model never measured.
+// The model's measured figures: the median over its nodes whose latest burn-in passed (an
+// older one does not count, nor a node whose latest failed), none for a model never measured.
 TEST_F(CatalogViewsTest, OffersCarryTheMediansOfTheirNodesLatestPassedBurnIns) {
   std::string n1 = node("hgx-1"), n2 = node("hgx-2"), n3 = node("hgx-3");
   node("pcie-1", "L4-24GB", 4, "pcie");
@@ -133,13 +133,13 @@ TEST_F(CatalogViewsTest, OffersCarryTheMediansOfTheirNodesLatestPassedBurnIns) {
   burned(n1, 50000, 390, true);
   burned(n2, 52000, 396, true);
   burned(n3, 54000, 400, true);
-  burned(n3, 1000, 20, false);  // failed: n3's latest passed one counts
+  burned(n3, 1000, 20, false);  // failed, and now n3's latest: n3 counts no more
   auto h100 = offers({.gpu_model = "H100-SXM5-80GB", .gpu_count = 1});
   ASSERT_EQ(h100.size(), 1u);
   ASSERT_TRUE(h100[0].measured);
-  EXPECT_EQ(h100[0].measured->nodes, 3);
-  EXPECT_EQ(h100[0].measured->gflops_per_gpu, 52000);
-  EXPECT_EQ(h100[0].measured->peer_gbps, 396);
+  EXPECT_EQ(h100[0].measured->nodes, 2);
+  EXPECT_EQ(h100[0].measured->gflops_per_gpu, 51000);
+  EXPECT_EQ(h100[0].measured->peer_gbps, 393);
   EXPECT_FALSE(h100[0].measured->nccl_bus_gbps);
   auto l4 = offers({.gpu_model = "L4-24GB", .gpu_count = 4});
   ASSERT_EQ(l4.size(), 1u);

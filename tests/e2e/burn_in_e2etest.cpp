@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace gpurent::testing::burn_in_e2e {
 
@@ -25,7 +26,17 @@ class BurnInE2E : public AgentFleetTest {
 };
 
 TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHealthyOne) {
-  std::string slow = node_with_agent("slow-node", "slow-gpu@0s:gpu3");
+  // GPU 3 slows down six seconds after the agent starts: after the node's enrolment burn-in,
+  // which it passes, and before the rental's handover.
+  auto started = std::chrono::steady_clock::now();
+  std::string slow = node_with_agent("slow-node", "slow-gpu@6s:gpu3");
+  ASSERT_TRUE(wait_for([&] {
+    json b = node_view(slow)["burn_ins"];
+    return !b.empty() && b[0]["phase"] == "enrolment" && b[0]["passed"] == true;
+  })) << node_view(slow).dump();
+  ASSERT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(6))
+      << "the machine was too slow for the fault's schedule";
+  std::this_thread::sleep_until(started + std::chrono::milliseconds(6500));
   Login owner = account("owner@example.com", "Acme");
   auto pub = ssh_key_pair("burn-in-e2e-ed25519", {"-t", "ed25519"}) + ".pub";
   std::ifstream in(pub);
@@ -58,6 +69,21 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
   // The slow node left the pool, with the figure that failed it in its history.
   json node = node_view(slow);
   EXPECT_NE(node["state"], "available") << node.dump();
+  ASSERT_GE(node["burn_ins"].size(), 2u) << node.dump();
+  EXPECT_EQ(node["burn_ins"][0]["phase"], "handover");
+  EXPECT_EQ(node["burn_ins"][0]["passed"], false);
+  EXPECT_NE(node["burn_ins"][0]["failed"][0].get<std::string>().find("gpu3 matmul"),
+            std::string::npos)
+      << node.dump();
+
+  // An admin's burn-in of the healthy node, on request: queued, run, judged, shown.
+  auto asked = post("/v1/admin/nodes/" + healthy + "/burn-in", json::object(), session(admin_));
+  ASSERT_EQ(asked.status, 202) << asked.body;
+  EXPECT_TRUE(wait_for([&] {
+    json b = node_view(healthy)["burn_ins"];
+    return !b.empty() && b[0]["task_id"] == asked.json()["task_id"] && b[0]["phase"] == "admin" &&
+           b[0]["passed"] == true;
+  })) << node_view(healthy).dump();
   // The failed burn-in's task says which GPU and by how much.
   bool named = false;
   for (const auto& t : tasks_of(rental)) {
