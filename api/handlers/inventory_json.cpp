@@ -102,9 +102,10 @@ nlohmann::json node_detail_json(const inventory::NodeDetail& d) {
   }
   out["gpus"] = std::move(gpus);
   out["topology"] = topology::to_json(d.topology);
-  // The admin routes add the rentals, host keys, latest telemetry and health events.
+  // The admin routes add the rentals, burn-ins, host keys, latest telemetry and health events.
   out["telemetry"] = nullptr;
   out["rentals"] = nlohmann::json::array();
+  out["burn_ins"] = nlohmann::json::array();
   out["ssh_host_keys"] = nlohmann::json::array();
   out["health_events"] = nlohmann::json::array();
   out["events"] = std::move(events);
