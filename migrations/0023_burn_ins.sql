@@ -39,3 +39,18 @@ END
 $$;
 CREATE TRIGGER burn_ins_recorded AFTER INSERT ON burn_ins
   FOR EACH STATEMENT EXECUTE FUNCTION notify_burn_ins();
+
+-- The tenant's own telemetry, kept with the rental for its life and 30 days after (the node's
+-- history keeps only agent_telemetry_retention): each sample of the node while the rental
+-- runs on it, copied by the lifecycle's job (scheduler/rental_telemetry.h). The arrays are the
+-- node's, whole: the reader picks the rental's GPUs.
+CREATE TABLE rental_telemetry_samples (
+  rental_id text NOT NULL REFERENCES rentals (id) ON DELETE CASCADE,
+  at timestamptz NOT NULL,
+  gpu_index smallint[] NOT NULL,
+  temperature_c real[] NOT NULL,
+  power_w real[] NOT NULL,
+  utilization_pct smallint[] NOT NULL,
+  memory_used_mib integer[] NOT NULL,
+  PRIMARY KEY (rental_id, at)
+);

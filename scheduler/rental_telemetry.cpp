@@ -2,6 +2,8 @@
 #include "scheduler/rental_telemetry.h"
 
 #include "core/error.h"
+#include "core/sql.h"
+#include "scheduler/rental_state.h"
 
 #include <algorithm>
 #include <map>
@@ -14,6 +16,44 @@ using std::chrono::seconds;
 
 constexpr seconds kLongestGap{180};  // longer between samples: the node did not report
 constexpr int kMaxSamplesRead = 100'000;
+
+// Each running rental's node samples within its period and newer than its last copy.
+constexpr Statement kCopy = {
+    "rental_telemetry_copy",
+    "INSERT INTO rental_telemetry_samples (rental_id, at, gpu_index, temperature_c, power_w,"
+    " utilization_pct, memory_used_mib)"
+    " SELECT r.id, s.at, s.gpu_index, s.temperature_c, s.power_w, s.utilization_pct,"
+    " s.memory_used_mib FROM rentals r JOIN node_telemetry_samples s ON s.node_id = r.node_id"
+    " AND s.at >= lower(r.period) AND s.at < upper(r.period)"
+    " AND s.at > coalesce((SELECT max(c.at) FROM rental_telemetry_samples c"
+    " WHERE c.rental_id = r.id), '-infinity')"
+    " WHERE r.state = ANY ($1::text[]) AND r.node_id IS NOT NULL"
+    " ON CONFLICT (rental_id, at) DO NOTHING"};
+constexpr Statement kPurge = {
+    "rental_telemetry_purge",
+    "DELETE FROM rental_telemetry_samples WHERE ctid IN (SELECT c.ctid FROM"
+    " rental_telemetry_samples c JOIN rentals r ON r.id = c.rental_id"
+    " WHERE r.state = ANY ($1::text[]) AND upper(r.period) < $2::timestamptz LIMIT $3)"};
+// The rental's copy within the window, one row per sample and GPU.
+constexpr Statement kCopied = {
+    "rental_telemetry_copied",
+    "SELECT " SQL_MICROS("at") ", unnest(gpu_index), unnest(temperature_c), unnest(power_w),"
+    " unnest(utilization_pct), unnest(memory_used_mib) FROM rental_telemetry_samples"
+    " WHERE rental_id = $1 AND at >= $2::timestamptz AND at < $3::timestamptz ORDER BY at"};
+
+std::vector<inventory::TelemetryPoint> copied_points(const pqxx::result& rows) {
+  std::vector<inventory::TelemetryPoint> out;
+  for (const auto& row : rows) {
+    Timestamp at = read_timestamp(row[0]);
+    if (out.empty() || out.back().at != at) out.push_back({at, {}});
+    out.back().gpus.push_back({.index = row[1].as<int>(),
+                               .temperature_c = optional_field<double>(row[2]),
+                               .power_w = optional_field<double>(row[3]),
+                               .utilization_pct = optional_field<int>(row[4]),
+                               .memory_used_mib = optional_field<std::int64_t>(row[5])});
+  }
+  return out;
+}
 
 struct Sum {
   double total = 0;
@@ -101,6 +141,14 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
           {"energy_kwh", joules / 3.6e6}};
 }
 
+std::pair<int, int> RentalTelemetry::keep(Tx& tx, Timestamp now, int limit) {
+  int copied = static_cast<int>(tx.exec(kCopy, kOnTheNode.sql()).affected_rows());
+  int deleted = static_cast<int>(
+      tx.exec(kPurge, kFinalRentalStates.sql(), sql_timestamp(now - kKeptAfterEnd), limit)
+          .affected_rows());
+  return {copied, deleted};
+}
+
 json RentalTelemetry::read(const Caller& caller, const std::string& id,
                            std::optional<Timestamp> from, std::optional<Timestamp> to,
                            std::optional<seconds> step) {
@@ -127,7 +175,16 @@ json RentalTelemetry::read(const Caller& caller, const std::string& id,
                   {"gpus", json::array()},
                   {"energy_kwh", 0.0}};
     }
-    auto points = history_.history(tx, *r->node_id, window->from, window->to, kMaxSamplesRead);
+    // The rental's own copy, then the node's history after its last copied sample.
+    auto points =
+        copied_points(tx.exec(kCopied, id, sql_timestamp(window->from), sql_timestamp(window->to)));
+    Timestamp rest =
+        points.empty() ? window->from : points.back().at + std::chrono::microseconds(1);
+    if (rest < window->to) {
+      for (auto& p : history_.history(tx, *r->node_id, rest, window->to, kMaxSamplesRead)) {
+        points.push_back(std::move(p));
+      }
+    }
     return rental_telemetry_json(points, r->gpu_indices, *window);
   });
 }

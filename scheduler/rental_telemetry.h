@@ -1,8 +1,10 @@
 // The tenant's own telemetry (issue "Hardware you can trust"; GET /v1/rentals/{id}/telemetry):
 // the rental's GPUs only, only inside its period (from its start to its end or now), averaged
-// into steps, and the energy its GPUs drew. It reads the node's sampled history
-// (inventory/node_health_log.h: one sample per agent_telemetry_interval, kept for
-// agent_telemetry_retention), so what lies before the retention is gone.
+// into steps, and the energy its GPUs drew. The node's sampled history
+// (inventory/node_health_log.h: one sample per agent_telemetry_interval) is kept only for
+// agent_telemetry_retention, so the lifecycle's job copies each running rental's samples into
+// its own (rental_telemetry_samples, migration 0023), kept for its life and 30 days after;
+// a read takes the copy and, after its last copied sample, the node's history.
 #pragma once
 
 #include "core/caller.h"
@@ -56,6 +58,13 @@ class RentalTelemetry {
   // not_found for another org's rental; an empty answer before the rental started.
   nlohmann::json read(const Caller& caller, const std::string& id, std::optional<Timestamp> from,
                       std::optional<Timestamp> to, std::optional<std::chrono::seconds> step);
+
+  // The lifecycle's job: copies the samples the nodes reported since the last copy of each
+  // rental running on them, and deletes the copies of rentals over for more than
+  // kKeptAfterEnd (at most `limit` rows a run). Safe on several replicas at once. The rows
+  // copied and deleted.
+  std::pair<int, int> keep(Tx& tx, Timestamp now, int limit = 5000);
+  static constexpr std::chrono::hours kKeptAfterEnd{24 * 30};
 
  private:
   PgPool& pool_;

@@ -82,6 +82,17 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
     scheduler::bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
   });
   for (const auto& job : peers.lifecycle_jobs) lifecycle_.add_job(job.name, job.run);
+  // The tenants' telemetry kept with their rentals, every half minute on each replica (a node
+  // reports a sample a minute): the lifecycle worker runs it, one thread per replica.
+  lifecycle_.add_job("rental_telemetry", [this](PgPool& pool, Timestamp now,
+                                                const std::atomic<bool>*) {
+    constexpr auto kEvery = std::chrono::seconds(30);
+    if (telemetry_kept_at_ && now - *telemetry_kept_at_ < kEvery && now >= *telemetry_kept_at_) {
+      return;
+    }
+    telemetry_kept_at_ = now;
+    pool.transact("rental_telemetry_keep", [&](Tx& tx) { return telemetry_.keep(tx, now).first; });
+  });
 }
 
 nlohmann::json SchedulerModule::node_burn_ins(Tx& tx, const std::string& node_id) {

@@ -114,6 +114,7 @@ class SchedulerModule final : public Module, public http::NodeWork {
   scheduler::HandoverReports reports_;
   scheduler::Doctor doctor_;
   scheduler::RentalTelemetry telemetry_;
+  std::optional<Timestamp> telemetry_kept_at_;  // the lifecycle worker's thread only
   http::RentalRoutesState rental_routes_;
   http::AdvisorRoutesState advisor_routes_;
   // Last: stopped before what its ticks use is destroyed. Its stopping() is read by

@@ -92,6 +92,47 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
   }
 }
 
+// The node's history is kept only for agent_telemetry_retention: the rental's own copy,
+// made while it runs, outlives it, and is deleted 30 days after the rental is over.
+TEST_F(RentalTelemetryTest, TheRentalsCopyOutlivesTheNodesHistoryAndGoesThirtyDaysAfter) {
+  std::string n = node("n1");
+  Timestamp start = clock_.now() + std::chrono::minutes(1);
+  std::string id = book(a_, n, {0}, {start, start + H(2)});
+  Caller owner{.org_id = a_.org_id};
+  clock_.advance(std::chrono::minutes(1));
+  move(id, RentalState::kScheduled, RentalState::kProvisioning);
+  move(id, RentalState::kProvisioning, RentalState::kActive);
+  for (int m = 0; m < 10; ++m) sample(n, start + std::chrono::minutes(m), 200);
+  clock_.advance(std::chrono::minutes(10));
+  auto kept = transact([&](Tx& tx) { return telemetry_.keep(tx, clock_.now()); });
+  EXPECT_EQ(kept.first, 10);
+  EXPECT_EQ(transact([&](Tx& tx) { return telemetry_.keep(tx, clock_.now()); }).first, 0)
+      << "each sample copied once";
+  // Two more samples, not copied yet: a read takes them from the node's history.
+  for (int m = 10; m < 12; ++m) sample(n, start + std::chrono::minutes(m), 200);
+  clock_.advance(std::chrono::minutes(2));
+  auto both = telemetry_.read(owner, id, {}, {}, std::chrono::seconds(60));
+  EXPECT_EQ(both["gpus"][0]["samples"].size(), 12u) << both.dump();
+
+  // The node's history is purged (its retention passed): the copy still answers.
+  EXPECT_EQ(transact([&](Tx& tx) { return telemetry_.keep(tx, clock_.now()).first; }), 2);
+  transact([&](Tx& tx) { return log_.purge_samples(tx, clock_.now() + H(1), 1000); });
+  auto copied = telemetry_.read(owner, id, {}, {}, std::chrono::seconds(60));
+  EXPECT_EQ(copied["gpus"][0]["samples"].size(), 12u) << copied.dump();
+  EXPECT_GT(copied["energy_kwh"].get<double>(), 0);
+
+  // Over, and 30 days on: gone.
+  clock_.advance(H(2));
+  move(id, RentalState::kActive, RentalState::kReleasing);
+  move(id, RentalState::kReleasing, RentalState::kEnded);
+  EXPECT_EQ(transact([&](Tx& tx) { return telemetry_.keep(tx, clock_.now()).second; }), 0)
+      << "kept while the 30 days run";
+  auto gone = transact([&](Tx& tx) {
+    return telemetry_.keep(tx, clock_.now() + RentalTelemetry::kKeptAfterEnd + H(3)).second;
+  });
+  EXPECT_EQ(gone, 12);
+}
+
 TEST(RentalTelemetryWindow, ClampedToThePeriodAndNowWithAtMostAThousandSteps) {
   Timestamp t0 = Timestamp(std::chrono::seconds(1'893'456'000));
   Period p{t0, t0 + std::chrono::hours(24 * 30)};
