@@ -296,6 +296,19 @@ Lifecycle::BurnInOutcome Lifecycle::judge_burn_in(Tx& tx, const AgentTask& task,
                                                   const std::string& message,
                                                   const std::optional<nlohmann::json>& result,
                                                   Timestamp now) {
+  auto outcome = judged_burn_in(tx, task, ran, message, result, now);
+  const std::string phase = task.payload.value("phase", "handover");
+  for (std::size_t i = 0; i < BurnInCounts::kPhases.size(); ++i) {
+    if (BurnInCounts::kPhases[i] != phase) continue;
+    ++(outcome.passed ? burn_in_counts_.passed[i] : burn_in_counts_.failed[i]);
+  }
+  return outcome;
+}
+
+Lifecycle::BurnInOutcome Lifecycle::judged_burn_in(Tx& tx, const AgentTask& task, bool ran,
+                                                   const std::string& message,
+                                                   const std::optional<nlohmann::json>& result,
+                                                   Timestamp now) {
   if (!ran) return {false, "burn-in could not run: " + message};
   burn_in::BurnInFigures figures;
   try {

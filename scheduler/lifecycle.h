@@ -17,11 +17,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpurent::scheduler {
@@ -55,6 +58,16 @@ struct LifecycleOptions {
   // Has the next run_once start now rather than at its poll (the process's lifecycle worker's
   // wake()); none in tests that run it by hand.
   std::function<void()> wake;
+};
+
+// How many burn-ins this replica judged, by phase and verdict (gpurent_burn_ins_total): a
+// failed one drains a node, which the operator is alerted to (deploy/prometheus/alerts.yml,
+// GpurentBurnInFailed).
+struct BurnInCounts {
+  static constexpr std::array<std::string_view, 4> kPhases{"handover", "release", "enrolment",
+                                                           "admin"};
+  std::array<std::atomic<std::uint64_t>, 4> passed{};
+  std::array<std::atomic<std::uint64_t>, 4> failed{};
 };
 
 class Lifecycle {
@@ -118,6 +131,7 @@ class Lifecycle {
   };
   BurnInOutcome judge_burn_in(Tx& tx, const AgentTask& task, bool ran, const std::string& message,
                               const std::optional<nlohmann::json>& result, Timestamp now);
+  const BurnInCounts& burn_in_counts() const { return burn_in_counts_; }
 
   // A burn-in of the whole node, not for a rental: at its enrolment (only with burn_ins on)
   // or on an admin's request ("admin", always). A failure drains the node. The task; none at
@@ -167,6 +181,9 @@ class Lifecycle {
   // The node's GPUs measured for the rental: before its access ("handover", of the attempt) or
   // after its wipe ("release").
   void burn_in_task(Tx& tx, const RentalRecord& r, const std::string& phase, int attempt);
+  // judge_burn_in without the counting.
+  BurnInOutcome judged_burn_in(Tx& tx, const AgentTask& task, bool ran, const std::string& message,
+                               const std::optional<nlohmann::json>& result, Timestamp now);
   // The attempt's provision succeeded: its burn-in next, or with none its access; once each.
   void after_provision(Tx& tx, const RentalRecord& r, Timestamp now);
   // The node failed the rental's handover burn-in: the node drains, the rental goes back to
@@ -189,6 +206,7 @@ class Lifecycle {
   LifecycleOptions options_;
   AccessMaterial* access_;
   inventory::BurnInStore burn_ins_;
+  BurnInCounts burn_in_counts_;
   std::vector<Job> jobs_;
 };
 

@@ -142,6 +142,21 @@ void SchedulerModule::add_routes(http::Router& router) {
 
 void SchedulerModule::add_metrics(http::Metrics& metrics) {
   metrics.add_job("rental_lifecycle", lifecycle_worker_.stats());
+  metrics.add_collector([this](std::string& out) {
+    http::append_family(out, "gpurent_burn_ins_total", "counter",
+                        "Burn-ins this replica judged, by phase and verdict; a failed one drains "
+                        "its node.");
+    const auto& counts = lifecycle_.burn_in_counts();
+    for (std::size_t i = 0; i < scheduler::BurnInCounts::kPhases.size(); ++i) {
+      for (bool passed : {true, false}) {
+        out += "gpurent_burn_ins_total{phase=\"";
+        out += scheduler::BurnInCounts::kPhases[i];
+        out += passed ? "\",verdict=\"passed\"} " : "\",verdict=\"failed\"} ";
+        out += std::to_string((passed ? counts.passed[i] : counts.failed[i]).load());
+        out += "\n";
+      }
+    }
+  });
 }
 
 void SchedulerModule::start() {

@@ -76,6 +76,12 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
             std::string::npos)
       << node.dump();
 
+  // The operator's alert counts it (GpurentBurnInFailed).
+  auto scraped = http_request(server_->port(), "GET", "/metrics");
+  EXPECT_NE(scraped.body.find("gpurent_burn_ins_total{phase=\"handover\",verdict=\"failed\"} 1"),
+            std::string::npos)
+      << scraped.body.substr(0, 2000);
+
   // An admin's burn-in of the healthy node, on request: queued, run, judged, shown.
   auto asked = post("/v1/admin/nodes/" + healthy + "/burn-in", json::object(), session(admin_));
   ASSERT_EQ(asked.status, 202) << asked.body;
