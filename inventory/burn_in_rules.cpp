@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace gpurent::inventory {
 namespace {
@@ -61,6 +62,59 @@ void held_to(std::vector<BurnInFinding>& out, const std::string& check, const st
 }
 
 }  // namespace
+
+void add_ecc_findings(BurnInVerdict& verdict, const nlohmann::json& before,
+                      const nlohmann::json& after) {
+  auto by_index = [](const nlohmann::json& gpus) {
+    std::map<int, const nlohmann::json*> out;
+    if (!gpus.is_array()) return out;
+    for (const auto& g : gpus) {
+      if (g.is_object() && g.contains("index") && g["index"].is_number_integer()) {
+        out[g["index"].get<int>()] = &g;
+      }
+    }
+    return out;
+  };
+  auto count = [](const nlohmann::json& g, const char* key) {
+    return g.contains(key) && g[key].is_number() ? g[key].get<double>() : 0.0;
+  };
+  auto then = by_index(before);
+  std::vector<BurnInFinding> found;
+  for (const auto& [index, now] : by_index(after)) {
+    auto was = then.find(index);
+    if (was == then.end()) continue;
+    double dbe = count(*now, "ecc_volatile_dbe") - count(*was->second, "ecc_volatile_dbe");
+    double sbe = count(*now, "ecc_volatile_sbe") - count(*was->second, "ecc_volatile_sbe");
+    bool remap_failed = now->contains("remapped_rows_failure") &&
+                        (*now)["remapped_rows_failure"].is_boolean() &&
+                        (*now)["remapped_rows_failure"].get<bool>();
+    if (dbe > 0 || remap_failed) {
+      found.push_back({.check = "ecc",
+                       .subject = gpu(index),
+                       .failed = true,
+                       .measured = dbe,
+                       .expected = 0.0,
+                       .unit = "errors",
+                       .detail = gpu(index) + (remap_failed ? " failed to remap a memory row"
+                                                            : " had " + number(dbe) +
+                                                                  " uncorrectable memory errors "
+                                                                  "during the burn-in")});
+    } else if (sbe > 0) {
+      found.push_back({.check = "ecc",
+                       .subject = gpu(index),
+                       .warning = true,
+                       .measured = sbe,
+                       .expected = 0.0,
+                       .unit = "errors",
+                       .detail = gpu(index) + " corrected " + number(sbe) +
+                                 " memory errors during the burn-in"});
+    }
+  }
+  if (found.empty()) return;
+  verdict.passed = verdict.passed &&
+                   std::none_of(found.begin(), found.end(), [](const auto& f) { return f.failed; });
+  verdict.findings.insert(verdict.findings.begin(), found.begin(), found.end());
+}
 
 std::optional<double> median_of(std::vector<double> values) {
   if (values.empty()) return std::nullopt;

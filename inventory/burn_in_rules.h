@@ -18,6 +18,8 @@
 
 #include "agent_proto/burn_in/figures.h"
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +70,14 @@ struct BurnInVerdict {
 
 BurnInVerdict judge_burn_in(const burn_in::BurnInFigures& figures, const BurnInNominal& nominal,
                             const BurnInMedians& medians, const BurnInThresholds& thresholds = {});
+
+// The GPUs' memory errors during the burn-in, from the node's telemetry (one object per GPU,
+// agent_proto/telemetry.h) before it started and when it was judged: an uncorrectable error
+// that appeared, or a row remap that failed, fails the GPU; corrected errors that appeared are
+// a warning. Added to `verdict` (which fails when any of them does). GPUs missing from either
+// side are not judged.
+void add_ecc_findings(BurnInVerdict& verdict, const nlohmann::json& before,
+                      const nlohmann::json& after);
 
 // The median of `values`, absent when empty.
 std::optional<double> median_of(std::vector<double> values);

@@ -263,9 +263,27 @@ void Lifecycle::revoke_and_wipe(Tx& tx, const RentalRecord& r) {
   wipe_task(tx, r, 0);
 }
 
+nlohmann::json Lifecycle::ecc_snapshot(Tx& tx, const std::string& node_id) {
+  nlohmann::json out = nlohmann::json::array();
+  auto latest = health_log_.latest(tx, node_id);
+  if (!latest || !latest->gpus.is_array()) return out;
+  for (const auto& gpu : latest->gpus) {
+    if (!gpu.is_object() || !gpu.contains("index")) continue;
+    nlohmann::json kept = {{"index", gpu["index"]}};
+    for (const auto& [key, value] : gpu.items()) {
+      if (key.starts_with("ecc_") || key.starts_with("remapped_")) kept[key] = value;
+    }
+    out.push_back(std::move(kept));
+  }
+  return out;
+}
+
 void Lifecycle::burn_in_task(Tx& tx, const RentalRecord& r, const std::string& phase, int attempt) {
   tasks_.create(tx, *r.node_id, r.id, TaskKind::kBurnIn,
-                {{"gpu_indices", r.gpu_indices}, {"phase", phase}, {"attempt", attempt}});
+                {{"gpu_indices", r.gpu_indices},
+                 {"phase", phase},
+                 {"attempt", attempt},
+                 {"ecc_before", ecc_snapshot(tx, *r.node_id)}});
 }
 
 void Lifecycle::after_provision(Tx& tx, const RentalRecord& r, Timestamp now) {
@@ -289,7 +307,10 @@ std::optional<AgentTask> Lifecycle::node_burn_in(Tx& tx, const std::string& node
   std::vector<int> all(static_cast<std::size_t>(std::max(gpu_count, 0)));
   for (int i = 0; i < gpu_count; ++i) all[static_cast<std::size_t>(i)] = i;
   return tasks_.create(tx, node_id, std::nullopt, TaskKind::kBurnIn,
-                       {{"gpu_indices", all}, {"phase", phase}, {"attempt", 0}});
+                       {{"gpu_indices", all},
+                        {"phase", phase},
+                        {"attempt", 0},
+                        {"ecc_before", ecc_snapshot(tx, node_id)}});
 }
 
 Lifecycle::BurnInOutcome Lifecycle::judge_burn_in(Tx& tx, const AgentTask& task, bool ran,
@@ -319,6 +340,11 @@ Lifecycle::BurnInOutcome Lifecycle::judged_burn_in(Tx& tx, const AgentTask& task
   auto basis = burn_ins_.basis(tx, task.node_id);
   if (!basis) return {false, "burn-in of an unknown node"};
   auto verdict = inventory::judge_burn_in(figures, basis->nominal, basis->medians);
+  // Memory errors that appeared while the tools ran, from the counters the task was made with.
+  if (auto before = task.payload.find("ecc_before"); before != task.payload.end()) {
+    auto now_seen = health_log_.latest(tx, task.node_id);
+    inventory::add_ecc_findings(verdict, *before, now_seen ? now_seen->gpus : nlohmann::json());
+  }
   burn_ins_.record(tx, {.task_id = task.id,
                         .node_id = task.node_id,
                         .rental_id = task.rental_id,

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "inventory/burn_in_store.h"
+#include "inventory/node_health_log.h"
 #include "inventory/node_store.h"
 #include "scheduler/access_material.h"
 #include "scheduler/booking.h"
@@ -181,6 +182,9 @@ class Lifecycle {
   // The node's GPUs measured for the rental: before its access ("handover", of the attempt) or
   // after its wipe ("release").
   void burn_in_task(Tx& tx, const RentalRecord& r, const std::string& phase, int attempt);
+  // The node's GPUs' memory error counters now (its latest telemetry), for a burn-in's
+  // payload: what the judging compares with afterwards.
+  nlohmann::json ecc_snapshot(Tx& tx, const std::string& node_id);
   // judge_burn_in without the counting.
   BurnInOutcome judged_burn_in(Tx& tx, const AgentTask& task, bool ran, const std::string& message,
                                const std::optional<nlohmann::json>& result, Timestamp now);
@@ -206,6 +210,7 @@ class Lifecycle {
   LifecycleOptions options_;
   AccessMaterial* access_;
   inventory::BurnInStore burn_ins_;
+  inventory::NodeHealthLog health_log_;
   BurnInCounts burn_in_counts_;
   std::vector<Job> jobs_;
 };

@@ -144,6 +144,58 @@ TEST(BurnInRules, NothingMeasuredPassesWithAWarning) {
   EXPECT_EQ(v.findings[0].check, "measured");
 }
 
+TEST(BurnInRules, MemoryErrorsThatAppearedDuringTheBurnInFailOrWarn) {
+  using nlohmann::json;
+  const json before = json::array({{{"index", 0}, {"ecc_volatile_dbe", 1}, {"ecc_volatile_sbe", 0}},
+                                   {{"index", 1}, {"ecc_volatile_dbe", 0}, {"ecc_volatile_sbe", 4}},
+                                   {{"index", 2}, {"ecc_volatile_dbe", 0}}});
+  struct Row {
+    const char* name;
+    json after;
+    bool passed;
+    std::vector<std::string> findings;  // check:subject:verdict
+  };
+  const std::vector<Row> rows{
+      {"unchanged counters", before, true, {}},
+      {"an uncorrectable error appeared on gpu2",
+       json::array({before[0], before[1], {{"index", 2}, {"ecc_volatile_dbe", 2}}}),
+       false,
+       {"ecc:gpu2:fail"}},
+      {"one from before the burn-in is not its fault", before, true, {}},
+      {"corrected errors appeared on gpu1: a warning",
+       json::array({before[0],
+                    {{"index", 1}, {"ecc_volatile_dbe", 0}, {"ecc_volatile_sbe", 9}},
+                    before[2]}),
+       true,
+       {"ecc:gpu1:warn"}},
+      {"a failed row remap",
+       json::array({before[0],
+                    before[1],
+                    {{"index", 2}, {"ecc_volatile_dbe", 0}, {"remapped_rows_failure", true}}}),
+       false,
+       {"ecc:gpu2:fail"}},
+      {"a GPU missing afterwards is not judged", json::array({before[0]}), true, {}},
+      {"no telemetry afterwards", json(), true, {}},
+  };
+  for (const auto& row : rows) {
+    BurnInVerdict v;
+    add_ecc_findings(v, before, row.after);
+    std::vector<std::string> got;
+    for (const auto& f : v.findings) {
+      got.push_back(f.check + ":" + f.subject + ":" +
+                    (f.failed    ? "fail"
+                     : f.warning ? "warn"
+                                 : "pass"));
+    }
+    EXPECT_EQ(got, row.findings) << row.name;
+    EXPECT_EQ(v.passed, row.passed) << row.name;
+  }
+  BurnInVerdict v;
+  add_ecc_findings(v, before,
+                   json::array({before[0], before[1], {{"index", 2}, {"ecc_volatile_dbe", 2}}}));
+  EXPECT_EQ(v.summary(), "gpu2 had 2 uncorrectable memory errors during the burn-in");
+}
+
 TEST(BurnInRules, MedianOfOddEvenAndNone) {
   EXPECT_EQ(median_of({3, 1, 2}), 2);
   EXPECT_EQ(median_of({4, 1, 3, 2}), 2.5);

@@ -131,6 +131,7 @@ class BurnInLifecycleTest : public LifecycleTest {
   billing::RentalCharges charges_{clock_, ledger_, invoices_, {}};
   billing::TopUps top_ups_{clock_, ledger_};
   inventory::BurnInStore store_;
+  inventory::NodeHealthLog log_;
   Lifecycle burning_{rentals_,
                      tasks_,
                      nodes_,
@@ -403,6 +404,44 @@ TEST_F(BurnInLifecycleTest, ANodesEnrolmentAndAdminBurnInsDrainItWhenTheyFail) {
   EXPECT_FALSE(kept[0].passed);
   EXPECT_EQ(kept[1].phase, "enrolment");
   EXPECT_TRUE(kept[1].passed);
+}
+
+// The node's memory error counters when the burn-in was made and when it is judged: an
+// uncorrectable error that appeared while the tools ran fails the handover, however good the
+// figures.
+TEST_F(BurnInLifecycleTest, AnUncorrectableMemoryErrorDuringTheBurnInFailsTheHandover) {
+  std::string n1 = node("n1");
+  auto report_ecc = [&](int gpu5_dbe) {
+    inventory::TelemetrySample sample{
+        .node_id = n1, .at = clock_.now(), .telemetry = nlohmann::json::array()};
+    for (int i = 0; i < 8; ++i) {
+      sample.telemetry.push_back(
+          {{"index", i}, {"ecc_volatile_dbe", i == 5 ? gpu5_dbe : 0}, {"ecc_volatile_sbe", 0}});
+    }
+    transact([&](Tx& tx) {
+      log_.record_samples(tx, {sample});
+      return 0;
+    });
+    clock_.advance(std::chrono::seconds(1));
+  };
+  report_ecc(0);
+  std::string id = held(n1, from_now(H(1), H(25)));
+  EXPECT_EQ(run_burning(t0_ + H(1)), 1);
+  ASSERT_TRUE(report_task(*open_task(id, TaskKind::kProvision), true));
+  auto burn = open_task(id, TaskKind::kBurnIn);
+  ASSERT_TRUE(burn);
+  EXPECT_EQ(burn->payload["ecc_before"][5]["ecc_volatile_dbe"], 0) << burn->payload.dump();
+  report_ecc(2);  // while the tools ran
+  ASSERT_TRUE(report_task(*burn, true, healthy()));
+  auto judged = read([&](Tx& tx) { return tasks_.get(tx, burn->id); });
+  EXPECT_EQ(judged->state, TaskState::kFailed);
+  EXPECT_NE(judged->result_message.value_or("").find(
+                "gpu5 had 2 uncorrectable memory errors during the burn-in"),
+            std::string::npos)
+      << judged->result_message.value_or("");
+  EXPECT_EQ(run_burning(clock_.now()), 1);
+  EXPECT_EQ(rental(id).state, RentalState::kCancelled);
+  EXPECT_NE(node_state(n1), "available");
 }
 
 }  // namespace burn_in_lifecycle_pgtest
