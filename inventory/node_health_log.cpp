@@ -18,9 +18,12 @@ constexpr Statement kRecordSamples = {
     " utilization_pct smallint[], memory_used_mib integer[])),"
     " latest AS (UPDATE nodes AS n SET telemetry = s.telemetry, telemetry_at = s.at FROM s"
     " WHERE n.id = s.node_id AND (n.telemetry_at IS NULL OR n.telemetry_at <= s.at))"
-    " INSERT INTO node_telemetry_samples"
-    " (node_id, at, gpu_index, temperature_c, power_w, utilization_pct, memory_used_mib)"
-    " SELECT node_id, at, gpu_index, temperature_c, power_w, utilization_pct, memory_used_mib"
+    " INSERT INTO node_telemetry_samples (node_id, at, gpu_index, temperature_c, power_w,"
+    " utilization_pct, memory_used_mib, throttle_reasons)"
+    " SELECT node_id, at, gpu_index, temperature_c, power_w, utilization_pct, memory_used_mib,"
+    " (SELECT jsonb_object_agg(g->>'index', g->'throttle_reasons') FROM jsonb_array_elements("
+    " CASE WHEN jsonb_typeof(s.telemetry) = 'array' THEN s.telemetry ELSE '[]' END) g"
+    " WHERE jsonb_typeof(g) = 'object' AND jsonb_typeof(g->'throttle_reasons') = 'array')"
     " FROM s WHERE s.node_id IN (SELECT id FROM nodes) ON CONFLICT DO NOTHING"};
 constexpr Statement kRecordHealthEvents = {
     "health_log_record_events",
@@ -44,7 +47,8 @@ constexpr Statement kTelemetrySummaries = {
 constexpr Statement kTelemetryHistory = {
     "health_log_history",
     "SELECT " SQL_MICROS("at") ", json_build_array(gpu_index, temperature_c, power_w,"
-    " utilization_pct, memory_used_mib)::text FROM node_telemetry_samples"
+    " utilization_pct, memory_used_mib, coalesce(throttle_reasons, '{}'))::text"
+    " FROM node_telemetry_samples"
     " WHERE node_id = $1 AND at >= $2::timestamptz AND at < $3::timestamptz ORDER BY at LIMIT $4"};
 constexpr Statement kHealthEvents = {
     "health_log_events",
@@ -74,6 +78,17 @@ std::optional<T> optional_from(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+std::vector<std::string> throttle_reasons_of(const nlohmann::json& by_index, int index) {
+  std::vector<std::string> out;
+  if (!by_index.is_object()) return out;
+  auto it = by_index.find(std::to_string(index));
+  if (it == by_index.end() || !it->is_array()) return out;
+  for (const auto& r : *it) {
+    if (r.is_string()) out.push_back(r.get<std::string>());
+  }
+  return out;
+}
 
 void NodeHealthLog::record_samples(Tx& tx, const std::vector<TelemetrySample>& samples) {
   if (samples.empty()) return;
@@ -144,11 +159,13 @@ std::vector<TelemetryPoint> NodeHealthLog::history(Tx& tx, const std::string& no
     const auto& index = columns[0];
     TelemetryPoint point{read_timestamp(row[0]), {}};
     for (std::size_t i = 0; i < index.size(); ++i) {
-      point.gpus.push_back({.index = index[i].get<int>(),
-                            .temperature_c = optional_from<double>(columns[1][i]),
-                            .power_w = optional_from<double>(columns[2][i]),
-                            .utilization_pct = optional_from<int>(columns[3][i]),
-                            .memory_used_mib = optional_from<std::int64_t>(columns[4][i])});
+      point.gpus.push_back(
+          {.index = index[i].get<int>(),
+           .temperature_c = optional_from<double>(columns[1][i]),
+           .power_w = optional_from<double>(columns[2][i]),
+           .utilization_pct = optional_from<int>(columns[3][i]),
+           .memory_used_mib = optional_from<std::int64_t>(columns[4][i]),
+           .throttle_reasons = throttle_reasons_of(columns[5], index[i].get<int>())});
     }
     out.push_back(std::move(point));
   }

@@ -24,9 +24,14 @@ struct GpuPoint {
   std::optional<double> power_w;
   std::optional<int> utilization_pct;
   std::optional<std::int64_t> memory_used_mib;
+  std::vector<std::string> throttle_reasons;  // active clock throttle reasons; none: empty
 
   bool operator==(const GpuPoint&) const = default;
 };
+
+// A sample's throttle reasons of GPU `index` from the column's form ({"0": ["…"]}); empty
+// for a GPU that reported none (or a row written before the column).
+std::vector<std::string> throttle_reasons_of(const nlohmann::json& by_index, int index);
 
 struct TelemetrySample {
   std::string node_id;

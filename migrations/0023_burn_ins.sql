@@ -52,5 +52,10 @@ CREATE TABLE rental_telemetry_samples (
   power_w real[] NOT NULL,
   utilization_pct smallint[] NOT NULL,
   memory_used_mib integer[] NOT NULL,
+  throttle_reasons jsonb,
   PRIMARY KEY (rental_id, at)
 );
+
+-- Each sample's active clock throttle reasons, by GPU index ({"0": ["hw_thermal_slowdown"]}),
+-- taken from the sample's telemetry as it is written; NULL in rows written before.
+ALTER TABLE node_telemetry_samples ADD COLUMN throttle_reasons jsonb;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace gpurent::scheduler {
 namespace {
@@ -21,9 +22,10 @@ constexpr int kMaxSamplesRead = 100'000;
 constexpr Statement kCopy = {
     "rental_telemetry_copy",
     "INSERT INTO rental_telemetry_samples (rental_id, at, gpu_index, temperature_c, power_w,"
-    " utilization_pct, memory_used_mib)"
+    " utilization_pct, memory_used_mib, throttle_reasons)"
     " SELECT r.id, s.at, s.gpu_index, s.temperature_c, s.power_w, s.utilization_pct,"
-    " s.memory_used_mib FROM rentals r JOIN node_telemetry_samples s ON s.node_id = r.node_id"
+    " s.memory_used_mib, s.throttle_reasons FROM rentals r JOIN node_telemetry_samples s ON "
+    "s.node_id = r.node_id"
     " AND s.at >= lower(r.period) AND s.at < upper(r.period)"
     " AND s.at > coalesce((SELECT max(c.at) FROM rental_telemetry_samples c"
     " WHERE c.rental_id = r.id), '-infinity')"
@@ -38,7 +40,8 @@ constexpr Statement kPurge = {
 constexpr Statement kCopied = {
     "rental_telemetry_copied",
     "SELECT " SQL_MICROS("at") ", unnest(gpu_index), unnest(temperature_c), unnest(power_w),"
-    " unnest(utilization_pct), unnest(memory_used_mib) FROM rental_telemetry_samples"
+    " unnest(utilization_pct), unnest(memory_used_mib), coalesce(throttle_reasons, '{}')::text"
+    " FROM rental_telemetry_samples"
     " WHERE rental_id = $1 AND at >= $2::timestamptz AND at < $3::timestamptz ORDER BY at"};
 
 std::vector<inventory::TelemetryPoint> copied_points(const pqxx::result& rows) {
@@ -46,11 +49,14 @@ std::vector<inventory::TelemetryPoint> copied_points(const pqxx::result& rows) {
   for (const auto& row : rows) {
     Timestamp at = read_timestamp(row[0]);
     if (out.empty() || out.back().at != at) out.push_back({at, {}});
-    out.back().gpus.push_back({.index = row[1].as<int>(),
-                               .temperature_c = optional_field<double>(row[2]),
-                               .power_w = optional_field<double>(row[3]),
-                               .utilization_pct = optional_field<int>(row[4]),
-                               .memory_used_mib = optional_field<std::int64_t>(row[5])});
+    int index = row[1].as<int>();
+    out.back().gpus.push_back(
+        {.index = index,
+         .temperature_c = optional_field<double>(row[2]),
+         .power_w = optional_field<double>(row[3]),
+         .utilization_pct = optional_field<int>(row[4]),
+         .memory_used_mib = optional_field<std::int64_t>(row[5]),
+         .throttle_reasons = inventory::throttle_reasons_of(json::parse(row[6].c_str()), index)});
   }
   return out;
 }
@@ -69,6 +75,7 @@ struct Sum {
 
 struct Step {
   Sum utilization, memory_gb, temperature, power;
+  std::set<std::string> throttle;  // every reason any of the step's samples had
 };
 
 const inventory::GpuPoint* gpu_in(const inventory::TelemetryPoint& p, int index) {
@@ -115,6 +122,7 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
                                          : std::nullopt);
       s.temperature.add(g->temperature_c);
       s.power.add(g->power_w);
+      s.throttle.insert(g->throttle_reasons.begin(), g->throttle_reasons.end());
       if (previous && previous_power && g->power_w) {
         auto gap = std::chrono::duration<double>(p.at - previous->at);
         if (gap <= kLongestGap) joules += (*previous_power + *g->power_w) / 2 * gap.count();
@@ -124,13 +132,14 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
     }
     json samples = json::array();
     for (const auto& [n, s] : steps) {
-      samples.push_back({{"at", format_rfc3339(w.from + w.step * n)},
-                         {"utilization_pct", s.utilization.average()},
-                         {"memory_used_gb", s.memory_gb.average()},
-                         {"temperature_c", s.temperature.average()},
-                         {"power_w", s.power.average()},
-                         {"sm_clock_mhz", nullptr},
-                         {"throttle_reasons", nullptr}});
+      samples.push_back(
+          {{"at", format_rfc3339(w.from + w.step * n)},
+           {"utilization_pct", s.utilization.average()},
+           {"memory_used_gb", s.memory_gb.average()},
+           {"temperature_c", s.temperature.average()},
+           {"power_w", s.power.average()},
+           {"sm_clock_mhz", nullptr},
+           {"throttle_reasons", std::vector<std::string>(s.throttle.begin(), s.throttle.end())}});
     }
     out_gpus.push_back({{"index", index}, {"samples", std::move(samples)}});
   }

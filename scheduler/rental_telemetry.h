@@ -44,9 +44,10 @@ std::optional<TelemetryWindow> telemetry_window(const Period& period, Timestamp 
 // `{from, to, step_s, gpus: [{index, samples: [{at, utilization_pct, memory_used_gb,
 // temperature_c, power_w, sm_clock_mhz, throttle_reasons}]}], energy_kwh}`: the rental's GPUs'
 // samples within the window averaged per step (`at` the step's start; a value none of the
-// step's samples had is null; clocks and throttle reasons are not kept in the history, so
-// null), and the energy of the rental's GPUs over the window in kWh (power integrated between
-// consecutive samples, a gap longer than three minutes counted as no draw). Pure.
+// step's samples had is null; throttle_reasons every reason any of them had; the agent reports
+// no SM clocks, so null), and the energy of the rental's GPUs over the window in kWh (power
+// integrated between consecutive samples, a gap longer than three minutes counted as no
+// draw). Pure.
 nlohmann::json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
                                      const std::vector<int>& gpus, const TelemetryWindow& window);
 

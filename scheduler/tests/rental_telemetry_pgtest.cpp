@@ -13,8 +13,9 @@ namespace rental_telemetry_pgtest {
 
 class RentalTelemetryTest : public LifecycleTest {
  protected:
-  // A sample of every GPU of the node: GPU i at 100 W + i, utilisation 10·i %.
-  void sample(const std::string& node, Timestamp at, double watts) {
+  // A sample of every GPU of the node: GPU i at `watts` + i W, utilisation 10·i %; GPU 2
+  // thermally throttled when `hot`.
+  void sample(const std::string& node, Timestamp at, double watts, bool hot = false) {
     inventory::TelemetrySample s{.node_id = node, .at = at, .telemetry = nlohmann::json::array()};
     for (int i = 0; i < 8; ++i) {
       s.gpus.push_back({.index = i,
@@ -22,7 +23,9 @@ class RentalTelemetryTest : public LifecycleTest {
                         .power_w = watts + i,
                         .utilization_pct = 10 * i,
                         .memory_used_mib = 2048});
-      s.telemetry.push_back({{"index", i}});
+      nlohmann::json gpu = {{"index", i}};
+      if (hot && i == 2) gpu["throttle_reasons"] = {"hw_thermal_slowdown"};
+      s.telemetry.push_back(std::move(gpu));
     }
     transact([&](Tx& tx) {
       log_.record_samples(tx, {s});
@@ -46,8 +49,10 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
   EXPECT_TRUE(telemetry_.read(owner, id, {}, {}, {})["gpus"].empty()) << "not started yet";
 
   // The node reports every minute from before the rental until after it was released.
-  for (int m = 0; m <= 40; ++m)
-    sample(n, start - std::chrono::minutes(5) + std::chrono::minutes(m), 300);
+  for (int m = 0; m <= 40; ++m) {
+    // GPU 2 runs hot at the rental's 12th minute.
+    sample(n, start - std::chrono::minutes(5) + std::chrono::minutes(m), 300, m == 5 + 12);
+  }
   clock_.advance(std::chrono::minutes(10));  // its start
   move(id, RentalState::kScheduled, RentalState::kProvisioning);
   move(id, RentalState::kProvisioning, RentalState::kActive);
@@ -72,6 +77,11 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
     EXPECT_EQ(s["utilization_pct"], 20.0);
     EXPECT_EQ(s["memory_used_gb"], 2.0);
     EXPECT_TRUE(s["sm_clock_mhz"].is_null());
+    // The step holding the 12th minute had GPU 2 throttled; the others none.
+    bool hot_step = s["at"] == format_rfc3339(start + std::chrono::minutes(10));
+    EXPECT_EQ(s["throttle_reasons"],
+              hot_step ? nlohmann::json::array({"hw_thermal_slowdown"}) : nlohmann::json::array())
+        << s.dump();
   }
   // Two GPUs, 302 W and 303 W, between the samples of its 20 minutes (19 one-minute gaps).
   double expected_kwh = (302.0 + 303.0) * 19 * 60 / 3.6e6;
@@ -97,12 +107,12 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
 TEST_F(RentalTelemetryTest, TheRentalsCopyOutlivesTheNodesHistoryAndGoesThirtyDaysAfter) {
   std::string n = node("n1");
   Timestamp start = clock_.now() + std::chrono::minutes(1);
-  std::string id = book(a_, n, {0}, {start, start + H(2)});
+  std::string id = book(a_, n, {2}, {start, start + H(2)});
   Caller owner{.org_id = a_.org_id};
   clock_.advance(std::chrono::minutes(1));
   move(id, RentalState::kScheduled, RentalState::kProvisioning);
   move(id, RentalState::kProvisioning, RentalState::kActive);
-  for (int m = 0; m < 10; ++m) sample(n, start + std::chrono::minutes(m), 200);
+  for (int m = 0; m < 10; ++m) sample(n, start + std::chrono::minutes(m), 200, m == 3);
   clock_.advance(std::chrono::minutes(10));
   auto kept = transact([&](Tx& tx) { return telemetry_.keep(tx, clock_.now()); });
   EXPECT_EQ(kept.first, 10);
@@ -119,6 +129,11 @@ TEST_F(RentalTelemetryTest, TheRentalsCopyOutlivesTheNodesHistoryAndGoesThirtyDa
   transact([&](Tx& tx) { return log_.purge_samples(tx, clock_.now() + H(1), 1000); });
   auto copied = telemetry_.read(owner, id, {}, {}, std::chrono::seconds(60));
   EXPECT_EQ(copied["gpus"][0]["samples"].size(), 12u) << copied.dump();
+  // The copy keeps the throttle reasons too: GPU 2 ran hot at the 4th minute.
+  EXPECT_EQ(copied["gpus"][0]["samples"][3]["throttle_reasons"],
+            nlohmann::json::array({"hw_thermal_slowdown"}))
+      << copied.dump();
+  EXPECT_EQ(copied["gpus"][0]["samples"][4]["throttle_reasons"], nlohmann::json::array());
   EXPECT_GT(copied["energy_kwh"].get<double>(), 0);
 
   // Over, and 30 days on: gone.
