@@ -158,6 +158,14 @@ DoctorReport doctor_checks(const DoctorFacts& f) {
 }
 
 DoctorReport Doctor::examine(const Caller& caller, const std::string& id, bool allow_busy_gpus) {
+  struct Waiting {
+    std::atomic<int>& n;
+    ~Waiting() { --n; }
+  } waiting{waiting_};
+  if (++waiting_ > options_.max_waiting) {
+    throw Error(ErrorCode::kRateLimited,
+                "Other doctors are waiting for their nodes on this server; try again shortly.");
+  }
   // Made and committed first: the agent gets it when the commit is announced.
   auto task = pool_.transact("doctor_start", [&](Tx& tx) -> std::optional<AgentTask> {
     auto r = rentals_.get(tx, caller.org_id, id);

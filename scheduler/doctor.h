@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -60,6 +61,10 @@ struct DoctorOptions {
   // How long the request waits for the agent's figures before it gives up (503).
   std::chrono::milliseconds wait{std::chrono::seconds(120)};
   std::chrono::milliseconds poll{std::chrono::milliseconds(200)};
+  // How many requests may wait for their agents at once on this replica: each holds one of
+  // the server's worker threads while it waits, so more are refused (429) rather than let
+  // doctors starve the API.
+  int max_waiting = 2;
 };
 
 class Doctor {
@@ -69,7 +74,8 @@ class Doctor {
 
   // The caller's rental examined: not_found for another org's; a rental that is not active
   // gets one skipped check saying so (there is nothing running to examine). Throws unavailable
-  // when the node's agent did not answer within the wait.
+  // when the node's agent did not answer within the wait, rate_limited when max_waiting
+  // doctors wait already.
   DoctorReport examine(const Caller& caller, const std::string& id, bool allow_busy_gpus);
 
  private:
@@ -78,6 +84,7 @@ class Doctor {
   TaskStore& tasks_;
   DoctorOptions options_;
   inventory::BurnInStore burn_ins_;
+  std::atomic<int> waiting_{0};
 };
 
 }  // namespace gpurent::scheduler

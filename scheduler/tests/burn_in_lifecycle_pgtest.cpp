@@ -8,15 +8,18 @@
 #include "agent_proto/burn_in/figures.h"
 #include "billing/top_ups.h"
 #include "core/subprocess.h"
+#include "scheduler/doctor.h"
 #include "scheduler/handover_report.h"
 #include "scheduler/rental_billing.h"
 #include "scheduler/tests/lifecycle_fixture.h"
 #include "tests/support/pg_harness.h"
+#include "tests/support/wait_for.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 
 namespace gpurent::scheduler {
@@ -442,6 +445,40 @@ TEST_F(BurnInLifecycleTest, AnUncorrectableMemoryErrorDuringTheBurnInFailsTheHan
   EXPECT_EQ(run_burning(clock_.now()), 1);
   EXPECT_EQ(rental(id).state, RentalState::kCancelled);
   EXPECT_NE(node_state(n1), "available");
+}
+
+// Each doctor holds a worker thread while it waits for its node's agent: past max_waiting at
+// once, a doctor is refused (rate_limited) at once rather than starve the server; one whose
+// agent never answers gives up after its wait (unavailable) and closes its task.
+TEST_F(BurnInLifecycleTest, DoctorsWaitingAtOnceAreCappedAndOneUnansweredGivesUp) {
+  std::string n1 = node("n1");
+  std::string id = held(n1, from_now(H(1), H(25)));
+  EXPECT_EQ(run_burning(t0_ + H(1)), 1);
+  hand_over(id, healthy());
+  ASSERT_TRUE(report_task(*open_task(id, TaskKind::kInstallAccess), true));
+  EXPECT_EQ(run_burning(clock_.now()), 1);
+  ASSERT_EQ(rental(id).state, RentalState::kActive);
+
+  Doctor doctor(
+      pool_, rentals_, tasks_,
+      {.wait = std::chrono::seconds(3), .poll = std::chrono::milliseconds(50), .max_waiting = 1});
+  Caller owner{.org_id = a_.org_id};
+  auto first = std::async(std::launch::async, [&] { return doctor.examine(owner, id, false); });
+  // The first is waiting once its task is there (no agent answers here).
+  ASSERT_TRUE(testing::wait_for([&] { return open_task(id, TaskKind::kDoctor).has_value(); }));
+  try {
+    doctor.examine(owner, id, false);
+    ADD_FAILURE() << "a second doctor while one waits";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRateLimited);
+  }
+  try {
+    first.get();
+    ADD_FAILURE() << "no agent answered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+  }
+  EXPECT_FALSE(open_task(id, TaskKind::kDoctor)) << "the unanswered task is closed";
 }
 
 }  // namespace burn_in_lifecycle_pgtest
