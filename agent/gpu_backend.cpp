@@ -56,6 +56,8 @@ class SimulatedBackend final : public GpuBackend {
       gpu.power_w = 70;
       gpu.power_limit_w = 700;
       gpu.utilization_pct = 0;
+      // Clocks held at the boost clock, as fleets that lock application clocks run them.
+      gpu.sm_clock_mhz = 1980;
       gpu.memory_used_mib = 0;
       gpu.memory_total_mib = 81559;
       gpu.ecc_volatile_sbe = 0;
@@ -71,6 +73,9 @@ class SimulatedBackend final : public GpuBackend {
         } else if (f.kind == SimulatedFault::Kind::kThermalSlowdown) {
           gpu.temperature_c = 94;
           gpu.throttle_reasons = {"hw_thermal_slowdown"};
+          gpu.sm_clock_mhz = 1095;
+        } else if (f.kind == SimulatedFault::Kind::kSlowGpu) {
+          gpu.sm_clock_mhz = 1095;
         }
       }
       out.push_back(std::move(gpu));

@@ -26,6 +26,7 @@ const std::vector<std::string>& query_gpu_fields() {
       "power.draw",
       "power.limit",
       "utilization.gpu",
+      "clocks.current.sm",
       "memory.used",
       "memory.total",
       "ecc.errors.corrected.volatile.total",

@@ -88,6 +88,7 @@ enum class Target {
   kPower,
   kPowerLimit,
   kUtilization,
+  kSmClock,
   kMemoryUsed,
   kMemoryTotal,
   kEccVolatileSbe,
@@ -152,6 +153,8 @@ Column column_for(std::string_view field) {
       Known{"power.limit", Target::kPowerLimit, 2},
       Known{"enforced.power.limit", Target::kPowerLimit, 1},
       Known{"utilization.gpu", Target::kUtilization, 0},
+      Known{"clocks.current.sm", Target::kSmClock, 2},
+      Known{"clocks.sm", Target::kSmClock, 1},
       Known{"memory.used", Target::kMemoryUsed, 0},
       Known{"memory.total", Target::kMemoryTotal, 0},
       // The chip-wide total when the driver has it, else device memory alone.
@@ -373,6 +376,12 @@ GpuTelemetry read_row(const Line& line, const std::vector<std::string_view>& fie
         auto n = r.integer(v);
         if (n < 0 || n > 100) r.bad(v, "a percentage from 0 to 100");
         gpu.utilization_pct = static_cast<int>(n);
+        break;
+      }
+      case Target::kSmClock: {
+        auto n = r.integer(v);
+        if (n < 0 || n > 20000) r.bad(v, "a clock from 0 to 20000 MHz");
+        set_ranked(gpu.sm_clock_mhz, rank, static_cast<int>(n), col.rank);
         break;
       }
       case Target::kMemoryUsed:

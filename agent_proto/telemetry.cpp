@@ -30,6 +30,7 @@ constexpr double kMinTemperatureC = -50;
 constexpr double kMaxTemperatureC = 200;
 // Well above any board or module (a GB200 superchip module is a few kW).
 constexpr double kMaxPowerW = 100000;
+constexpr std::int64_t kMaxClockMhz = 20000;
 constexpr int kTelemetryMaxXid = 9999;
 // Linux pids fit in 22 bits; anything in int range is accepted as a pid.
 constexpr int kMaxPid = std::numeric_limits<int>::max();
@@ -172,6 +173,7 @@ nlohmann::json to_json(const GpuTelemetry& gpu) {
   put(out, "power_w", gpu.power_w);
   put(out, "power_limit_w", gpu.power_limit_w);
   put(out, "utilization_pct", gpu.utilization_pct);
+  put(out, "sm_clock_mhz", gpu.sm_clock_mhz);
   put(out, "memory_used_mib", gpu.memory_used_mib);
   put(out, "memory_total_mib", gpu.memory_total_mib);
   put(out, "ecc_volatile_sbe", gpu.ecc_volatile_sbe);
@@ -220,6 +222,7 @@ GpuTelemetry gpu_telemetry_from_json(const nlohmann::json& value, const std::str
        "power_w",
        "power_limit_w",
        "utilization_pct",
+       "sm_clock_mhz",
        "memory_used_mib",
        "memory_total_mib",
        "ecc_volatile_sbe",
@@ -256,6 +259,8 @@ GpuTelemetry gpu_telemetry_from_json(const nlohmann::json& value, const std::str
           gpu.power_limit_w = read_number(v, p, 0, kMaxPowerW);
         } else if (key == "utilization_pct") {
           gpu.utilization_pct = static_cast<int>(telemetry_read_integer(v, p, 0, 100));
+        } else if (key == "sm_clock_mhz") {
+          gpu.sm_clock_mhz = static_cast<int>(telemetry_read_integer(v, p, 0, kMaxClockMhz));
         } else if (key == "memory_used_mib") {
           gpu.memory_used_mib = count(v, p);
         } else if (key == "memory_total_mib") {

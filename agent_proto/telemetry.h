@@ -27,6 +27,7 @@ struct GpuTelemetry {
   std::optional<double> power_w;
   std::optional<double> power_limit_w;
   std::optional<int> utilization_pct;
+  std::optional<int> sm_clock_mhz;  // the SM clock now (clocks.current.sm)
   std::optional<std::int64_t> memory_used_mib;
   std::optional<std::int64_t> memory_total_mib;
   // ECC error counts (volatile: since the driver loaded; aggregate: lifetime).

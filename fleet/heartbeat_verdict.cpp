@@ -144,7 +144,9 @@ std::vector<inventory::GpuPoint> points_of(const proto::Heartbeat& beat) {
                    .temperature_c = g.temperature_c,
                    .power_w = g.power_w,
                    .utilization_pct = g.utilization_pct,
-                   .memory_used_mib = g.memory_used_mib});
+                   .memory_used_mib = g.memory_used_mib,
+                   .throttle_reasons = {},
+                   .sm_clock_mhz = g.sm_clock_mhz});
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   return out;

@@ -15,12 +15,13 @@ constexpr Statement kRecordSamples = {
     "health_log_record_samples",
     "WITH s AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS s(node_id text, at timestamptz,"
     " telemetry jsonb, gpu_index smallint[], temperature_c real[], power_w real[],"
-    " utilization_pct smallint[], memory_used_mib integer[])),"
+    " utilization_pct smallint[], memory_used_mib integer[], sm_clock_mhz integer[])),"
     " latest AS (UPDATE nodes AS n SET telemetry = s.telemetry, telemetry_at = s.at FROM s"
     " WHERE n.id = s.node_id AND (n.telemetry_at IS NULL OR n.telemetry_at <= s.at))"
     " INSERT INTO node_telemetry_samples (node_id, at, gpu_index, temperature_c, power_w,"
-    " utilization_pct, memory_used_mib, throttle_reasons)"
+    " utilization_pct, memory_used_mib, sm_clock_mhz, throttle_reasons)"
     " SELECT node_id, at, gpu_index, temperature_c, power_w, utilization_pct, memory_used_mib,"
+    " sm_clock_mhz,"
     " (SELECT jsonb_object_agg(g->>'index', g->'throttle_reasons') FROM jsonb_array_elements("
     " CASE WHEN jsonb_typeof(s.telemetry) = 'array' THEN s.telemetry ELSE '[]' END) g"
     " WHERE jsonb_typeof(g) = 'object' AND jsonb_typeof(g->'throttle_reasons') = 'array')"
@@ -47,13 +48,18 @@ constexpr Statement kTelemetrySummaries = {
 constexpr Statement kTelemetryHistory = {
     "health_log_history",
     "SELECT " SQL_MICROS("at") ", json_build_array(gpu_index, temperature_c, power_w,"
-    " utilization_pct, memory_used_mib, coalesce(throttle_reasons, '{}'))::text"
+    " utilization_pct, memory_used_mib, coalesce(throttle_reasons, '{}'), sm_clock_mhz)::text"
     " FROM node_telemetry_samples"
     " WHERE node_id = $1 AND at >= $2::timestamptz AND at < $3::timestamptz ORDER BY at LIMIT $4"};
 constexpr Statement kHealthEvents = {
     "health_log_events",
     "SELECT id, " SQL_MICROS("at") ", gpu_index, kind, severity, xid, reason FROM health_events"
     " WHERE node_id = $1 AND ($3::bigint IS NULL OR id < $3) ORDER BY id DESC LIMIT $2"};
+constexpr Statement kGpuEvents = {
+    "health_log_gpu_events",
+    "SELECT id, " SQL_MICROS("at") ", gpu_index, kind, severity, xid, reason FROM health_events"
+    " WHERE node_id = $1 AND gpu_index = ANY($2::int[]) AND at >= $3::timestamptz"
+    " AND at < $4::timestamptz ORDER BY at, id LIMIT $5"};
 constexpr Statement kPurgeSamples = {
     "health_log_purge",
     "DELETE FROM node_telemetry_samples WHERE ctid = ANY (ARRAY(SELECT ctid FROM"
@@ -77,6 +83,21 @@ std::optional<T> optional_from(const nlohmann::json& value) {
   return value.is_null() ? std::nullopt : std::optional<T>(value.get<T>());
 }
 
+std::vector<HealthEvent> events_of(const std::string& node_id, const pqxx::result& rows) {
+  std::vector<HealthEvent> out;
+  for (const auto& row : rows) {
+    out.push_back({.id = row[0].as<std::int64_t>(),
+                   .node_id = node_id,
+                   .at = read_timestamp(row[1]),
+                   .gpu_index = optional_field<int>(row[2]),
+                   .kind = row[3].as<std::string>(),
+                   .severity = row[4].as<std::string>(),
+                   .xid = optional_field<int>(row[5]),
+                   .reason = row[6].as<std::string>()});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> throttle_reasons_of(const nlohmann::json& by_index, int index) {
@@ -96,13 +117,14 @@ void NodeHealthLog::record_samples(Tx& tx, const std::vector<TelemetrySample>& s
   for (const auto& s : samples) {
     nlohmann::json index = nlohmann::json::array(), temperature = nlohmann::json::array(),
                    power = nlohmann::json::array(), utilization = nlohmann::json::array(),
-                   memory = nlohmann::json::array();
+                   memory = nlohmann::json::array(), clock = nlohmann::json::array();
     for (const auto& g : s.gpus) {
       index.push_back(g.index);
       temperature.push_back(optional_json(g.temperature_c));
       power.push_back(optional_json(g.power_w));
       utilization.push_back(optional_json(g.utilization_pct));
       memory.push_back(optional_json(g.memory_used_mib));
+      clock.push_back(optional_json(g.sm_clock_mhz));
     }
     rows.push_back({{"node_id", s.node_id},
                     {"at", sql_timestamp(s.at)},
@@ -111,7 +133,8 @@ void NodeHealthLog::record_samples(Tx& tx, const std::vector<TelemetrySample>& s
                     {"temperature_c", std::move(temperature)},
                     {"power_w", std::move(power)},
                     {"utilization_pct", std::move(utilization)},
-                    {"memory_used_mib", std::move(memory)}});
+                    {"memory_used_mib", std::move(memory)},
+                    {"sm_clock_mhz", std::move(clock)}});
   }
   tx.exec(kRecordSamples, rows.dump());
 }
@@ -165,7 +188,10 @@ std::vector<TelemetryPoint> NodeHealthLog::history(Tx& tx, const std::string& no
            .power_w = optional_from<double>(columns[2][i]),
            .utilization_pct = optional_from<int>(columns[3][i]),
            .memory_used_mib = optional_from<std::int64_t>(columns[4][i]),
-           .throttle_reasons = throttle_reasons_of(columns[5], index[i].get<int>())});
+           .throttle_reasons = throttle_reasons_of(columns[5], index[i].get<int>()),
+           // Null for the whole row when it was written before the column.
+           .sm_clock_mhz =
+               columns[6].is_array() ? optional_from<int>(columns[6][i]) : std::nullopt});
     }
     out.push_back(std::move(point));
   }
@@ -174,18 +200,14 @@ std::vector<TelemetryPoint> NodeHealthLog::history(Tx& tx, const std::string& no
 
 std::vector<HealthEvent> NodeHealthLog::events(Tx& tx, const std::string& node_id, int limit,
                                                std::optional<std::int64_t> before_id) {
-  std::vector<HealthEvent> out;
-  for (const auto& row : tx.exec(kHealthEvents, node_id, limit, before_id)) {
-    out.push_back({.id = row[0].as<std::int64_t>(),
-                   .node_id = node_id,
-                   .at = read_timestamp(row[1]),
-                   .gpu_index = optional_field<int>(row[2]),
-                   .kind = row[3].as<std::string>(),
-                   .severity = row[4].as<std::string>(),
-                   .xid = optional_field<int>(row[5]),
-                   .reason = row[6].as<std::string>()});
-  }
-  return out;
+  return events_of(node_id, tx.exec(kHealthEvents, node_id, limit, before_id));
+}
+
+std::vector<HealthEvent> NodeHealthLog::gpu_events(Tx& tx, const std::string& node_id,
+                                                   const std::vector<int>& gpus, Timestamp from,
+                                                   Timestamp to, int limit) {
+  return events_of(node_id, tx.exec(kGpuEvents, node_id, pg_array_literal(gpus),
+                                    sql_timestamp(from), sql_timestamp(to), limit));
 }
 
 int NodeHealthLog::purge_samples(Tx& tx, Timestamp before, int limit) {

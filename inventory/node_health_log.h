@@ -25,6 +25,7 @@ struct GpuPoint {
   std::optional<int> utilization_pct;
   std::optional<std::int64_t> memory_used_mib;
   std::vector<std::string> throttle_reasons;  // active clock throttle reasons; none: empty
+  std::optional<int> sm_clock_mhz;
 
   bool operator==(const GpuPoint&) const = default;
 };
@@ -86,6 +87,11 @@ class NodeHealthLog {
   // The node's health events, newest first: at most `limit`, older than `before_id` if given.
   std::vector<HealthEvent> events(Tx& tx, const std::string& node_id, int limit,
                                   std::optional<std::int64_t> before_id = std::nullopt);
+  // The events of the node's GPUs `gpus` (none of the node's own) within [from, to), oldest
+  // first, at most `limit`: what a tenant of those GPUs may see.
+  std::vector<HealthEvent> gpu_events(Tx& tx, const std::string& node_id,
+                                      const std::vector<int>& gpus, Timestamp from, Timestamp to,
+                                      int limit);
 
   // Deletes history rows older than `before` (the retention), at most `limit` of them so
   // the statement stays short; the number deleted.

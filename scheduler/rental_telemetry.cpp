@@ -22,9 +22,10 @@ constexpr int kMaxSamplesRead = 100'000;
 constexpr Statement kCopy = {
     "rental_telemetry_copy",
     "INSERT INTO rental_telemetry_samples (rental_id, at, gpu_index, temperature_c, power_w,"
-    " utilization_pct, memory_used_mib, throttle_reasons)"
+    " utilization_pct, memory_used_mib, throttle_reasons, sm_clock_mhz)"
     " SELECT r.id, s.at, s.gpu_index, s.temperature_c, s.power_w, s.utilization_pct,"
-    " s.memory_used_mib, s.throttle_reasons FROM rentals r JOIN node_telemetry_samples s ON "
+    " s.memory_used_mib, s.throttle_reasons, s.sm_clock_mhz FROM rentals r JOIN "
+    "node_telemetry_samples s ON "
     "s.node_id = r.node_id"
     " AND s.at >= lower(r.period) AND s.at < upper(r.period)"
     " AND s.at > coalesce((SELECT max(c.at) FROM rental_telemetry_samples c"
@@ -40,7 +41,9 @@ constexpr Statement kPurge = {
 constexpr Statement kCopied = {
     "rental_telemetry_copied",
     "SELECT " SQL_MICROS("at") ", unnest(gpu_index), unnest(temperature_c), unnest(power_w),"
-    " unnest(utilization_pct), unnest(memory_used_mib), coalesce(throttle_reasons, '{}')::text"
+    " unnest(utilization_pct), unnest(memory_used_mib), coalesce(throttle_reasons, '{}')::text,"
+    // Set-returning functions run in step; a shorter (or NULL) array is padded with NULLs.
+    " unnest(sm_clock_mhz)"
     " FROM rental_telemetry_samples"
     " WHERE rental_id = $1 AND at >= $2::timestamptz AND at < $3::timestamptz ORDER BY at"};
 
@@ -56,7 +59,8 @@ std::vector<inventory::TelemetryPoint> copied_points(const pqxx::result& rows) {
          .power_w = optional_field<double>(row[3]),
          .utilization_pct = optional_field<int>(row[4]),
          .memory_used_mib = optional_field<std::int64_t>(row[5]),
-         .throttle_reasons = inventory::throttle_reasons_of(json::parse(row[6].c_str()), index)});
+         .throttle_reasons = inventory::throttle_reasons_of(json::parse(row[6].c_str()), index),
+         .sm_clock_mhz = optional_field<int>(row[7])});
   }
   return out;
 }
@@ -74,9 +78,22 @@ struct Sum {
 };
 
 struct Step {
-  Sum utilization, memory_gb, temperature, power;
+  Sum utilization, memory_gb, temperature, power, sm_clock;
   std::set<std::string> throttle;  // every reason any of the step's samples had
 };
+
+json events_json(const std::vector<inventory::HealthEvent>& events) {
+  json out = json::array();
+  for (const auto& e : events) {
+    out.push_back({{"at", format_rfc3339(e.at)},
+                   {"gpu_index", *e.gpu_index},
+                   {"kind", e.kind},
+                   {"severity", e.severity},
+                   {"xid", e.xid ? json(*e.xid) : json(nullptr)},
+                   {"reason", e.reason}});
+  }
+  return out;
+}
 
 const inventory::GpuPoint* gpu_in(const inventory::TelemetryPoint& p, int index) {
   for (const auto& g : p.gpus) {
@@ -122,6 +139,7 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
                                          : std::nullopt);
       s.temperature.add(g->temperature_c);
       s.power.add(g->power_w);
+      s.sm_clock.add(g->sm_clock_mhz ? std::optional<double>(*g->sm_clock_mhz) : std::nullopt);
       s.throttle.insert(g->throttle_reasons.begin(), g->throttle_reasons.end());
       if (previous && previous_power && g->power_w) {
         auto gap = std::chrono::duration<double>(p.at - previous->at);
@@ -138,7 +156,7 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
            {"memory_used_gb", s.memory_gb.average()},
            {"temperature_c", s.temperature.average()},
            {"power_w", s.power.average()},
-           {"sm_clock_mhz", nullptr},
+           {"sm_clock_mhz", s.sm_clock.average()},
            {"throttle_reasons", std::vector<std::string>(s.throttle.begin(), s.throttle.end())}});
     }
     out_gpus.push_back({{"index", index}, {"samples", std::move(samples)}});
@@ -178,11 +196,8 @@ json RentalTelemetry::read(const Caller& caller, const std::string& id,
     }
     auto window = started ? telemetry_window(own, clock_.now(), from, to, step) : std::nullopt;
     if (!window) {
-      return json{{"from", nullptr},
-                  {"to", nullptr},
-                  {"step_s", nullptr},
-                  {"gpus", json::array()},
-                  {"energy_kwh", 0.0}};
+      return json{{"from", nullptr},       {"to", nullptr},     {"step_s", nullptr},
+                  {"gpus", json::array()}, {"energy_kwh", 0.0}, {"events", json::array()}};
     }
     // The rental's own copy, then the node's history after its last copied sample.
     auto points =
@@ -194,7 +209,10 @@ json RentalTelemetry::read(const Caller& caller, const std::string& id,
         points.push_back(std::move(p));
       }
     }
-    return rental_telemetry_json(points, r->gpu_indices, *window);
+    auto out = rental_telemetry_json(points, r->gpu_indices, *window);
+    out["events"] = events_json(
+        history_.gpu_events(tx, *r->node_id, r->gpu_indices, window->from, window->to, kMaxEvents));
+    return out;
   });
 }
 

@@ -44,8 +44,8 @@ std::optional<TelemetryWindow> telemetry_window(const Period& period, Timestamp 
 // `{from, to, step_s, gpus: [{index, samples: [{at, utilization_pct, memory_used_gb,
 // temperature_c, power_w, sm_clock_mhz, throttle_reasons}]}], energy_kwh}`: the rental's GPUs'
 // samples within the window averaged per step (`at` the step's start; a value none of the
-// step's samples had is null; throttle_reasons every reason any of them had; the agent reports
-// no SM clocks, so null), and the energy of the rental's GPUs over the window in kWh (power
+// step's samples had is null; throttle_reasons every reason any of them had; sm_clock_mhz the
+// average SM clock), and the energy of the rental's GPUs over the window in kWh (power
 // integrated between consecutive samples, a gap longer than three minutes counted as no
 // draw). Pure.
 nlohmann::json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
@@ -56,6 +56,9 @@ class RentalTelemetry {
   RentalTelemetry(PgPool& pool, const Clock& clock, RentalStore& rentals)
       : pool_(pool), clock_(clock), rentals_(rentals) {}
 
+  // rental_telemetry_json's answer plus `events`: the XID events and health changes (ECC
+  // errors, thermal, NVLink…) of the rental's GPUs within the window, oldest first, at most
+  // kMaxEvents — [{at, gpu_index, kind: xid|health, severity, xid, reason}].
   // not_found for another org's rental; an empty answer before the rental started.
   nlohmann::json read(const Caller& caller, const std::string& id, std::optional<Timestamp> from,
                       std::optional<Timestamp> to, std::optional<std::chrono::seconds> step);
@@ -66,6 +69,7 @@ class RentalTelemetry {
   // copied and deleted.
   std::pair<int, int> keep(Tx& tx, Timestamp now, int limit = 5000);
   static constexpr std::chrono::hours kKeptAfterEnd{24 * 30};
+  static constexpr int kMaxEvents = 500;
 
  private:
   PgPool& pool_;

@@ -70,6 +70,7 @@ struct FixtureCase {
   std::optional<std::int64_t> ecc_dbe;
   std::optional<bool> remap_pending;
   std::vector<std::string> reasons;
+  int sm_clock;  // clocks.current.sm: idle clocks, but an L40S reports its boost
 };
 
 const std::vector<FixtureCase> kFixtures = {
@@ -83,7 +84,8 @@ const std::vector<FixtureCase> kFixtures = {
      8192,
      std::nullopt,
      std::nullopt,
-     {"sw_power_cap"}},
+     {"sw_power_cap"},
+     765},
     {"linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.query-gpu-idle.csv",
      "NVIDIA GeForce RTX 2080 SUPER",
      33,
@@ -94,7 +96,8 @@ const std::vector<FixtureCase> kFixtures = {
      8192,
      std::nullopt,
      std::nullopt,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     765},
     {"linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.query-gpu-idle.csv",
      "NVIDIA GeForce RTX 4080 SUPER",
      43,
@@ -105,7 +108,8 @@ const std::vector<FixtureCase> kFixtures = {
      16376,
      std::nullopt,
      std::nullopt,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     210},
     {"linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.query-gpu-idle.csv",
      "NVIDIA H100 80GB HBM3",
      41,
@@ -116,7 +120,8 @@ const std::vector<FixtureCase> kFixtures = {
      81559,
      0,
      false,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     345},
     {"linux-x86_64__nvidia-h100-mig__590.48.01.query-gpu-idle.csv",
      "NVIDIA H100 80GB HBM3",
      42,
@@ -127,7 +132,8 @@ const std::vector<FixtureCase> kFixtures = {
      81559,
      0,
      std::nullopt,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     345},
     {"linux-x86_64__nvidia-h200-mig__590.48.01.query-gpu-idle.csv",
      "NVIDIA H200",
      28,
@@ -138,7 +144,8 @@ const std::vector<FixtureCase> kFixtures = {
      143771,
      0,
      std::nullopt,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     345},
     {"linux-x86_64__nvidia-h200__590.48.01.query-gpu-idle.csv",
      "NVIDIA H200",
      28,
@@ -149,7 +156,8 @@ const std::vector<FixtureCase> kFixtures = {
      143771,
      0,
      false,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     345},
     {"linux-x86_64__nvidia-l40s__595.80.query-gpu-idle.csv",
      "NVIDIA L40S",
      63,
@@ -160,7 +168,8 @@ const std::vector<FixtureCase> kFixtures = {
      46068,
      0,
      false,
-     {}},
+     {},
+     2520},
     {"windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.query-gpu-idle.csv",
      "NVIDIA GeForce RTX 2080 SUPER",
      40,
@@ -171,7 +180,8 @@ const std::vector<FixtureCase> kFixtures = {
      8192,
      std::nullopt,
      std::nullopt,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     300},
     {"windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.query-gpu-idle.csv",
      "NVIDIA GeForce RTX 2080 SUPER",
      40,
@@ -182,7 +192,8 @@ const std::vector<FixtureCase> kFixtures = {
      8192,
      std::nullopt,
      std::nullopt,
-     {"gpu_idle"}},
+     {"gpu_idle"},
+     300},
 };
 
 TEST(QueryGpuFixtures, EveryCaptureIsCovered) {
@@ -220,6 +231,7 @@ TEST(QueryGpuFixtures, ReadsEachCapture) {
     EXPECT_EQ(g.remapped_rows_pending, c.remap_pending);
     EXPECT_EQ(g.remapped_rows_failure, c.remap_pending);
     EXPECT_EQ(g.throttle_reasons, c.reasons);
+    EXPECT_EQ(g.sm_clock_mhz, c.sm_clock);
     // None of the captures has retired-page counts ([N/A] on every driver).
     EXPECT_FALSE(g.retired_pages_sbe || g.retired_pages_dbe || g.retired_pages_pending);
     EXPECT_FALSE(g.nvlink_crc_errors || g.nvlink_links_down || g.pcie_replays);

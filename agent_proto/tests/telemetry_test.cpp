@@ -28,6 +28,7 @@ GpuTelemetry full_gpu() {
   g.power_w = 77.25;
   g.power_limit_w = 700;
   g.utilization_pct = 99;
+  g.sm_clock_mhz = 1980;
   g.memory_used_mib = 1;
   g.memory_total_mib = 143771;
   g.ecc_volatile_sbe = 2;
@@ -92,9 +93,10 @@ TEST(TelemetryJson, MinimalGpuHasOnlyItsIndex) {
 
 TEST(TelemetryJson, FullGpuUsesTheFieldNames) {
   auto j = to_json(full_gpu());
-  EXPECT_EQ(j.size(), 25u);
+  EXPECT_EQ(j.size(), 26u);
   EXPECT_EQ(j["temperature_c"], 41.5);
   EXPECT_EQ(j["memory_total_mib"], 143771);
+  EXPECT_EQ(j["sm_clock_mhz"], 1980);
   EXPECT_EQ(j["remapped_rows_pending"], true);
   EXPECT_EQ(j["throttle_reasons"], json({"gpu_idle", "sw_power_cap"}));
 }
@@ -166,6 +168,8 @@ TEST(TelemetryJson, IntegerTemperatureAndBoundsAreAccepted) {
            {"power_w", 0},
            {"utilization_pct", 0},
            {"utilization_pct", 100},
+           {"sm_clock_mhz", 0},
+           {"sm_clock_mhz", 20000},
            {"memory_used_mib", 0},
            {"pcie_replays", 9007199254740991},
            {"nvlink_links_down", 0},
@@ -197,6 +201,8 @@ TEST(TelemetryJson, RefusesBadGpuMembersNamingThePath) {
       {"utilization_pct", 101, "gpus[3].utilization_pct", "from 0 to 100"},
       {"utilization_pct", -1, "gpus[3].utilization_pct", "from 0 to 100"},
       {"utilization_pct", 50.5, "gpus[3].utilization_pct", "must be an integer"},
+      {"sm_clock_mhz", 20001, "gpus[3].sm_clock_mhz", "from 0 to 20000"},
+      {"sm_clock_mhz", 1980.5, "gpus[3].sm_clock_mhz", "must be an integer"},
       {"memory_used_mib", -1, "gpus[3].memory_used_mib", "from 0"},
       {"memory_total_mib", 18446744073709551615u, "gpus[3].memory_total_mib", "from 0"},
       {"ecc_volatile_sbe", 9007199254740992, "gpus[3].ecc_volatile_sbe", "from 0"},

@@ -186,7 +186,8 @@ nlohmann::json telemetry_point_json(const inventory::TelemetryPoint& p) {
                     {"temperature_c", optional_json(g.temperature_c)},
                     {"power_w", optional_json(g.power_w)},
                     {"utilization_pct", optional_json(g.utilization_pct)},
-                    {"memory_used_mib", optional_json(g.memory_used_mib)}});
+                    {"memory_used_mib", optional_json(g.memory_used_mib)},
+                    {"sm_clock_mhz", optional_json(g.sm_clock_mhz)}});
   }
   return {{"at", time_json(p.at)}, {"gpus", std::move(gpus)}};
 }

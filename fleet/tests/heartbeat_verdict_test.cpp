@@ -24,6 +24,7 @@ proto::GpuTelemetry gpu(int index) {
   g.power_w = 100.5;
   g.utilization_pct = 10 * index;
   g.memory_used_mib = 1024;
+  g.sm_clock_mhz = 1980 - index;
   g.ecc_volatile_dbe = 0;
   g.nvlink_crc_errors = 0;
   return g;
@@ -148,8 +149,8 @@ TEST(PointsOf, TheChartedValuesInIndexOrder) {
   b.gpus[0].power_w = std::nullopt;  // GPU 2 reported no power
   auto points = points_of(b);
   ASSERT_EQ(points.size(), 3u);
-  EXPECT_EQ(points[0], (inventory::GpuPoint{0, 40, 100.5, 0, 1024}));
-  EXPECT_EQ(points[2], (inventory::GpuPoint{2, 42, std::nullopt, 20, 1024}));
+  EXPECT_EQ(points[0], (inventory::GpuPoint{0, 40, 100.5, 0, 1024, {}, 1980}));
+  EXPECT_EQ(points[2], (inventory::GpuPoint{2, 42, std::nullopt, 20, 1024, {}, 1978}));
 }
 
 }  // namespace gpurent::fleet::heartbeat_verdict_test

@@ -24,7 +24,8 @@ class NodeHealthLogTest : public InventoryTest {
               .temperature_c = temperature,
               .power_w = 70.5,
               .utilization_pct = 99,
-              .memory_used_mib = 20000},
+              .memory_used_mib = 20000,
+              .sm_clock_mhz = 1755},
              {.index = 1, .temperature_c = temperature + 1}}};
   }
   HealthEvent event(const std::string& node_id, Timestamp at, std::string reason) {
@@ -64,7 +65,7 @@ TEST_F(NodeHealthLogTest, SamplesAreTheLatestTelemetryAndTheHistory) {
   EXPECT_EQ(history[0].at, t0 - std::chrono::minutes(1));  // oldest first
   EXPECT_EQ(history[2].at, t0 + std::chrono::minutes(1));
   ASSERT_EQ(history[1].gpus.size(), 2u);
-  EXPECT_EQ(history[1].gpus[0], (GpuPoint{0, 50, 70.5, 99, 20000}));
+  EXPECT_EQ(history[1].gpus[0], (GpuPoint{0, 50, 70.5, 99, 20000, {}, 1755}));
   EXPECT_EQ(history[1].gpus[1], (GpuPoint{1, 51, std::nullopt, std::nullopt, std::nullopt}));
   // [from, to), and the limit.
   auto window =

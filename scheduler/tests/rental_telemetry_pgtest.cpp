@@ -22,7 +22,8 @@ class RentalTelemetryTest : public LifecycleTest {
                         .temperature_c = 40.0 + i,
                         .power_w = watts + i,
                         .utilization_pct = 10 * i,
-                        .memory_used_mib = 2048});
+                        .memory_used_mib = 2048,
+                        .sm_clock_mhz = hot && i == 2 ? 1095 : 1980});
       nlohmann::json gpu = {{"index", i}};
       if (hot && i == 2) gpu["throttle_reasons"] = {"hw_thermal_slowdown"};
       s.telemetry.push_back(std::move(gpu));
@@ -53,6 +54,23 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
     // GPU 2 runs hot at the rental's 12th minute.
     sample(n, start - std::chrono::minutes(5) + std::chrono::minutes(m), 300, m == 5 + 12);
   }
+  // The node's events: only GPU 2's XID and GPU 3's health change within the rental's own
+  // time are its tenant's.
+  auto event = [&](int minute, std::optional<int> gpu, std::optional<int> xid) {
+    return inventory::HealthEvent{.node_id = n,
+                                  .at = start + std::chrono::minutes(minute),
+                                  .gpu_index = gpu,
+                                  .kind = xid ? "xid" : "health",
+                                  .severity = xid ? "critical" : "warning",
+                                  .xid = xid,
+                                  .reason = "event at " + std::to_string(minute)};
+  };
+  transact([&](Tx& tx) {
+    log_.record_events(
+        tx, {event(-2, 2, 48), event(3, 2, 79), event(4, 5, 48),
+             event(6, std::nullopt, std::nullopt), event(7, 3, std::nullopt), event(25, 3, 94)});
+    return 0;
+  });
   clock_.advance(std::chrono::minutes(10));  // its start
   move(id, RentalState::kScheduled, RentalState::kProvisioning);
   move(id, RentalState::kProvisioning, RentalState::kActive);
@@ -76,9 +94,10 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
     EXPECT_EQ(s["power_w"], 302.0);
     EXPECT_EQ(s["utilization_pct"], 20.0);
     EXPECT_EQ(s["memory_used_gb"], 2.0);
-    EXPECT_TRUE(s["sm_clock_mhz"].is_null());
-    // The step holding the 12th minute had GPU 2 throttled; the others none.
+    // The step holding the 12th minute had GPU 2 throttled (its clock down to 1095 MHz for
+    // one of the step's five samples); the others none.
     bool hot_step = s["at"] == format_rfc3339(start + std::chrono::minutes(10));
+    EXPECT_EQ(s["sm_clock_mhz"], hot_step ? (4 * 1980.0 + 1095) / 5 : 1980.0) << s.dump();
     EXPECT_EQ(s["throttle_reasons"],
               hot_step ? nlohmann::json::array({"hw_thermal_slowdown"}) : nlohmann::json::array())
         << s.dump();
@@ -86,6 +105,15 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
   // Two GPUs, 302 W and 303 W, between the samples of its 20 minutes (19 one-minute gaps).
   double expected_kwh = (302.0 + 303.0) * 19 * 60 / 3.6e6;
   EXPECT_NEAR(t["energy_kwh"].get<double>(), expected_kwh, 1e-9);
+  ASSERT_EQ(t["events"].size(), 2u) << t["events"].dump();
+  EXPECT_EQ(t["events"][0]["gpu_index"], 2);
+  EXPECT_EQ(t["events"][0]["xid"], 79);
+  EXPECT_EQ(t["events"][0]["kind"], "xid");
+  EXPECT_EQ(t["events"][0]["at"], format_rfc3339(start + std::chrono::minutes(3)));
+  EXPECT_EQ(t["events"][1]["gpu_index"], 3);
+  EXPECT_EQ(t["events"][1]["kind"], "health");
+  EXPECT_TRUE(t["events"][1]["xid"].is_null());
+  EXPECT_EQ(t["events"][1]["reason"], "event at 7");
 
   // A narrower window inside the period, and one asked for outside it.
   auto narrow = telemetry_.read(owner, id, start + std::chrono::minutes(5),
@@ -134,6 +162,9 @@ TEST_F(RentalTelemetryTest, TheRentalsCopyOutlivesTheNodesHistoryAndGoesThirtyDa
             nlohmann::json::array({"hw_thermal_slowdown"}))
       << copied.dump();
   EXPECT_EQ(copied["gpus"][0]["samples"][4]["throttle_reasons"], nlohmann::json::array());
+  // And the clocks.
+  EXPECT_EQ(copied["gpus"][0]["samples"][3]["sm_clock_mhz"], 1095.0) << copied.dump();
+  EXPECT_EQ(copied["gpus"][0]["samples"][4]["sm_clock_mhz"], 1980.0);
   EXPECT_GT(copied["energy_kwh"].get<double>(), 0);
 
   // Over, and 30 days on: gone.
