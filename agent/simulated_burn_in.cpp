@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 namespace gpurent::agent {
 namespace {
@@ -24,6 +25,20 @@ double nominal_gflops(const std::string& model) {
     if (model.find(name) != std::string::npos) return gflops;
   }
   return 10000.0;
+}
+
+// dcgmproftester -t 1004's fp16 tensor GEMM (GFLOP/s) and nvbandwidth's device_local_copy
+// (GB/s) on the model's class: illustrative as above (an HGX H100 prints ~1,519 GB/s).
+std::pair<double, double> nominal_tensor_and_memory(const std::string& model) {
+  for (auto [name, tensor, memory] : {std::tuple{"H200", 690000.0, 2150.0},
+                                      {"H100", 660000.0, 1519.0},
+                                      {"A100", 250000.0, 1310.0},
+                                      {"L40S", 290000.0, 380.0},
+                                      {"4090", 160000.0, 430.0},
+                                      {"L4", 95000.0, 130.0}}) {
+    if (model.find(name) != std::string::npos) return {tensor, memory};
+  }
+  return {100000.0, 300.0};
 }
 
 bool has(const std::vector<SimulatedFault>& faults, SimulatedFault::Kind kind, int gpu) {
@@ -78,9 +93,74 @@ std::string gpu_burn(const std::string& model, int gpus,
   return out;
 }
 
-std::string nvbandwidth(const topology::Matrix& m, const std::vector<SimulatedFault>& faults) {
-  std::string out =
-      "nvbandwidth Version: v0.10.0\nBuilt from Git version: v0.10.0\n\n"
+// A run of dcgmproftester12 -t 1004: five samples a GPU, the workers' lines interleaved.
+std::string dcgmproftester(const std::string& model, int gpus,
+                           const std::vector<SimulatedFault>& faults) {
+  std::string out;
+  for (int s = 0; s < 5; ++s) {
+    for (int i = 0; i < gpus; ++i) {
+      double g = nominal_tensor_and_memory(model).first *
+                 (has(faults, SimulatedFault::Kind::kSlowGpu, i) ? kSlowShare : 1.0) *
+                 (0.97 + 0.01 * s - 0.002 * (i % 3));
+      out += "Worker " + std::to_string(i) +
+             ":0[1004]: TensorEngineActive: generated ???, dcgm 0.000 (" + fixed(g, 1) +
+             " gflops)\n";
+    }
+  }
+  return out;
+}
+
+// `nvidia-smi nvlink -s` and `-e`: a GPU's links are its widest NVk in the matrix; a GPU whose
+// NVLinks are down shows them all inactive. No NVLink on the node: the driver's one line.
+std::pair<std::string, std::string> nvlink_outputs(const std::string& model,
+                                                   const topology::Matrix& m,
+                                                   const std::vector<SimulatedFault>& faults) {
+  std::string status, errors;
+  for (int a = 0; a < m.gpus; ++a) {
+    int lanes = 0;
+    for (int b = 0; b < m.gpus; ++b) {
+      if (a != b && m.links[a][b].starts_with("NV")) {
+        lanes = std::max(lanes, std::stoi(m.links[a][b].substr(2)));
+      }
+    }
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "GPU-5a1e0000-0000-4000-8000-%012d", a);
+    std::string header = "GPU " + std::to_string(a) + ": " + model + " (UUID: " + uuid + ")\n";
+    status += header;
+    errors += header;
+    if (lanes == 0) {
+      status += "Device does not have or support Nvlink\n";
+      errors += "Device does not have or support Nvlink\n";
+      continue;
+    }
+    bool down = has(faults, SimulatedFault::Kind::kNvlinkDown, a);
+    for (int l = 0; l < lanes; ++l) {
+      std::string link = "\t Link " + std::to_string(l) + ": ";
+      status += link + (down ? "<inactive>" : "26.562 GB/s") + "\n";
+      for (const char* counter : {"Replay Errors", "Recovery Errors", "CRC Errors"}) {
+        errors += link + counter + ": 0\n";
+      }
+    }
+  }
+  return {status, errors};
+}
+
+std::string nvbandwidth(const std::string& model, const topology::Matrix& m,
+                        const std::vector<SimulatedFault>& faults) {
+  std::string out = "nvbandwidth Version: v0.10.0\nBuilt from Git version: v0.10.0\n\n";
+  // The copy within each GPU's own memory.
+  out += "Running device_local_copy.\nmemcpy local GPU(column) bandwidth (GB/s)\n   ";
+  double local_sum = 0;
+  for (int c = 0; c < m.gpus; ++c) out += padded(std::to_string(c), 10);
+  out += "\n 0 ";
+  for (int c = 0; c < m.gpus; ++c) {
+    double v = nominal_tensor_and_memory(model).second * (1.0 - 0.001 * (c % 3));
+    local_sum += v;
+    out += padded(fixed(v), 10);
+  }
+  out += "\n\nSUM device_local_copy " + fixed(local_sum) + "\n\n";
+  if (m.gpus < 2) return out;
+  out +=
       "Running device_to_device_memcpy_read_ce.\n"
       "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n   ";
   for (int c = 0; c < m.gpus; ++c) out += padded(std::to_string(c), 10);
@@ -147,11 +227,13 @@ std::string all_reduce_perf(const std::string& model, const topology::Matrix& m,
 burn_in::BurnInInputs simulated_burn_in_outputs(const std::string& model,
                                                 const topology::Matrix& links,
                                                 const std::vector<SimulatedFault>& struck) {
-  burn_in::BurnInInputs in{.gpu_burn = gpu_burn(model, links.gpus, struck)};
-  if (links.gpus > 1) {
-    in.nvbandwidth = nvbandwidth(links, struck);
-    in.all_reduce_perf = all_reduce_perf(model, links, struck);
-  }
+  auto [status, errors] = nvlink_outputs(model, links, struck);
+  burn_in::BurnInInputs in{.nvbandwidth = nvbandwidth(model, links, struck),
+                           .gpu_burn = gpu_burn(model, links.gpus, struck),
+                           .dcgmproftester = dcgmproftester(model, links.gpus, struck),
+                           .nvlink_status = std::move(status),
+                           .nvlink_errors = std::move(errors)};
+  if (links.gpus > 1) in.all_reduce_perf = all_reduce_perf(model, links, struck);
   return in;
 }
 

@@ -1,10 +1,11 @@
 // What the burn-in tools would print on a simulated node, in their real formats (gpu_burn,
-// nvbandwidth's peer copy test, nccl-tests' all_reduce_perf), so that on a simulated fleet the
+// dcgmproftester -t 1004, nvbandwidth's local and peer copy tests, nccl-tests' all_reduce_perf,
+// nvidia-smi nvlink -s and -e), so that on a simulated fleet the
 // agent's parsers, the server's rules and the lifecycle run exactly as on a real one. The
 // figures are the model's class and its links' nominal bandwidth at a healthy node's typical
 // efficiency; the burn-in faults that have struck change them: slow-gpu runs the GPU at 40% of
-// its throughput, nvlink-down drops the GPU's NVLinks to PCIe speed (and the node's NCCL bus
-// bandwidth with them).
+// its throughput (gpu_burn and the tensor GEMM), nvlink-down shows the GPU's NVLinks inactive and
+// drops its peers' copies to PCIe speed (and the node's NCCL bus bandwidth with them).
 #pragma once
 
 #include "agent/fault_schedule.h"

@@ -83,6 +83,7 @@ int run_server(const Config& config) {
                                       .prices = inventory_stores.prices,
                                       .charges = billing.charges(),
                                       .lifecycle_jobs = billing.lifecycle_jobs()});
+  billing.set_line_details(scheduler);
   IdentityModule identity(context, identity_stores, billing);
   InventoryModule inventory(context, inventory_stores, scheduler);
   AgentModule agents(context, workers,

@@ -61,6 +61,43 @@ void held_to(std::vector<BurnInFinding>& out, const std::string& check, const st
   out.push_back(std::move(f));
 }
 
+// A GPU with fewer NVLinks up than the best of its siblings lost some (a bridged PCIe pair has
+// links that are never up, on both GPUs alike); errors counted on its links are a warning.
+void add_nvlink_findings(std::vector<BurnInFinding>& out,
+                         const std::vector<burn_in::NvlinkFigure>& nvlink) {
+  int most = 0;
+  for (const auto& n : nvlink) most = std::max(most, n.active);
+  for (const auto& n : nvlink) {
+    BurnInFinding f{.check = "nvlink",
+                    .subject = gpu(n.gpu),
+                    .measured = static_cast<double>(n.active),
+                    .expected = static_cast<double>(most),
+                    .unit = "links"};
+    f.failed = n.active < most;
+    f.detail = gpu(n.gpu) + " NVLink " + std::to_string(n.active) + " of " + std::to_string(most) +
+               " links up";
+    if (n.all_down) {
+      f.detail = gpu(n.gpu) + " NVLink: all links down";
+    } else if (f.failed && !n.inactive.empty()) {
+      f.detail += " (inactive:";
+      for (int l : n.inactive) f.detail += " " + std::to_string(l);
+      f.detail += ")";
+    }
+    if (f.failed && most > 0) f.detail += ", while its siblings have " + std::to_string(most);
+    out.push_back(std::move(f));
+    if (n.errors && *n.errors > 0) {
+      out.push_back({.check = "nvlink_errors",
+                     .subject = gpu(n.gpu),
+                     .warning = true,
+                     .measured = static_cast<double>(*n.errors),
+                     .expected = 0.0,
+                     .unit = "errors",
+                     .detail = gpu(n.gpu) + " NVLink error counters (replay, recovery, CRC…) at " +
+                               std::to_string(*n.errors) + " since the driver loaded"});
+    }
+  }
+}
+
 }  // namespace
 
 void add_ecc_findings(BurnInVerdict& verdict, const nlohmann::json& before,
@@ -166,6 +203,29 @@ BurnInVerdict judge_burn_in(const burn_in::BurnInFigures& figures, const BurnInN
                      .detail = gpu(g.index) + " gpu_burn FAULTY: its results were wrong"});
     }
   }
+
+  // The tensor-core GEMM and the memory bandwidth: like gpu_burn's, their figures depend on the
+  // tool's version and flags, so they are held to the node's and the fleet's medians.
+  std::vector<double> tensor, memory;
+  for (const auto& g : figures.gpus) {
+    if (g.tensor_tflops) tensor.push_back(*g.tensor_tflops);
+    if (g.memory_gbps) memory.push_back(*g.memory_gbps);
+  }
+  auto node_tensor = median_of(tensor);
+  auto node_memory = median_of(memory);
+  for (const auto& g : figures.gpus) {
+    if (g.tensor_tflops) {
+      held_to(
+          all, "gpu_tensor_throughput", gpu(g.index), "fp16 tensor GEMM", "TFLOP/s",
+          *g.tensor_tflops,
+          bar_of(std::nullopt, {{"node's", node_tensor}, {"fleet's", medians.tensor_tflops}}, t));
+    }
+    if (g.memory_gbps) {
+      held_to(all, "gpu_memory_bandwidth", gpu(g.index), "memory copy", "GB/s", *g.memory_gbps,
+              bar_of(std::nullopt, {{"node's", node_memory}, {"fleet's", medians.memory_gbps}}, t));
+    }
+  }
+  add_nvlink_findings(all, figures.nvlink);
 
   std::vector<double> links;
   for (const auto& l : figures.links) links.push_back(l.gbps);

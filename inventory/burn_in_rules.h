@@ -11,6 +11,10 @@
 //   direction (the catalog's per-GPU figure halved), and the node's and the fleet's medians;
 // - NCCL all-reduce bus bandwidth: the same nominal figure and the fleet's median; any wrong or
 //   out-of-bounds value fails;
+// - a GPU's fp16 tensor GEMM (dcgmproftester -t 1004) and memory copy bandwidth (nvbandwidth's
+//   device_local_copy): the node's and the fleet's medians, as gpu_burn's;
+// - a GPU's NVLinks: fewer links up than the most any GPU of the node has fails it (all down
+//   too); error counters above zero are a warning;
 // - gpu_burn's FAULTY or a dead worker fails the GPU, a DCGM test that failed fails, one that
 //   warned is reported; an output that did not parse fails (a tool that ran and printed garbage
 //   is not a healthy node).
@@ -39,6 +43,8 @@ struct BurnInMedians {
   std::optional<double> gflops;
   std::optional<double> link_gbps;
   std::optional<double> nccl_bus_gbps;
+  std::optional<double> tensor_tflops;
+  std::optional<double> memory_gbps;
 };
 
 struct BurnInThresholds {
@@ -47,8 +53,10 @@ struct BurnInThresholds {
 };
 
 struct BurnInFinding {
-  std::string check;    // "gpu_throughput", "gpu_burn", "peer_bandwidth", "nccl_bus_bandwidth",
-                        // "nccl_correctness", "dcgm", "tool_output", "measured"
+  std::string check;    // "gpu_throughput", "gpu_tensor_throughput", "gpu_memory_bandwidth",
+                        // "gpu_burn", "nvlink", "nvlink_errors", "peer_bandwidth",
+                        // "nccl_bus_bandwidth", "nccl_correctness", "dcgm", "tool_output",
+                        // "measured"
   std::string subject;  // "gpu3", "gpu1-gpu2", "node", a DCGM test's name
   bool failed = false;
   bool warning = false;

@@ -40,18 +40,35 @@ constexpr Statement kForRental = {
     " ORDER BY finished_at, task_id"};
 
 // One node's own median of each figure, so that a node with many GPUs counts once.
-struct NodeMedians {
-  std::optional<double> gflops, link_gbps, nccl_bus_gbps;
-};
-
-NodeMedians node_medians(const burn_in::BurnInFigures& f) {
-  std::vector<double> gflops, links;
+BurnInMedians node_medians(const burn_in::BurnInFigures& f) {
+  std::vector<double> gflops, links, tensor, memory;
   for (const auto& g : f.gpus) {
     if (g.gflops) gflops.push_back(*g.gflops);
+    if (g.tensor_tflops) tensor.push_back(*g.tensor_tflops);
+    if (g.memory_gbps) memory.push_back(*g.memory_gbps);
   }
   for (const auto& l : f.links) links.push_back(l.gbps);
-  return {median_of(gflops), median_of(links), f.nccl_bus_gbps};
+  return {median_of(gflops), median_of(links), f.nccl_bus_gbps, median_of(tensor),
+          median_of(memory)};
 }
+
+// The nodes' medians of each figure, collected for the median over the nodes.
+struct NodesValues {
+  std::vector<double> gflops, links, buses, tensor, memory;
+  int nodes = 0;
+  void add(const BurnInMedians& m) {
+    ++nodes;
+    for (auto [v, into] : {std::pair{m.gflops, &gflops}, std::pair{m.link_gbps, &links},
+                           std::pair{m.nccl_bus_gbps, &buses}, std::pair{m.tensor_tflops, &tensor},
+                           std::pair{m.memory_gbps, &memory}}) {
+      if (v) into->push_back(*v);
+    }
+  }
+  BurnInMedians medians() const {
+    return {median_of(gflops), median_of(links), median_of(buses), median_of(tensor),
+            median_of(memory)};
+  }
+};
 
 }  // namespace
 
@@ -80,42 +97,37 @@ std::optional<BurnInBasis> BurnInStore::basis(Tx& tx, const std::string& node_id
   b.nominal.all_pairs_nvlinked = rows[0][1].as<std::string>() == "nvswitch";
   // The catalog's NVLink figure is per GPU, both directions together.
   if (auto per_gpu = optional_field<int>(rows[0][2])) b.nominal.link_gbps = *per_gpu / 2.0;
-  std::vector<double> gflops, links, buses;
+  NodesValues values;
   for (const auto& row : tx.exec(kLatestPassed, b.gpu_model, node_id, kMedianNodes)) {
     try {
-      auto m = node_medians(burn_in::figures_from_json(nlohmann::json::parse(row[0].c_str())));
-      if (m.gflops) gflops.push_back(*m.gflops);
-      if (m.link_gbps) links.push_back(*m.link_gbps);
-      if (m.nccl_bus_gbps) buses.push_back(*m.nccl_bus_gbps);
+      values.add(node_medians(burn_in::figures_from_json(nlohmann::json::parse(row[0].c_str()))));
     } catch (const std::exception&) {
       // Only figures that were read strictly are stored; a row that no longer reads is skipped.
     }
   }
-  b.medians = {median_of(gflops), median_of(links), median_of(buses)};
+  b.medians = values.medians();
   return b;
 }
 
 std::map<std::string, ModelMeasurement> BurnInStore::measured_by_model(Tx& tx) {
-  struct Values {
-    std::vector<double> gflops, links, buses;
-    int nodes = 0;
-  };
-  std::map<std::string, Values> by_model;
+  std::map<std::string, NodesValues> by_model;
   for (const auto& row : tx.exec(kLatestPassedEverywhere)) {
     try {
       auto m = node_medians(burn_in::figures_from_json(nlohmann::json::parse(row[1].c_str())));
-      auto& v = by_model[row[0].as<std::string>()];
-      ++v.nodes;
-      if (m.gflops) v.gflops.push_back(*m.gflops);
-      if (m.link_gbps) v.links.push_back(*m.link_gbps);
-      if (m.nccl_bus_gbps) v.buses.push_back(*m.nccl_bus_gbps);
+      by_model[row[0].as<std::string>()].add(m);
     } catch (const std::exception&) {
       // Only figures read strictly are stored; one that no longer reads is skipped.
     }
   }
   std::map<std::string, ModelMeasurement> out;
-  for (auto& [model, v] : by_model) {
-    out[model] = {median_of(v.gflops), median_of(v.links), median_of(v.buses), v.nodes};
+  for (const auto& [model, v] : by_model) {
+    auto m = v.medians();
+    out[model] = {.gflops_per_gpu = m.gflops,
+                  .peer_gbps = m.link_gbps,
+                  .nccl_bus_gbps = m.nccl_bus_gbps,
+                  .nodes = v.nodes,
+                  .tensor_tflops_per_gpu = m.tensor_tflops,
+                  .memory_gbps_per_gpu = m.memory_gbps};
   }
   return out;
 }

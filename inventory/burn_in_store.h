@@ -38,6 +38,8 @@ struct ModelMeasurement {
   std::optional<double> peer_gbps;
   std::optional<double> nccl_bus_gbps;
   int nodes = 0;  // how many nodes' burn-ins it rests on
+  std::optional<double> tensor_tflops_per_gpu;
+  std::optional<double> memory_gbps_per_gpu;
 };
 
 // What a node's burn-in is held to.

@@ -86,6 +86,36 @@ DoctorCheck ecc_check(const DoctorFacts& f) {
   return {"ecc", "ok", "no memory errors on the rental's GPUs", ""};
 }
 
+// The rental's GPUs' NVLinks as the driver reports them (nvidia-smi nvlink -s and -e): links
+// down against the most any GPU of the node has up, and error counters.
+DoctorCheck nvlink_state_check(const DoctorFacts& f) {
+  std::vector<burn_in::NvlinkFigure> all = f.figures.nvlink;
+  if (all.empty()) return {"nvlink_state", "skipped", "the node reported no NVLink state", ""};
+  burn_in::BurnInFigures whole{.tools = {"nvlink"}, .nvlink = all};
+  std::string down, errors;
+  int mine = 0;
+  for (const auto& x : inventory::judge_burn_in(whole, {}, {}).findings) {
+    int gpu = std::stoi(x.subject.substr(3));
+    if (!rental_has(f.gpu_indices, gpu)) continue;  // another tenant's GPU
+    if (x.check == "nvlink") ++mine;
+    if (x.check == "nvlink" && x.failed) down += (down.empty() ? "" : "; ") + x.detail;
+    if (x.check == "nvlink_errors") errors += (errors.empty() ? "" : "; ") + x.detail;
+  }
+  if (mine == 0) return {"nvlink_state", "skipped", "your GPUs have no NVLinks", ""};
+  if (!down.empty()) {
+    return {"nvlink_state", "failed", down,
+            "a GPU lost NVLinks: its traffic to the others is slower or goes over PCIe. "
+            "Terminate and book again (the node is checked before anyone else gets it)"};
+  }
+  if (!errors.empty()) {
+    return {"nvlink_state", "warning", errors,
+            "errors were counted on the links since the driver loaded; if they keep rising "
+            "while your job runs, terminate and book again"};
+  }
+  return {"nvlink_state", "ok", std::to_string(mine) + " GPUs with every NVLink up and no errors",
+          ""};
+}
+
 }  // namespace
 
 DoctorReport doctor_checks(const DoctorFacts& f) {
@@ -124,6 +154,7 @@ DoctorReport doctor_checks(const DoctorFacts& f) {
     out.checks.push_back({"nvlink_p2p", "ok",
                           std::to_string(links) + " peer links at their expected bandwidth", ""});
   }
+  out.checks.push_back(nvlink_state_check(f));
   if (!f.allow_busy_gpus) {
     out.checks.push_back({"nccl", "skipped", "a short NCCL run needs the GPUs for a few seconds",
                           "ask again with allow_busy_gpus when your job can spare them"});

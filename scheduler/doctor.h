@@ -1,7 +1,8 @@
 // `doctor` on a live rental (issue "Hardware you can trust"; POST /v1/rentals/{id}/doctor,
 // `gpurent doctor ID`): the non-destructive checks a tenant can ask for while their job runs —
 // the node's driver against the image's, the rental's GPUs' ECC counters, the peer links
-// between its GPUs (NVLink down or slow shows here), and a short NCCL run only when the tenant
+// between its GPUs (NVLink down or slow shows here), their NVLinks' state and error counters as
+// the driver reports them, and a short NCCL run only when the tenant
 // lets the GPUs be busy for it — each with a verdict and what to do.
 //
 // The measuring is the agent's `doctor` task (the burn-in's tools through the operator's hook,
@@ -29,7 +30,7 @@
 namespace gpurent::scheduler {
 
 struct DoctorCheck {
-  std::string name;     // "driver", "ecc", "nvlink_p2p", "nccl", "tools", "state"
+  std::string name;     // "driver", "ecc", "nvlink_p2p", "nvlink_state", "nccl", "tools", "state"
   std::string verdict;  // "ok" | "warning" | "failed" | "skipped"
   std::string detail;
   std::string advice;  // what to do; empty when nothing is needed

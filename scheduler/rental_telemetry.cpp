@@ -2,6 +2,7 @@
 #include "scheduler/rental_telemetry.h"
 
 #include "core/error.h"
+#include "core/pg_array.h"
 #include "core/sql.h"
 #include "scheduler/rental_state.h"
 
@@ -31,6 +32,8 @@ constexpr Statement kCopy = {
     " AND s.at > coalesce((SELECT max(c.at) FROM rental_telemetry_samples c"
     " WHERE c.rental_id = r.id), '-infinity')"
     " WHERE r.state = ANY ($1::text[]) AND r.node_id IS NOT NULL"
+    // A releasing rental's GPUs stopped being its tenant's when it left `active`.
+    " AND (r.state <> 'releasing' OR s.at < r.state_changed_at)"
     " ON CONFLICT (rental_id, at) DO NOTHING"};
 constexpr Statement kPurge = {
     "rental_telemetry_purge",
@@ -46,6 +49,22 @@ constexpr Statement kCopied = {
     " unnest(sm_clock_mhz)"
     " FROM rental_telemetry_samples"
     " WHERE rental_id = $1 AND at >= $2::timestamptz AND at < $3::timestamptz ORDER BY at"};
+
+// Each GPU's power integrated between its consecutive samples (a gap over kLongestGap counts
+// as no draw), summed per rental: the same sum rental_telemetry_json makes, in the database.
+constexpr Statement kEnergy = {
+    "rental_telemetry_energy",
+    "WITH w AS (SELECT ($4::date)::timestamp AT TIME ZONE $6 AS lo,"
+    " ($5::date)::timestamp AT TIME ZONE $6 AS hi),"
+    " s AS (SELECT c.rental_id, u.gpu, c.at, u.power FROM rentals r"
+    " JOIN rental_telemetry_samples c ON c.rental_id = r.id CROSS JOIN w"
+    " CROSS JOIN LATERAL unnest(c.gpu_index, c.power_w) AS u(gpu, power)"
+    " WHERE r.org_id = $1 AND r.id = ANY($2::text[]) AND c.at >= w.lo AND c.at < w.hi"
+    " AND u.gpu = ANY(r.gpu_indices)),"
+    " d AS (SELECT rental_id, power + lag(power) OVER g AS twice, extract(epoch FROM at - lag(at)"
+    " OVER g) AS gap FROM s WINDOW g AS (PARTITION BY rental_id, gpu ORDER BY at))"
+    " SELECT rental_id, coalesce(sum(twice / 2 * gap) FILTER (WHERE gap <= $3), 0) / 3.6e6"
+    " FROM d GROUP BY rental_id"};
 
 std::vector<inventory::TelemetryPoint> copied_points(const pqxx::result& rows) {
   std::vector<inventory::TelemetryPoint> out;
@@ -166,6 +185,17 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
           {"step_s", w.step.count()},
           {"gpus", std::move(out_gpus)},
           {"energy_kwh", joules / 3.6e6}};
+}
+
+std::map<std::string, double> RentalTelemetry::energy_kwh(
+    Tx& tx, const std::string& org_id, const std::vector<std::string>& rental_ids,
+    const std::string& from_date, const std::string& to_date, const std::string& time_zone) {
+  std::map<std::string, double> out;
+  for (const auto& row : tx.exec(kEnergy, org_id, pg_array_literal(rental_ids), kLongestGap.count(),
+                                 from_date, to_date, time_zone)) {
+    out.emplace(row[0].as<std::string>(), row[1].as<double>());
+  }
+  return out;
 }
 
 std::pair<int, int> RentalTelemetry::keep(Tx& tx, Timestamp now, int limit) {

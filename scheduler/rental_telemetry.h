@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,14 @@ class RentalTelemetry {
   // not_found for another org's rental; an empty answer before the rental started.
   nlohmann::json read(const Caller& caller, const std::string& id, std::optional<Timestamp> from,
                       std::optional<Timestamp> to, std::optional<std::chrono::seconds> step);
+
+  // The energy in kWh each of the org's `rental_ids` drew from its own copy of the samples
+  // within [from_date, to_date) (dates in the IANA `time_zone`), integrated as the telemetry's
+  // energy_kwh is; a rental with no copied samples there is left out. The invoice lines' detail.
+  std::map<std::string, double> energy_kwh(Tx& tx, const std::string& org_id,
+                                           const std::vector<std::string>& rental_ids,
+                                           const std::string& from_date, const std::string& to_date,
+                                           const std::string& time_zone);
 
   // The lifecycle's job: copies the samples the nodes reported since the last copy of each
   // rental running on them, and deletes the copies of rentals over for more than

@@ -539,7 +539,8 @@ TEST_F(TaskExecutorTest, ASimulatedBurnInMeasuresTheNodeAndItsFaults) {
     auto out = executor->execute(task(proto::TaskKind::kBurnIn, {{"phase", "handover"}}), noop,
                                  stop_.get_token());
     EXPECT_TRUE(out && out->ok);
-    EXPECT_EQ(out->message, "burn-in: measured with gpu_burn, nvbandwidth, nccl")
+    EXPECT_EQ(out->message,
+              "burn-in: measured with gpu_burn, nvbandwidth, dcgmproftester, nvlink, nccl")
         << out->result.value_or(nlohmann::json()).dump();
     return burn_in::figures_from_json(out->result.value());
   };

@@ -128,11 +128,51 @@ json to_json(const GpuBurnResult& r) {
   return out;
 }
 
+json to_json(const ProftesterResult& r) {
+  json workers = json::array();
+  for (const auto& w : r.workers) {
+    json j = {{"gpu", w.gpu}, {"gflops", w.gflops}};
+    if (w.instance) j["instance"] = *w.instance;
+    workers.push_back(std::move(j));
+  }
+  json out = {{"metric", r.metric}, {"workers", std::move(workers)}};
+  if (r.test_id) out["test_id"] = *r.test_id;
+  return out;
+}
+
+json to_json(const std::vector<NvlinkGpuStatus>& r) {
+  json gpus = json::array();
+  for (const auto& g : r) {
+    json links = json::array();
+    for (const auto& l : g.links)
+      links.push_back({{"link", l.link}, {"gbps", optional_number(l.gbps)}});
+    gpus.push_back({{"gpu", g.gpu},
+                    {"name", g.name},
+                    {"links", std::move(links)},
+                    {"all_inactive", g.all_inactive},
+                    {"unsupported", g.unsupported}});
+  }
+  return gpus;
+}
+
+json to_json(const std::vector<NvlinkGpuErrors>& r) {
+  json gpus = json::array();
+  for (const auto& g : r) {
+    json links = json::array();
+    for (const auto& l : g.links) links.push_back({{"link", l.link}, {"counters", l.counters}});
+    gpus.push_back({{"gpu", g.gpu}, {"name", g.name}, {"links", std::move(links)}});
+  }
+  return gpus;
+}
+
 BurnInInputs read_burn_in_dir(const std::filesystem::path& dir) {
   return {.all_reduce_perf = read_capped(dir / "all_reduce_perf.txt"),
           .nvbandwidth = read_capped(dir / "nvbandwidth.txt"),
           .dcgmi_diag = read_capped(dir / "dcgmi_diag.txt"),
-          .gpu_burn = read_capped(dir / "gpu_burn.txt")};
+          .gpu_burn = read_capped(dir / "gpu_burn.txt"),
+          .dcgmproftester = read_capped(dir / "dcgmproftester.txt"),
+          .nvlink_status = read_capped(dir / "nvlink_status.txt"),
+          .nvlink_errors = read_capped(dir / "nvlink_errors.txt")};
 }
 
 BurnInReport burn_in_report(const BurnInInputs& inputs) {
@@ -150,10 +190,14 @@ BurnInReport burn_in_report(const BurnInInputs& inputs) {
   one(inputs.nvbandwidth, "nvbandwidth.txt", "nvbandwidth", parse_nvbandwidth);
   one(inputs.dcgmi_diag, "dcgmi_diag.txt", "dcgmi_diag", parse_dcgmi_diag);
   one(inputs.gpu_burn, "gpu_burn.txt", "gpu_burn", parse_gpu_burn);
-  if (!inputs.all_reduce_perf && !inputs.nvbandwidth && !inputs.dcgmi_diag && !inputs.gpu_burn) {
+  one(inputs.dcgmproftester, "dcgmproftester.txt", "dcgmproftester", parse_dcgmproftester);
+  one(inputs.nvlink_status, "nvlink_status.txt", "nvlink_status", parse_nvlink_status);
+  one(inputs.nvlink_errors, "nvlink_errors.txt", "nvlink_errors", parse_nvlink_errors);
+  if (!inputs.all_reduce_perf && !inputs.nvbandwidth && !inputs.dcgmi_diag && !inputs.gpu_burn &&
+      !inputs.dcgmproftester && !inputs.nvlink_status && !inputs.nvlink_errors) {
     report.problems.push_back(
         "nothing to report: none of all_reduce_perf.txt, nvbandwidth.txt, dcgmi_diag.txt, "
-        "gpu_burn.txt is there");
+        "gpu_burn.txt, dcgmproftester.txt, nvlink_status.txt, nvlink_errors.txt is there");
   }
   return report;
 }

@@ -3,9 +3,11 @@
 #pragma once
 
 #include "agent_proto/burn_in/dcgmi_diag.h"
+#include "agent_proto/burn_in/dcgmproftester.h"
 #include "agent_proto/burn_in/gpu_burn.h"
 #include "agent_proto/burn_in/nccl_tests.h"
 #include "agent_proto/burn_in/nvbandwidth.h"
+#include "agent_proto/burn_in/nvlink_status.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,9 @@ nlohmann::json to_json(const NcclPerfResult& result);
 nlohmann::json to_json(const NvbandwidthResult& result);
 nlohmann::json to_json(const DcgmDiagResult& result);
 nlohmann::json to_json(const GpuBurnResult& result);
+nlohmann::json to_json(const ProftesterResult& result);
+nlohmann::json to_json(const std::vector<NvlinkGpuStatus>& result);
+nlohmann::json to_json(const std::vector<NvlinkGpuErrors>& result);
 
 // The raw text of each tool's capture; absent when its file is not there.
 struct BurnInInputs {
@@ -27,9 +32,12 @@ struct BurnInInputs {
   std::optional<std::string> nvbandwidth;      // DIR/nvbandwidth.txt
   std::optional<std::string> dcgmi_diag;       // DIR/dcgmi_diag.txt
   std::optional<std::string> gpu_burn;         // DIR/gpu_burn.txt
+  std::optional<std::string> dcgmproftester;   // DIR/dcgmproftester.txt (-t 1004)
+  std::optional<std::string> nvlink_status;    // DIR/nvlink_status.txt (nvidia-smi nvlink -s)
+  std::optional<std::string> nvlink_errors;    // DIR/nvlink_errors.txt (nvidia-smi nvlink -e)
 };
 
-// Reads the four files that are present; a file over kMaxToolOutputBytes is read only that far
+// Reads the files that are present; a file over kMaxToolOutputBytes is read only that far
 // plus one byte, so its parser refuses it without the whole file in memory.
 BurnInInputs read_burn_in_dir(const std::filesystem::path& dir);
 

@@ -1,6 +1,7 @@
 // Burn-in figures from the tools' parsed outputs, and their strict wire form.
 #include "agent_proto/burn_in/figures.h"
 
+#include "agent_proto/burn_in/dcgmproftester.h"
 #include "agent_proto/burn_in/gpu_burn.h"
 #include "agent_proto/burn_in/nccl_tests.h"
 #include "agent_proto/burn_in/nvbandwidth.h"
@@ -53,6 +54,77 @@ void add_links(const NvbandwidthMatrix& m, BurnInFigures& out) {
     }
   }
   for (const auto& [key, gbps] : pairs) out.links.push_back({key.first, key.second, gbps});
+}
+
+// The GPU's figure, made when it has none yet.
+GpuFigure& gpu_figure(BurnInFigures& out, int index) {
+  for (auto& g : out.gpus) {
+    if (g.index == index) return g;
+  }
+  out.gpus.push_back({.index = index});
+  return out.gpus.back();
+}
+
+NvlinkFigure& nvlink_figure(BurnInFigures& out, int gpu) {
+  for (auto& n : out.nvlink) {
+    if (n.gpu == gpu) return n;
+  }
+  out.nvlink.push_back({.gpu = gpu});
+  return out.nvlink.back();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void add_proftester(const ProftesterResult& r, BurnInFigures& out) {
+  std::map<int, double> gflops;  // by GPU: its workers' (MIG instances') medians added up
+  for (const auto& w : r.workers) {
+    if (w.gpu < 0 || w.gpu >= kMaxFigureGpus || w.gflops.empty()) continue;
+    gflops[w.gpu] += median(w.gflops);
+  }
+  for (const auto& [gpu, g] : gflops) gpu_figure(out, gpu).tensor_tflops = g / 1000;
+}
+
+// nvbandwidth's device_local_copy: one row, a GPU per column.
+void add_local_copy(const NvbandwidthResult& r, BurnInFigures& out) {
+  for (const auto& c : r.test_cases) {
+    if (c.name != "device_local_copy") continue;
+    for (const auto& m : c.matrices) {
+      if (m.unit != "GB/s" || m.cells.empty()) continue;
+      for (std::size_t col = 0; col < m.columns.size() && col < m.cells[0].size(); ++col) {
+        auto gpu = label_index(m.columns[col]);
+        if (gpu && m.cells[0][col]) gpu_figure(out, *gpu).memory_gbps = *m.cells[0][col];
+      }
+      return;
+    }
+  }
+}
+
+void add_nvlink_status(const std::vector<NvlinkGpuStatus>& r, BurnInFigures& out) {
+  for (const auto& g : r) {
+    if (g.unsupported || g.gpu < 0 || g.gpu >= kMaxFigureGpus) continue;
+    auto& f = nvlink_figure(out, g.gpu);
+    f.all_down = g.all_inactive;
+    for (const auto& l : g.links) {
+      if (l.gbps) {
+        ++f.active;
+      } else {
+        f.inactive.push_back(l.link);
+      }
+    }
+  }
+}
+
+void add_nvlink_errors(const std::vector<NvlinkGpuErrors>& r, BurnInFigures& out) {
+  for (const auto& g : r) {
+    if (g.gpu < 0 || g.gpu >= kMaxFigureGpus || g.links.empty()) continue;
+    std::int64_t sum = 0;
+    for (const auto& l : g.links) sum += nvlink_errors(l);
+    nvlink_figure(out, g.gpu).errors = sum;
+  }
 }
 
 std::string clipped(std::string text) {
@@ -126,7 +198,25 @@ DiagVerdict diag_verdict(const json& v, const std::string& path) {
   refuse(path, "must be skip, pass, warn or fail");
 }
 
+std::int64_t count(const json& v, const std::string& path) {
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0) refuse(path, "must be a count");
+  return v.get<std::int64_t>();
+}
+
 }  // namespace
+
+std::int64_t nvlink_errors(const NvlinkLinkErrors& link) {
+  static const std::set<std::string> kErrors{
+      "replay",   "recovery",  "crc",        "malformed_packet",     "buffer_overrun",
+      "rx",       "rx_remote", "rx_general", "local_link_integrity", "effective",
+      "data_crc", "flit_crc",  "ecc"};
+  std::int64_t sum = 0;
+  for (const auto& [name, n] : link.counters) {
+    // A counter of a corrupt capture may be near the limit: saturate rather than wrap.
+    if (kErrors.contains(name)) sum = n > INT64_MAX - sum ? INT64_MAX : sum + n;
+  }
+  return sum;
+}
 
 BurnInFigures figures_of(const BurnInInputs& inputs) {
   BurnInFigures out;
@@ -154,7 +244,20 @@ BurnInFigures figures_of(const BurnInInputs& inputs) {
   attempt(inputs.nvbandwidth, "nvbandwidth", "nvbandwidth.txt", [&](const std::string& t) {
     auto r = parse_nvbandwidth(t);
     if (const auto* m = peer_matrix(r)) add_links(*m, out);
+    add_local_copy(r, out);
   });
+  attempt(inputs.dcgmproftester, "dcgmproftester", "dcgmproftester.txt",
+          [&](const std::string& t) { add_proftester(parse_dcgmproftester(t), out); });
+  attempt(inputs.nvlink_status, "nvlink", "nvlink_status.txt",
+          [&](const std::string& t) { add_nvlink_status(parse_nvlink_status(t), out); });
+  attempt(inputs.nvlink_errors, "nvlink", "nvlink_errors.txt",
+          [&](const std::string& t) { add_nvlink_errors(parse_nvlink_errors(t), out); });
+  // One tool, two captures (read one after the other): named once.
+  out.tools.erase(std::unique(out.tools.begin(), out.tools.end()), out.tools.end());
+  std::sort(out.gpus.begin(), out.gpus.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  std::sort(out.nvlink.begin(), out.nvlink.end(),
+            [](const auto& a, const auto& b) { return a.gpu < b.gpu; });
   attempt(inputs.all_reduce_perf, "nccl", "all_reduce_perf.txt", [&](const std::string& t) {
     auto r = parse_nccl_perf(t);
     out.nccl_bus_gbps = r.avg_bus_bandwidth_gbps;
@@ -181,6 +284,8 @@ json to_json(const BurnInFigures& f) {
     json j = {{"index", g.index}};
     if (g.gflops) j["gflops"] = *g.gflops;
     if (g.burn_ok) j["burn_ok"] = *g.burn_ok;
+    if (g.tensor_tflops) j["tensor_tflops"] = *g.tensor_tflops;
+    if (g.memory_gbps) j["memory_gbps"] = *g.memory_gbps;
     gpus.push_back(std::move(j));
   }
   json links = json::array();
@@ -194,15 +299,27 @@ json to_json(const BurnInFigures& f) {
   json out = {{"tools", f.tools},           {"gpus", std::move(gpus)}, {"links", std::move(links)},
               {"nccl_wrong", f.nccl_wrong}, {"diag", std::move(diag)}, {"problems", f.problems}};
   if (f.nccl_bus_gbps) out["nccl_bus_gbps"] = *f.nccl_bus_gbps;
+  if (!f.nvlink.empty()) {
+    json nvlink = json::array();
+    for (const auto& n : f.nvlink) {
+      json j = {
+          {"gpu", n.gpu}, {"active", n.active}, {"inactive", n.inactive}, {"all_down", n.all_down}};
+      if (n.errors) j["errors"] = *n.errors;
+      nvlink.push_back(std::move(j));
+    }
+    out["nvlink"] = std::move(nvlink);
+  }
   return out;
 }
 
 BurnInFigures figures_from_json(const json& j) {
   const std::string root = "result";
-  only_members(j, {"tools", "gpus", "links", "nccl_bus_gbps", "nccl_wrong", "diag", "problems"},
-               root);
+  only_members(
+      j, {"tools", "gpus", "links", "nccl_bus_gbps", "nccl_wrong", "diag", "nvlink", "problems"},
+      root);
   BurnInFigures f;
-  const std::set<std::string> known_tools{"gpu_burn", "nvbandwidth", "nccl", "dcgmi"};
+  const std::set<std::string> known_tools{"gpu_burn", "nvbandwidth",    "nccl",
+                                          "dcgmi",    "dcgmproftester", "nvlink"};
   for (const auto& t : array_of(member(j, "tools", root), known_tools.size(), root + ".tools")) {
     std::string name = text(t, root + ".tools[]");
     if (!known_tools.contains(name) ||
@@ -215,13 +332,19 @@ BurnInFigures figures_from_json(const json& j) {
   const auto& gpus = array_of(member(j, "gpus", root), kMaxFigureGpus, root + ".gpus");
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     std::string path = root + ".gpus[" + std::to_string(i) + "]";
-    only_members(gpus[i], {"index", "gflops", "burn_ok"}, path);
+    only_members(gpus[i], {"index", "gflops", "burn_ok", "tensor_tflops", "memory_gbps"}, path);
     GpuFigure g{.index = gpu_index(member(gpus[i], "index", path), path + ".index")};
     if (!seen.insert(g.index).second) refuse(path + ".index", "names a GPU twice");
     if (gpus[i].contains("gflops")) g.gflops = figure(gpus[i]["gflops"], path + ".gflops");
     if (gpus[i].contains("burn_ok")) {
       if (!gpus[i]["burn_ok"].is_boolean()) refuse(path + ".burn_ok", "must be true or false");
       g.burn_ok = gpus[i]["burn_ok"].get<bool>();
+    }
+    if (gpus[i].contains("tensor_tflops")) {
+      g.tensor_tflops = figure(gpus[i]["tensor_tflops"], path + ".tensor_tflops");
+    }
+    if (gpus[i].contains("memory_gbps")) {
+      g.memory_gbps = figure(gpus[i]["memory_gbps"], path + ".memory_gbps");
     }
     f.gpus.push_back(g);
   }
@@ -255,6 +378,34 @@ BurnInFigures figures_from_json(const json& j) {
       d.failing_gpus.push_back(gpu_index(g, path + ".failing_gpus[]"));
     }
     f.diag.push_back(std::move(d));
+  }
+  if (j.contains("nvlink")) {
+    std::set<int> gpus_seen;
+    const auto& nvlink = array_of(j["nvlink"], kMaxFigureGpus, root + ".nvlink");
+    for (std::size_t i = 0; i < nvlink.size(); ++i) {
+      std::string path = root + ".nvlink[" + std::to_string(i) + "]";
+      only_members(nvlink[i], {"gpu", "active", "inactive", "all_down", "errors"}, path);
+      NvlinkFigure n{.gpu = gpu_index(member(nvlink[i], "gpu", path), path + ".gpu")};
+      if (!gpus_seen.insert(n.gpu).second) refuse(path + ".gpu", "names a GPU twice");
+      auto active = count(member(nvlink[i], "active", path), path + ".active");
+      if (active > static_cast<std::int64_t>(kMaxNvlinkLinksPerGpu)) {
+        refuse(path + ".active", "is more links than a GPU has");
+      }
+      n.active = static_cast<int>(active);
+      for (const auto& l : array_of(member(nvlink[i], "inactive", path), kMaxNvlinkLinksPerGpu,
+                                    path + ".inactive")) {
+        auto link = count(l, path + ".inactive[]");
+        if (link >= static_cast<std::int64_t>(kMaxNvlinkLinksPerGpu)) {
+          refuse(path + ".inactive[]", "is not a link number");
+        }
+        n.inactive.push_back(static_cast<int>(link));
+      }
+      const auto& down = member(nvlink[i], "all_down", path);
+      if (!down.is_boolean()) refuse(path + ".all_down", "must be true or false");
+      n.all_down = down.get<bool>();
+      if (nvlink[i].contains("errors")) n.errors = count(nvlink[i]["errors"], path + ".errors");
+      f.nvlink.push_back(std::move(n));
+    }
   }
   for (const auto& p :
        array_of(member(j, "problems", root), kMaxFigureProblems, root + ".problems")) {

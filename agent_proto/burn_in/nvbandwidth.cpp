@@ -59,8 +59,9 @@ class Parser {
       open_case(name);
     } else if (t::starts_with(s, "SUM ")) {
       sum(s);
-    } else if (s.find("(row)") != std::string_view::npos &&
-               s.find("(column)") != std::string_view::npos) {
+    } else if (s.find("(column)") != std::string_view::npos && s.back() == ')') {
+      // "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", and device_local_copy's one-row
+      // "memcpy local GPU(column) bandwidth (GB/s)".
       open_matrix(s);
     }
   }

@@ -149,7 +149,9 @@ nlohmann::json advice_json(const advisor::Estimate& e, const advisor::Advice& a,
          {"fits", true},
          {"why", r.why},
          {"measured", figures["measured"]},
-         {"price_per_measured_tflops_day", figures["price_per_measured_tflops_day"]}});
+         {"price_per_measured_tflops_day", figures["price_per_measured_tflops_day"]},
+         {"price_per_measured_tensor_tflops_day",
+          figures["price_per_measured_tensor_tflops_day"]}});
   }
   nlohmann::json excluded = nlohmann::json::array();
   for (const auto& x : a.excluded) {

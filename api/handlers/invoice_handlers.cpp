@@ -9,6 +9,9 @@
 #include "core/id.h"
 #include "core/money.h"
 
+#include <optional>
+#include <set>
+
 namespace gpurent::http {
 namespace {
 
@@ -17,7 +20,8 @@ std::string invoice_id(const Request& req) {
   return path_id(req, "id", id_prefix::kInvoice, "No such invoice.");
 }
 
-nlohmann::json line_json(const billing::InvoiceLine& l, const std::string& currency) {
+nlohmann::json line_json(const billing::InvoiceLine& l, const std::string& currency,
+                         std::optional<double> energy_kwh) {
   return {{"kind", l.kind},
           {"rental_id", l.rental_id},
           {"description", l.description},
@@ -25,7 +29,25 @@ nlohmann::json line_json(const billing::InvoiceLine& l, const std::string& curre
           {"unit_price", Money(l.unit.gross_minor, currency).to_json()},
           {"amount", Money(l.amount_minor, currency).to_json()},
           {"tax", Money(l.tax_minor, currency).to_json()},
-          {"amount_net", Money(l.amount_net_minor, currency).to_json()}};
+          {"amount_net", Money(l.amount_net_minor, currency).to_json()},
+          {"energy_kwh", optional_json(energy_kwh)}};
+}
+
+// The invoice as JSON with its lines' energy, in the read's transaction.
+nlohmann::json invoice_with_details(Tx& tx, const InvoiceRoutesState& state,
+                                    const billing::InvoiceRecord& invoice) {
+  std::map<std::string, double> energy;
+  if (state.details) {
+    std::vector<std::string> rentals;
+    for (const auto& l : invoice.lines) {
+      if (l.kind == "rental_days") rentals.push_back(l.rental_id);
+    }
+    if (!rentals.empty()) {
+      energy = state.details->energy_kwh(tx, invoice.org_id, rentals, invoice.period_start,
+                                         invoice.period_end, state.invoices->time_zone());
+    }
+  }
+  return invoice_json(invoice, energy);
 }
 
 // A name a browser saves the download under: the number once issued, the id of a draft.
@@ -35,9 +57,18 @@ std::string csv_filename(const billing::InvoiceRecord& invoice) {
 
 }  // namespace
 
-nlohmann::json invoice_json(const billing::InvoiceRecord& invoice) {
+nlohmann::json invoice_json(const billing::InvoiceRecord& invoice,
+                            const std::map<std::string, double>& energy) {
   nlohmann::json lines = nlohmann::json::array();
-  for (const auto& l : invoice.lines) lines.push_back(line_json(l, invoice.currency));
+  std::set<std::string> shown;  // a rental's energy goes on its first line only
+  for (const auto& l : invoice.lines) {
+    std::optional<double> kwh;
+    auto it = energy.find(l.rental_id);
+    if (l.kind == "rental_days" && it != energy.end() && shown.insert(l.rental_id).second) {
+      kwh = it->second;
+    }
+    lines.push_back(line_json(l, invoice.currency, kwh));
+  }
   return {{"id", invoice.id},
           {"number", optional_json(invoice.number)},
           {"period", {{"start", invoice.period_start}, {"end", invoice.period_end}}},
@@ -60,11 +91,15 @@ void add_invoice_routes(Router& router, InvoiceRoutesState& state) {
               .handler =
                   [&state](const Request& req, const Principal& p) {
                     QueryParams query(req, {"limit", "cursor"});
-                    auto page = state.pool->read("invoice_list", [&](Tx& tx) {
-                      return state.invoices->list(tx, *p.org_id, query.limit(), query.cursor());
-                    });
                     nlohmann::json items = nlohmann::json::array();
-                    for (const auto& invoice : page.items) items.push_back(invoice_json(invoice));
+                    auto page = state.pool->read("invoice_list", [&](Tx& tx) {
+                      auto found =
+                          state.invoices->list(tx, *p.org_id, query.limit(), query.cursor());
+                      for (const auto& i : found.items) {
+                        items.push_back(invoice_with_details(tx, state, i));
+                      }
+                      return found;
+                    });
                     return list_response(200, std::move(items), page.next_cursor);
                   },
               .needs_org = true,
@@ -82,11 +117,14 @@ void add_invoice_routes(Router& router, InvoiceRoutesState& state) {
                     if (format != "json" && format != "csv") {
                       throw Error::invalid_field("format", "must be json or csv");
                     }
+                    nlohmann::json body;
                     auto invoice = state.pool->read("invoice_get", [&](Tx& tx) {
-                      return state.invoices->get(tx, *p.org_id, id);
+                      auto found = state.invoices->get(tx, *p.org_id, id);
+                      if (found) body = invoice_with_details(tx, state, *found);
+                      return found;
                     });
                     if (!invoice) throw Error(ErrorCode::kNotFound, "No such invoice.");
-                    if (format == "json") return json_response(200, invoice_json(*invoice));
+                    if (format == "json") return json_response(200, body);
                     Response r;
                     r.content_type = "text/csv; charset=utf-8";
                     r.body = billing::invoice_csv(*invoice);

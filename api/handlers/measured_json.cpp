@@ -7,24 +7,41 @@
 
 namespace gpurent::http {
 
+namespace {
+
+// The day's price over the shape's TFLOP/s, or null without a figure.
+nlohmann::json price_per(const Money& price_per_day, std::optional<double> tflops_per_gpu,
+                         int gpu_count) {
+  if (!tflops_per_gpu || *tflops_per_gpu <= 0 || gpu_count <= 0) return nullptr;
+  double tflops = *tflops_per_gpu * gpu_count;
+  return Money(static_cast<long long>(
+                   std::llround(static_cast<double>(price_per_day.amount_minor()) / tflops)),
+               price_per_day.currency())
+      .to_json();
+}
+
+}  // namespace
+
 nlohmann::json measured_fields(const std::optional<inventory::ModelMeasurement>& measured,
                                const Money& price_per_day, int gpu_count) {
-  if (!measured) return {{"measured", nullptr}, {"price_per_measured_tflops_day", nullptr}};
-  const auto& m = *measured;
-  nlohmann::json price = nullptr;
-  if (m.gflops_per_gpu && *m.gflops_per_gpu > 0 && gpu_count > 0) {
-    double tflops = *m.gflops_per_gpu / 1000.0 * gpu_count;
-    price = Money(static_cast<long long>(
-                      std::llround(static_cast<double>(price_per_day.amount_minor()) / tflops)),
-                  price_per_day.currency())
-                .to_json();
+  if (!measured) {
+    return {{"measured", nullptr},
+            {"price_per_measured_tflops_day", nullptr},
+            {"price_per_measured_tensor_tflops_day", nullptr}};
   }
+  const auto& m = *measured;
+  auto gflops_as_tflops =
+      m.gflops_per_gpu ? std::optional<double>(*m.gflops_per_gpu / 1000.0) : std::nullopt;
   return {{"measured",
            {{"gflops_per_gpu", optional_json(m.gflops_per_gpu)},
             {"peer_gbps", optional_json(m.peer_gbps)},
             {"nccl_bus_gbps", optional_json(m.nccl_bus_gbps)},
+            {"tensor_tflops_per_gpu", optional_json(m.tensor_tflops_per_gpu)},
+            {"memory_gbps_per_gpu", optional_json(m.memory_gbps_per_gpu)},
             {"nodes", m.nodes}}},
-          {"price_per_measured_tflops_day", price}};
+          {"price_per_measured_tflops_day", price_per(price_per_day, gflops_as_tflops, gpu_count)},
+          {"price_per_measured_tensor_tflops_day",
+           price_per(price_per_day, m.tensor_tflops_per_gpu, gpu_count)}};
 }
 
 }  // namespace gpurent::http

@@ -12,9 +12,11 @@
 
 namespace gpurent::http {
 
-// {"measured": {gflops_per_gpu, peer_gbps, nccl_bus_gbps, nodes} | null,
-//  "price_per_measured_tflops_day": money | null}: the price per day over the shape's
-// measured TFLOP/s (gflops_per_gpu × gpu_count / 1000), rounded to the minor unit.
+// {"measured": {gflops_per_gpu, peer_gbps, nccl_bus_gbps, tensor_tflops_per_gpu,
+//  memory_gbps_per_gpu, nodes} | null, "price_per_measured_tflops_day": money | null,
+//  "price_per_measured_tensor_tflops_day": money | null}: the price per day over the shape's
+// measured TFLOP/s (gflops_per_gpu × gpu_count / 1000; tensor_tflops_per_gpu × gpu_count),
+// rounded to the minor unit.
 nlohmann::json measured_fields(const std::optional<inventory::ModelMeasurement>& measured,
                                const Money& price_per_day, int gpu_count);
 

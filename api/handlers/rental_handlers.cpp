@@ -304,7 +304,9 @@ nlohmann::json offers_json(const std::vector<scheduler::Offer>& offers) {
                      {"earliest_date", optional_json(o.earliest_date)},
                      {"site", o.site},
                      {"measured", measured["measured"]},
-                     {"price_per_measured_tflops_day", measured["price_per_measured_tflops_day"]}});
+                     {"price_per_measured_tflops_day", measured["price_per_measured_tflops_day"]},
+                     {"price_per_measured_tensor_tflops_day",
+                      measured["price_per_measured_tensor_tflops_day"]}});
   }
   return {{"items", items}};
 }

@@ -41,6 +41,10 @@ class BillingModule final : public Module, public http::OrgBalancesView {
   std::map<std::string, nlohmann::json> balances_json(
       Tx& tx, const std::vector<std::string>& org_ids) override;
 
+  // The scheduler's measurements shown on the invoices' lines (their energy); set before
+  // add_routes, since the scheduler is made after billing.
+  void set_line_details(http::InvoiceLineDetails& details) { invoice_routes_.details = &details; }
+
   billing::RentalCharges& charges() { return charges_; }
   billing::Ledger& ledger() { return ledger_; }
   billing::TopUps& top_ups() { return top_ups_; }

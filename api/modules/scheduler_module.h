@@ -43,7 +43,9 @@ struct SchedulerPeers {
   std::vector<scheduler::Lifecycle::Job> lifecycle_jobs;
 };
 
-class SchedulerModule final : public Module, public http::NodeWork {
+class SchedulerModule final : public Module,
+                              public http::NodeWork,
+                              public http::InvoiceLineDetails {
  public:
   SchedulerModule(const ModuleContext& ctx, const SchedulerPeers& peers);
   ~SchedulerModule() override;
@@ -59,6 +61,14 @@ class SchedulerModule final : public Module, public http::NodeWork {
     return lifecycle_.node_burn_in(tx, node_id, gpu_count, "admin")->id;
   }
   nlohmann::json node_burn_ins(Tx& tx, const std::string& node_id) override;
+  // The invoices' lines' energy (scheduler/rental_telemetry.h).
+  std::map<std::string, double> energy_kwh(Tx& tx, const std::string& org_id,
+                                           const std::vector<std::string>& rental_ids,
+                                           const std::string& month_start,
+                                           const std::string& month_end,
+                                           const std::string& time_zone) override {
+    return telemetry_.energy_kwh(tx, org_id, rental_ids, month_start, month_end, time_zone);
+  }
   nlohmann::json node_rentals(Tx& tx, const std::string& node_id) override {
     return http::node_rentals_json(tx, rentals_, node_id);
   }

@@ -47,6 +47,10 @@ TEST_F(DoctorE2E, ADownNvlinkIsNamedAndTheExitCodeSaysAFailedCheck) {
   }
   EXPECT_EQ(ran.output.find("gpu0-gpu2 peer copy"), std::string::npos) << ran.output;
   EXPECT_NE(ran.output.find("falls back to PCIe"), std::string::npos) << ran.output;
+  // The driver's own word: GPU 1's links are down (nvidia-smi nvlink -s), the others' up.
+  EXPECT_NE(ran.output.find("gpu1 NVLink 0 of 18 links up (inactive: 0 1 2"), std::string::npos)
+      << ran.output;
+  EXPECT_EQ(ran.output.find("gpu2 NVLink"), std::string::npos) << ran.output;
   EXPECT_NE(ran.output.find("verdict: failed"), std::string::npos) << ran.output;
 
   // Another org's rental is as unknown as none: exit 7.

@@ -12,8 +12,12 @@ using burn_in::DiagVerdict;
 
 // Eight GPUs of an HGX H100 as a healthy one measures them, every pair NVLinked.
 BurnInFigures healthy_hgx() {
-  BurnInFigures f{.tools = {"gpu_burn", "nvbandwidth", "nccl"}, .nccl_bus_gbps = 448.2};
-  for (int i = 0; i < 8; ++i) f.gpus.push_back({i, 50000.0 + i * 10, true});
+  BurnInFigures f{.tools = {"gpu_burn", "nvbandwidth", "nccl", "dcgmproftester", "nvlink"},
+                  .nccl_bus_gbps = 448.2};
+  for (int i = 0; i < 8; ++i) {
+    f.gpus.push_back({i, 50000.0 + i * 10, true, 660.0 - i, 1519.0});
+    f.nvlink.push_back({.gpu = i, .active = 18, .errors = 0});
+  }
   for (int a = 0; a < 8; ++a) {
     for (int b = a + 1; b < 8; ++b) f.links.push_back({a, b, 395.0});
   }
@@ -101,6 +105,53 @@ TEST(BurnInRules, EachFigureIsHeldToItsBar) {
        },
        {},
        {}},
+      {"one GPU's tensor GEMM at 40%",
+       [](auto& f) { f.gpus[3].tensor_tflops = 264; },
+       {},
+       {"gpu_tensor_throughput:gpu3"}},
+      {"the node's memory copies at half the fleet's",
+       [](auto& f) {
+         for (auto& g : f.gpus) *g.memory_gbps /= 2;
+       },
+       {.memory_gbps = 1519},
+       {"gpu_memory_bandwidth:gpu0", "gpu_memory_bandwidth:gpu1", "gpu_memory_bandwidth:gpu2",
+        "gpu_memory_bandwidth:gpu3", "gpu_memory_bandwidth:gpu4", "gpu_memory_bandwidth:gpu5",
+        "gpu_memory_bandwidth:gpu6", "gpu_memory_bandwidth:gpu7"}},
+      {"tensor and memory at the fleet's medians pass",
+       [](auto&) {},
+       {.tensor_tflops = 655, .memory_gbps = 1500},
+       {}},
+      {"one GPU's NVLinks inactive",
+       [](auto& f) {
+         f.nvlink[1].active = 0;
+         for (int l = 0; l < 18; ++l) f.nvlink[1].inactive.push_back(l);
+       },
+       {},
+       {"nvlink:gpu1"}},
+      {"the driver says all of a GPU's links are down",
+       [](auto& f) {
+         f.nvlink[6].active = 0;
+         f.nvlink[6].all_down = true;
+       },
+       {},
+       {"nvlink:gpu6"}},
+      {"two links down on one GPU",
+       [](auto& f) {
+         f.nvlink[2].active = 16;
+         f.nvlink[2].inactive = {4, 9};
+       },
+       {},
+       {"nvlink:gpu2"}},
+      {"a bridged pair: the same links never up on every GPU passes",
+       [](auto& f) {
+         for (auto& n : f.nvlink) {
+           n.active = 12;
+           n.inactive = {12, 13, 14, 15, 16, 17};
+         }
+       },
+       {},
+       {}},
+      {"NVLink error counters warn, not fail", [](auto& f) { f.nvlink[4].errors = 37; }, {}, {}},
       {"an output that did not parse",
        [](auto& f) { f.problems.push_back("nvbandwidth.txt: no test case"); },
        {},
@@ -113,6 +164,20 @@ TEST(BurnInRules, EachFigureIsHeldToItsBar) {
     EXPECT_EQ(failed_subjects(v), row.fails) << row.name;
     EXPECT_EQ(v.passed, row.fails.empty()) << row.name;
   }
+}
+
+TEST(BurnInRules, NvlinkErrorsAndLostLinksAreNamed) {
+  auto f = healthy_hgx();
+  f.nvlink[4].errors = 37;
+  f.nvlink[2].active = 16;
+  f.nvlink[2].inactive = {4, 9};
+  auto v = judge_burn_in(f, kHgx, {});
+  ASSERT_GE(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].detail,
+            "gpu2 NVLink 16 of 18 links up (inactive: 4 9), while its siblings have 18");
+  EXPECT_TRUE(v.findings[1].warning);
+  EXPECT_EQ(v.findings[1].detail,
+            "gpu4 NVLink error counters (replay, recovery, CRC…) at 37 since the driver loaded");
 }
 
 TEST(BurnInRules, PcieBoxesLinksAreReportedButHeldToNoNominal) {

@@ -11,9 +11,10 @@ using burn_in::BurnInFigures;
 
 // An HGX H100's measurements: every pair near 395 GB/s, NCCL near 448.
 BurnInFigures hgx() {
-  BurnInFigures f{.tools = {"nvbandwidth", "nccl"}, .nccl_bus_gbps = 448};
+  BurnInFigures f{.tools = {"nvbandwidth", "nccl", "nvlink"}, .nccl_bus_gbps = 448};
   for (int a = 0; a < 8; ++a) {
     for (int b = a + 1; b < 8; ++b) f.links.push_back({a, b, 395.0});
+    f.nvlink.push_back({.gpu = a, .active = 18, .errors = 0});
   }
   return f;
 }
@@ -66,6 +67,23 @@ TEST(Doctor, EachCheckGivesItsVerdict) {
          }
        },
        "nvlink_p2p", "ok", "ok"},
+      {"every NVLink up", [](auto&) {}, "nvlink_state", "ok", "ok"},
+      {"the rental's GPU 1 lost its NVLinks",
+       [](auto& f) {
+         f.figures.nvlink[1].active = 0;
+         f.figures.nvlink[1].all_down = true;
+       },
+       "nvlink_state", "failed", "failed"},
+      {"another tenant's GPU 6 lost two links: not this rental's business",
+       [](auto& f) {
+         f.figures.nvlink[6].active = 16;
+         f.figures.nvlink[6].inactive = {3, 7};
+       },
+       "nvlink_state", "ok", "ok"},
+      {"errors counted on the rental's links", [](auto& f) { f.figures.nvlink[0].errors = 12; },
+       "nvlink_state", "warning", "warning"},
+      {"no NVLink state reported", [](auto& f) { f.figures.nvlink.clear(); }, "nvlink_state",
+       "skipped", "ok"},
       {"another driver branch", [](auto& f) { f.node_driver = "535.104.05"; }, "driver", "failed",
        "failed"},
       {"the same branch, another build", [](auto& f) { f.node_driver = "550.90.07"; }, "driver",

@@ -105,6 +105,29 @@ TEST_F(RentalTelemetryTest, OnlyTheRentalsGpusWithinItsPeriodAveragedWithItsEner
   // Two GPUs, 302 W and 303 W, between the samples of its 20 minutes (19 one-minute gaps).
   double expected_kwh = (302.0 + 303.0) * 19 * 60 / 3.6e6;
   EXPECT_NEAR(t["energy_kwh"].get<double>(), expected_kwh, 1e-9);
+  // The invoice line's energy: the rental's own copy within the month, the same figure; the
+  // samples after its early release are not its own.
+  EXPECT_EQ(transact([&](Tx& tx) { return telemetry_.keep(tx, clock_.now()).first; }), 20);
+  auto month = [&](int shift) {
+    auto lines = transact([&](Tx& tx) {
+      // YYYY-MM-01 of the month `shift` months after the start's, and of the one after it.
+      auto first_of = [&](int months) {
+        return format_rfc3339(start + H(24 * 31 * months)).substr(0, 8) + "01";
+      };
+      return telemetry_.energy_kwh(tx, a_.org_id, {id, "rnt_none"}, first_of(shift),
+                                   first_of(shift + 1), "UTC");
+    });
+    return lines;
+  };
+  ASSERT_EQ(month(0).size(), 1u) << "a rental with no samples is left out";
+  EXPECT_NEAR(month(0).at(id), expected_kwh, 1e-9);
+  EXPECT_TRUE(month(1).empty()) << "nothing in the next month";
+  EXPECT_TRUE(transact([&](Tx& tx) {
+                return telemetry_.energy_kwh(tx, b_.org_id, {id}, "2000-01-01", "2100-01-01",
+                                             "UTC");
+              }).empty())
+      << "another org's rental";
+
   ASSERT_EQ(t["events"].size(), 2u) << t["events"].dump();
   EXPECT_EQ(t["events"][0]["gpu_index"], 2);
   EXPECT_EQ(t["events"][0]["xid"], 79);

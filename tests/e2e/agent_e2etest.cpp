@@ -514,7 +514,8 @@ TEST_F(AgentE2E, TheNodeViewShowsTelemetryAndTheHealthHistory) {
                                                          {"temperature_c", 43},
                                                          {"power_w", nullptr},
                                                          {"utilization_pct", 0},
-                                                         {"memory_used_mib", nullptr}}));
+                                                         {"memory_used_mib", nullptr},
+                                                         {"sm_clock_mhz", nullptr}}));
 
   // GPU 3 slows down for heat: a warning, kept at once, and the node drains.
   auto hot = beat_at(44);

@@ -236,6 +236,7 @@ export const scenarios = [
       await page.getByRole("heading", { level: 2, name: "Your GPUs" }).waitFor();
       await page.getByRole("img", { name: /^Utilisation, % from .*GPU \d+ average/ }).waitFor();
       await page.getByRole("img", { name: /^Power, W from / }).waitFor();
+      await page.getByRole("img", { name: /^SM clock, MHz from .*GPU \d+ average 1,?980/ }).waitFor();
       await page.getByTestId("energy").filter({ hasText: /Energy drawn so far: [\d.,]+ kWh/ }).waitFor();
       await tab.check("rental-telemetry");
 

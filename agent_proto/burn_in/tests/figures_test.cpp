@@ -71,6 +71,49 @@ TEST(BurnInFigures, TheWireFormReadsBackToTheSameFigures) {
   EXPECT_EQ(figures_from_json(nlohmann::json::parse(wire.dump())), f);
 }
 
+TEST(BurnInFigures, TensorThroughputMemoryCopiesAndNvlinksFromRealCaptures) {
+  auto f = figures_of(
+      {.nvbandwidth =
+           read_fixture("nvbandwidth", "nvbandwidth-48_8xh20-3e_v0.8_device-local-copy.txt"),
+       .dcgmproftester =
+           read_fixture("matmul", "dcgm-user-guide_dcgmproftester11_1xa100_worker-prefix.txt"),
+       .nvlink_status = read_fixture(
+           "nvlink",
+           "azhpc-diagnostics-73_v100-sxm2-32gb-multi-gpu_gpu3-links-3-5-inactive_status.txt"),
+       .nvlink_errors =
+           read_fixture("nvlink", "brev-burn-in-notes_8xa100-sxm4-40gb_per-gpu-loop_errors.txt")});
+  EXPECT_TRUE(f.problems.empty()) << f.problems.front();
+  EXPECT_EQ(f.tools, (std::vector<std::string>{"nvbandwidth", "dcgmproftester", "nvlink"}));
+  ASSERT_EQ(f.gpus.size(), 8u);
+  // The median of its ten samples (252861.4 and 252917.0 the middle two), in TFLOP/s.
+  EXPECT_DOUBLE_EQ(*f.gpus[0].tensor_tflops, (252861.4 + 252917.0) / 2 / 1000);
+  EXPECT_FALSE(f.gpus[1].tensor_tflops);
+  EXPECT_DOUBLE_EQ(*f.gpus[0].memory_gbps, 1116.30);
+  EXPECT_DOUBLE_EQ(*f.gpus[7].memory_gbps, 1116.30);
+  EXPECT_DOUBLE_EQ(*f.gpus[5].memory_gbps, 1116.88);
+  // GPU 3's status (links 3 and 5 inactive) and every A100's error counters, all zero.
+  ASSERT_EQ(f.nvlink.size(), 8u);
+  EXPECT_EQ(f.nvlink[3].gpu, 3);
+  EXPECT_EQ(f.nvlink[3].active, 4);
+  EXPECT_EQ(f.nvlink[3].inactive, (std::vector<int>{3, 5}));
+  EXPECT_EQ(f.nvlink[3].errors, 0);
+  EXPECT_EQ(f.nvlink[0].active, 0) << "no status captured for GPU 0";
+  auto wire = to_json(f);
+  EXPECT_EQ(figures_from_json(nlohmann::json::parse(wire.dump())), f);
+}
+
+TEST(BurnInFigures, NvlinkErrorsCountErrorCountersOnly) {
+  EXPECT_EQ(nvlink_errors({.link = 0, .counters = {{"replay", 2}, {"recovery", 1}, {"crc", 4}}}),
+            7);
+  EXPECT_EQ(nvlink_errors({.link = 0,
+                           .counters = {{"tx_packets", 900},
+                                        {"malformed_packet", 3},
+                                        {"link_recovery_successful_events", 5}}}),
+            3);
+  EXPECT_EQ(nvlink_errors({.link = 0, .counters = {{"crc", INT64_MAX}, {"replay", 5}}}), INT64_MAX)
+      << "saturates";
+}
+
 TEST(BurnInFigures, TheServerRefusesWhatAnAgentCouldNotHaveMeasured) {
   auto good = to_json(BurnInFigures{.tools = {"nvbandwidth"}, .links = {{0, 1, 390.5}}});
   ASSERT_NO_THROW(figures_from_json(good));
@@ -95,6 +138,29 @@ TEST(BurnInFigures, TheServerRefusesWhatAnAgentCouldNotHaveMeasured) {
   });
   refused([](auto& j) { j["problems"] = std::vector<std::string>(9, "x"); });
   refused([](auto& j) { j = nlohmann::json::array(); });
+  refused([](auto& j) { j["gpus"] = {{{"index", 0}, {"tensor_tflops", -1}}}; });
+  refused([](auto& j) { j["gpus"] = {{{"index", 0}, {"memory_gbps", "fast"}}}; });
+  auto link_state = [](nlohmann::json n) { return nlohmann::json::array({n}); };
+  auto with = [](nlohmann::json n, const char* key, nlohmann::json value) {
+    n[key] = std::move(value);
+    return n;
+  };
+  nlohmann::json up = {{"gpu", 0},
+                       {"active", 18},
+                       {"inactive", nlohmann::json::array()},
+                       {"all_down", false},
+                       {"errors", 0}};
+  ASSERT_NO_THROW(figures_from_json([&] {
+    auto j = good;
+    j["nvlink"] = link_state(up);
+    return j;
+  }()));
+  refused([&](auto& j) { j["nvlink"] = {up, up}; });  // a GPU twice
+  refused([&](auto& j) { j["nvlink"] = link_state(with(up, "active", 65)); });
+  refused([&](auto& j) { j["nvlink"] = link_state(with(up, "errors", -1)); });
+  refused([&](auto& j) { j["nvlink"] = link_state(with(up, "inactive", {64})); });
+  refused([&](auto& j) { j["nvlink"] = link_state(with(up, "all_down", 1)); });
+  refused([&](auto& j) { j["nvlink"] = link_state(with(up, "speed", 1)); });
 }
 
 }  // namespace figures_test

@@ -74,6 +74,32 @@ TEST(NvbandwidthFixtures, SevenGpusBidirectionalCasesUseTheirTotal) {
 
 // Synthetic: indented output, a test case with a sum but no matrix, a case with neither (a
 // waived test) dropped.
+// device_local_copy's matrix has one row and a GPU per column ("memcpy local GPU(column)").
+TEST(NvbandwidthFixtures, LocalCopiesOfOneAndEightGpus) {
+  auto laptop = parse_nvbandwidth(read_fixture(
+      "nvbandwidth", "windows-run_1xrtx3050-laptop_v0.8_all-tests-with-local-copy.txt"));
+  const NvbandwidthTestCase* local = nullptr;
+  for (const auto& c : laptop.test_cases) {
+    if (c.name == "device_local_copy") local = &c;
+  }
+  ASSERT_NE(local, nullptr);
+  ASSERT_EQ(local->matrices.size(), 1u);
+  EXPECT_EQ(local->matrices[0].title, "memcpy local GPU(column) bandwidth (GB/s)");
+  EXPECT_EQ(local->matrices[0].cells, (std::vector<std::vector<std::optional<double>>>{{84.33}}));
+  EXPECT_EQ(local->sum, 84.33);
+
+  auto h20 = parse_nvbandwidth(
+      read_fixture("nvbandwidth", "nvbandwidth-48_8xh20-3e_v0.8_device-local-copy.txt"));
+  ASSERT_FALSE(h20.test_cases.empty());
+  EXPECT_EQ(h20.test_cases[0].name, "device_local_copy");
+  const auto& m = h20.test_cases[0].matrices.at(0);
+  EXPECT_EQ(m.rows, (std::vector<std::string>{"0"}));
+  ASSERT_EQ(m.cells.at(0).size(), 8u);
+  EXPECT_EQ(m.cells[0][0], 1116.30);
+  EXPECT_EQ(m.cells[0][6], 1117.17);
+  EXPECT_EQ(h20.test_cases[0].sum, 8930.99);
+}
+
 TEST(NvbandwidthEdges, SumOnlyAndWaivedCases) {
   auto r = parse_nvbandwidth(
       "    Running host_to_device_memcpy_ce.\n"

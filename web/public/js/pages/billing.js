@@ -42,6 +42,7 @@ strings({
     "billing.lines_none": "No lines.",
     "billing.col.line": "Description", "billing.col.rental": "Rental", "billing.col.days": "Days",
     "billing.col.unit": "Price per day", "billing.col.net": "Net", "billing.col.tax": "VAT", "billing.col.line_amount": "Amount",
+    "billing.col.energy": "Energy, kWh",
     "billing.line.sla_credit": "SLA credit",
     "billing.subtotal": "Subtotal (net)", "billing.tax": "VAT {rate}%", "billing.total": "Total",
     "billing.close": "Close invoice",
@@ -83,6 +84,7 @@ strings({
     "billing.lines_none": "Строк нет.",
     "billing.col.line": "Описание", "billing.col.rental": "Аренда", "billing.col.days": "Дней",
     "billing.col.unit": "Цена за день", "billing.col.net": "Без НДС", "billing.col.tax": "НДС", "billing.col.line_amount": "Сумма",
+    "billing.col.energy": "Энергия, кВт·ч",
     "billing.line.sla_credit": "Компенсация по SLA",
     "billing.subtotal": "Итого без НДС", "billing.tax": "НДС {rate}%", "billing.total": "Всего",
     "billing.close": "Закрыть счёт",
@@ -222,6 +224,9 @@ function invoiceDetail(invoice, { close, open }) {
     { label: t("billing.col.net"), num: true, cell: (l) => money(l.amount_net) },
     { label: t("billing.col.tax"), num: true, cell: (l) => money(l.tax) },
     { label: t("billing.col.line_amount"), num: true, cell: (l) => money(l.amount) },
+    // What the rental's GPUs drew in the month, from their telemetry: a detail, not charged.
+    { label: t("billing.col.energy"), num: true, cell: (l) => (typeof l.energy_kwh === "number"
+      ? l.energy_kwh.toLocaleString(document.documentElement.lang || "en", { maximumSignificantDigits: 3 }) : "—") },
   ];
   const rate = Number.parseFloat(invoice.vat_rate_percent);
   const closeButton = h("button", { type: "button" }, t("billing.close"));
