@@ -33,7 +33,7 @@ constexpr Statement kCopy = {
     " WHERE c.rental_id = r.id), '-infinity')"
     " WHERE r.state = ANY ($1::text[]) AND r.node_id IS NOT NULL"
     // A releasing rental's GPUs stopped being its tenant's when it left `active`.
-    " AND (r.state <> 'releasing' OR s.at < r.state_changed_at)"
+    " AND (NOT r.state = ANY ($2::text[]) OR s.at < r.state_changed_at)"
     " ON CONFLICT (rental_id, at) DO NOTHING"};
 constexpr Statement kPurge = {
     "rental_telemetry_purge",
@@ -199,7 +199,8 @@ std::map<std::string, double> RentalTelemetry::energy_kwh(
 }
 
 std::pair<int, int> RentalTelemetry::keep(Tx& tx, Timestamp now, int limit) {
-  int copied = static_cast<int>(tx.exec(kCopy, kOnTheNode.sql()).affected_rows());
+  constexpr RentalStates kReleasing{RentalState::kReleasing};
+  int copied = static_cast<int>(tx.exec(kCopy, kOnTheNode.sql(), kReleasing.sql()).affected_rows());
   int deleted = static_cast<int>(
       tx.exec(kPurge, kFinalRentalStates.sql(), sql_timestamp(now - kKeptAfterEnd), limit)
           .affected_rows());

@@ -152,25 +152,6 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
   EXPECT_EQ(recommendations[0]["measured"], offer["measured"]) << advice.body;
   EXPECT_TRUE(recommendations[0]["price_per_measured_tflops_day"].is_object()) << advice.body;
 
-  // The rental's line on its invoice carries the energy its GPUs drew: the agent's samples,
-  // kept a minute apart on the test clock, copied to the rental by the lifecycle's job.
-  json line;
-  EXPECT_TRUE(wait_for([&] {
-    advance(61);
-    run_lifecycle();
-    json invoices = get("/v1/invoices", session(owner)).json();
-    for (const auto& invoice : invoices["items"]) {
-      for (const auto& l : invoice["lines"]) {
-        if (l["rental_id"] == rental && l["kind"] == "rental_days") line = l;
-      }
-    }
-    return line["energy_kwh"].is_number() && line["energy_kwh"].get<double>() > 0;
-  })) << line.dump();
-  auto telemetry = get("/v1/rentals/" + rental + "/telemetry", session(owner));
-  ASSERT_EQ(telemetry.status, 200) << telemetry.body;
-  EXPECT_GT(telemetry.json()["energy_kwh"].get<double>(), 0) << telemetry.body;
-  EXPECT_EQ(telemetry.json()["gpus"][0]["samples"][0]["sm_clock_mhz"], 1980.0) << telemetry.body;
-
   // Another org's rental is as unknown as none.
   Login stranger = account("stranger@example.com", "Other");
   EXPECT_EQ(get("/v1/rentals/" + rental + "/report", session(stranger)).status, 404);
