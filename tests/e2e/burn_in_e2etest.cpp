@@ -152,6 +152,41 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
   EXPECT_EQ(recommendations[0]["measured"], offer["measured"]) << advice.body;
   EXPECT_TRUE(recommendations[0]["price_per_measured_tflops_day"].is_object()) << advice.body;
 
+  // The rental's line on its invoice carries the energy its GPUs drew: three samples of the
+  // agent, each kept after the test clock moved a minute (a gap over three minutes would count
+  // as no draw), copied to the rental by the lifecycle's job.
+  json latest = node_view(healthy)["telemetry"];
+  std::string sampled_at = latest.is_object() ? latest.value("at", "") : "";
+  for (int i = 0; i < 3; ++i) {
+    advance(61);
+    ASSERT_TRUE(wait_for([&] {
+      json t = node_view(healthy)["telemetry"];
+      if (!t.is_object() || !t["at"].is_string() || t["at"] == sampled_at) return false;
+      sampled_at = t["at"];
+      return true;
+    })) << node_view(healthy).dump();
+  }
+  run_lifecycle();
+  json invoices = get("/v1/invoices", session(owner)).json();
+  json line;
+  for (const auto& invoice : invoices["items"]) {
+    for (const auto& l : invoice["lines"]) {
+      if (l["rental_id"] == rental && l["kind"] == "rental_days") line = l;
+    }
+  }
+  ASSERT_TRUE(line["energy_kwh"].is_number()) << invoices.dump();
+  // Its two H100s at the simulated 70 W each over at least the two minutes between the three
+  // samples (earlier ones a minute apart count too).
+  EXPECT_GE(line["energy_kwh"].get<double>(), 2 * 70.0 * 122 / 3.6e6)
+      << line.dump() << "\n"
+      << get("/v1/rentals/" + rental + "/telemetry?step=10", session(owner)).body;
+  auto telemetry = get("/v1/rentals/" + rental + "/telemetry", session(owner));
+  ASSERT_EQ(telemetry.status, 200) << telemetry.body;
+  EXPECT_GE(telemetry.json()["energy_kwh"].get<double>(), line["energy_kwh"].get<double>())
+      << telemetry.body;
+  EXPECT_EQ(telemetry.json()["gpus"][0]["samples"].back()["sm_clock_mhz"], 1980.0)
+      << telemetry.body;
+
   // Another org's rental is as unknown as none.
   Login stranger = account("stranger@example.com", "Other");
   EXPECT_EQ(get("/v1/rentals/" + rental + "/report", session(stranger)).status, 404);

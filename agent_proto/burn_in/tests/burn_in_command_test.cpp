@@ -66,6 +66,32 @@ TEST(BurnInCommand, PrintsEveryToolsResults) {
   EXPECT_EQ(out["gpu_burn"]["gpus"][0]["gflops"], 6311.0);
 }
 
+TEST(BurnInCommand, PrintsTheTensorProbeAndTheNvlinkCaptures) {
+  auto dir = fresh_dir("nvlink");
+  fs::copy_file(fixture_dir("matmul") / "dcgm-user-guide_dcgmproftester11_1xa100_worker-prefix.txt",
+                dir / "dcgmproftester.txt");
+  fs::copy_file(
+      fixture_dir("nvlink") /
+          "azhpc-diagnostics-73_v100-sxm2-32gb-multi-gpu_gpu3-links-3-5-inactive_status.txt",
+      dir / "nvlink_status.txt");
+  fs::copy_file(
+      fixture_dir("nvlink") / "brev-burn-in-notes_8xa100-sxm4-40gb_per-gpu-loop_errors.txt",
+      dir / "nvlink_errors.txt");
+  auto r = run_subprocess({gpurent::testing::agent_path(), "burn-in", "--from", dir.string()});
+  fs::remove_all(dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json out = json::parse(r.output);
+  EXPECT_EQ(out.size(), 3u);
+  EXPECT_EQ(out["dcgmproftester"]["test_id"], 1004);
+  EXPECT_EQ(out["dcgmproftester"]["metric"], "TensorEngineActive");
+  EXPECT_EQ(out["dcgmproftester"]["workers"][0]["gflops"][0], 250362.2);
+  EXPECT_EQ(out["nvlink_status"][0]["gpu"], 3);
+  EXPECT_TRUE(out["nvlink_status"][0]["links"][3]["gbps"].is_null());
+  EXPECT_EQ(out["nvlink_status"][0]["links"][4]["gbps"], 25.781);
+  EXPECT_EQ(out["nvlink_errors"].size(), 8u);
+  EXPECT_EQ(out["nvlink_errors"][7]["links"][0]["counters"]["crc"], 0);
+}
+
 TEST(BurnInCommand, OnlyTheCapturesPresentAreReported) {
   auto dir = fresh_dir("one");
   fs::copy_file(fixture_dir("gpu_burn") / "gpu-burn-124_1xrtx-a2000_ok.txt", dir / "gpu_burn.txt");
