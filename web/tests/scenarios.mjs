@@ -255,6 +255,10 @@ export const scenarios = [
       assert.match(l4Column, /Gflop\/s/, l4Column);
       const perTflops = await compared.getByRole("row", { name: /Price per measured TFLOP\/s a day/ }).textContent();
       assert.match(perTflops.replace(/[\u00a0\u202f]/g, " "), /₽/, perTflops);
+      const tensor = await compared.getByRole("row", { name: /fp16 tensor per GPU/ }).textContent();
+      assert.match(tensor, /TFLOP\/s/, tensor);
+      const perTensor = await compared.getByRole("row", { name: /Price per measured tensor TFLOP\/s a day/ }).textContent();
+      assert.match(perTensor.replace(/[\u00a0\u202f]/g, " "), /₽/, perTensor);
       await tab.check("catalog-compare");
       await tab.visit(`#/rentals/${encodeURIComponent(booked.id)}`);
       await page.getByRole("heading", { level: 2, name: "Handover report" }).waitFor();

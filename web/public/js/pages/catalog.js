@@ -22,6 +22,8 @@ strings({
         "cmp.slot": "Configuration {n}", "cmp.none": "—", "cmp.caption": "Configurations side by side",
         "cmp.measure": "", "cmp.price": "Price per day", "cmp.gflops": "Measured per GPU", "cmp.tflops": "Measured in all",
         "cmp.peer": "Between two GPUs", "cmp.nccl": "NCCL all-reduce", "cmp.per_tflops": "Price per measured TFLOP/s a day",
+        "cmp.tensor": "fp16 tensor per GPU", "cmp.memory": "Memory copy per GPU",
+        "cmp.per_tensor": "Price per measured tensor TFLOP/s a day",
         "cmp.nodes": "Nodes measured", "cmp.when": "Earliest start", "cmp.best": "lowest", "cmp.unmeasured": "not measured yet" },
   ru: { "catalog.title": "GPU и цены", "catalog.models": "Модели GPU", "catalog.offers": "Предложения",
         "catalog.model": "Модель", "catalog.arch": "Архитектура", "catalog.cc": "Compute capability",
@@ -38,6 +40,8 @@ strings({
         "cmp.slot": "Конфигурация {n}", "cmp.none": "—", "cmp.caption": "Конфигурации рядом",
         "cmp.measure": "", "cmp.price": "Цена за сутки", "cmp.gflops": "Измерено на GPU", "cmp.tflops": "Измерено всего",
         "cmp.peer": "Между двумя GPU", "cmp.nccl": "NCCL all-reduce", "cmp.per_tflops": "Цена измеренного TFLOP/s в сутки",
+        "cmp.tensor": "fp16 на тензорных ядрах, на GPU", "cmp.memory": "Копирование в памяти GPU",
+        "cmp.per_tensor": "Цена измеренного тензорного TFLOP/s в сутки",
         "cmp.nodes": "Узлов измерено", "cmp.when": "Ближайший старт", "cmp.best": "ниже всех", "cmp.unmeasured": "ещё не измерено" },
 });
 
@@ -99,6 +103,9 @@ export async function render(ctx) {
       [t("cmp.nccl"), (o) => (m(o).nccl_bus_gbps ? `${number(Math.round(m(o).nccl_bus_gbps))} GB/s` : "—")],
       [t("cmp.per_tflops"), (o) => (o.price_per_measured_tflops_day
         ? `${money(o.price_per_measured_tflops_day)}${o.price_per_measured_tflops_day.amount_minor === lowest && chosen.length > 1 ? ` (${t("cmp.best")})` : ""}` : "—")],
+      [t("cmp.tensor"), (o) => (m(o).tensor_tflops_per_gpu ? `${number(m(o).tensor_tflops_per_gpu, 1)} TFLOP/s` : "—")],
+      [t("cmp.memory"), (o) => (m(o).memory_gbps_per_gpu ? `${number(Math.round(m(o).memory_gbps_per_gpu))} GB/s` : "—")],
+      [t("cmp.per_tensor"), (o) => (o.price_per_measured_tensor_tflops_day ? money(o.price_per_measured_tensor_tflops_day) : "—")],
       [t("cmp.nodes"), (o) => number(m(o).nodes || 0)],
       [t("cmp.when"), (o) => (o.available_now ? t("catalog.now") : o.earliest_start ? dateTime(o.earliest_start) : t("catalog.none"))],
     ];
