@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -108,6 +109,16 @@ TEST_F(BurnInE2E, ASlowGpuAtHandoverDrainsItsNodeAndTheRentalIsHandedOverOnAHeal
   EXPECT_EQ(r["node"]["id"], healthy);
   EXPECT_EQ(r["failed_handovers"][0]["node_id"], slow);
   EXPECT_FALSE(r["measurements"].empty());
+  // Every kind of figure the simulated tools print, for the rental's own GPUs.
+  std::set<std::string> kinds;
+  for (const auto& m : r["measurements"]) {
+    std::string name = m["name"];
+    kinds.insert(name.substr(0, name.find(' ')));
+  }
+  for (const char* kind : {"gpu_throughput", "gpu_tensor_throughput", "gpu_memory_bandwidth",
+                           "nvlink", "peer_bandwidth"}) {
+    EXPECT_TRUE(kinds.contains(kind)) << kind << " " << r["measurements"].dump();
+  }
   EXPECT_EQ(r["algorithm"], "Ed25519");
   auto published = get("/v1/platform/report-key", {});  // no credentials needed
   ASSERT_EQ(published.status, 200) << published.body;
