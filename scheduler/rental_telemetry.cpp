@@ -139,9 +139,12 @@ std::optional<TelemetryWindow> telemetry_window(const Period& period, Timestamp 
 }
 
 json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
-                           const std::vector<int>& gpus, const TelemetryWindow& w) {
+                           const std::vector<int>& gpus, const TelemetryWindow& w,
+                           Timestamp rental_start) {
+  constexpr auto kDay = std::chrono::hours(24);
   json out_gpus = json::array();
   double joules = 0;
+  std::map<long long, double> joules_by_day;  // by rental-day, 1 first
   for (int index : gpus) {
     std::map<long long, Step> steps;  // by step number from the window's start
     const inventory::TelemetryPoint* previous = nullptr;
@@ -162,7 +165,11 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
       s.throttle.insert(g->throttle_reasons.begin(), g->throttle_reasons.end());
       if (previous && previous_power && g->power_w) {
         auto gap = std::chrono::duration<double>(p.at - previous->at);
-        if (gap <= kLongestGap) joules += (*previous_power + *g->power_w) / 2 * gap.count();
+        if (gap <= kLongestGap) {
+          double drawn = (*previous_power + *g->power_w) / 2 * gap.count();
+          joules += drawn;
+          joules_by_day[(p.at - rental_start) / kDay + 1] += drawn;
+        }
       }
       previous = &p;
       previous_power = g->power_w;
@@ -180,11 +187,17 @@ json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
     }
     out_gpus.push_back({{"index", index}, {"samples", std::move(samples)}});
   }
-  return {{"from", format_rfc3339(w.from)},
-          {"to", format_rfc3339(w.to)},
-          {"step_s", w.step.count()},
-          {"gpus", std::move(out_gpus)},
-          {"energy_kwh", joules / 3.6e6}};
+  json by_day = json::array();
+  for (const auto& [day, j] : joules_by_day) {
+    Timestamp from = rental_start + kDay * (day - 1);
+    by_day.push_back({{"day", day},
+                      {"from", format_rfc3339(std::max(from, w.from))},
+                      {"to", format_rfc3339(std::min(from + kDay, w.to))},
+                      {"energy_kwh", j / 3.6e6}});
+  }
+  return {{"from", format_rfc3339(w.from)}, {"to", format_rfc3339(w.to)},
+          {"step_s", w.step.count()},       {"gpus", std::move(out_gpus)},
+          {"energy_kwh", joules / 3.6e6},   {"energy_by_day", std::move(by_day)}};
 }
 
 std::map<std::string, double> RentalTelemetry::energy_kwh(
@@ -227,8 +240,9 @@ json RentalTelemetry::read(const Caller& caller, const std::string& id,
     }
     auto window = started ? telemetry_window(own, clock_.now(), from, to, step) : std::nullopt;
     if (!window) {
-      return json{{"from", nullptr},       {"to", nullptr},     {"step_s", nullptr},
-                  {"gpus", json::array()}, {"energy_kwh", 0.0}, {"events", json::array()}};
+      return json{{"from", nullptr},        {"to", nullptr},     {"step_s", nullptr},
+                  {"gpus", json::array()},  {"energy_kwh", 0.0}, {"energy_by_day", json::array()},
+                  {"events", json::array()}};
     }
     // The rental's own copy, then the node's history after its last copied sample.
     auto points =
@@ -240,7 +254,7 @@ json RentalTelemetry::read(const Caller& caller, const std::string& id,
         points.push_back(std::move(p));
       }
     }
-    auto out = rental_telemetry_json(points, r->gpu_indices, *window);
+    auto out = rental_telemetry_json(points, r->gpu_indices, *window, r->period.start);
     out["events"] = events_json(
         history_.gpu_events(tx, *r->node_id, r->gpu_indices, window->from, window->to, kMaxEvents));
     return out;

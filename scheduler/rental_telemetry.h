@@ -48,9 +48,12 @@ std::optional<TelemetryWindow> telemetry_window(const Period& period, Timestamp 
 // step's samples had is null; throttle_reasons every reason any of them had; sm_clock_mhz the
 // average SM clock), and the energy of the rental's GPUs over the window in kWh (power
 // integrated between consecutive samples, a gap longer than three minutes counted as no
-// draw). Pure.
+// draw), and `energy_by_day`: that energy per rental-day within the window, [{day, from, to,
+// energy_kwh}], day 1 the first 24 hours from `rental_start` (a draw counts on the day of its
+// later sample). Pure.
 nlohmann::json rental_telemetry_json(const std::vector<inventory::TelemetryPoint>& points,
-                                     const std::vector<int>& gpus, const TelemetryWindow& window);
+                                     const std::vector<int>& gpus, const TelemetryWindow& window,
+                                     Timestamp rental_start);
 
 class RentalTelemetry {
  public:

@@ -202,6 +202,28 @@ TEST_F(RentalTelemetryTest, TheRentalsCopyOutlivesTheNodesHistoryAndGoesThirtyDa
   EXPECT_EQ(gone, 12);
 }
 
+// A rental's energy per rental-day: five one-minute gaps around the end of its first 24 hours,
+// two of them drawn on day 1 and three on day 2 (each on the day of its later sample).
+TEST(RentalTelemetryEnergy, SplitByRentalDay) {
+  Timestamp start = Timestamp(std::chrono::seconds(1'893'456'000));
+  std::vector<inventory::TelemetryPoint> points;
+  for (int m = -3; m <= 2; ++m) {
+    points.push_back({start + std::chrono::hours(24) + std::chrono::minutes(m),
+                      {{.index = 0, .power_w = 600.0}, {.index = 1, .power_w = 400.0}}});
+  }
+  TelemetryWindow w{start, start + std::chrono::hours(48), std::chrono::seconds(60)};
+  auto t = rental_telemetry_json(points, {0, 1}, w, start);
+  const double per_gap_kwh = (600.0 + 400.0) * 60 / 3.6e6;
+  EXPECT_NEAR(t["energy_kwh"].get<double>(), 5 * per_gap_kwh, 1e-12);
+  ASSERT_EQ(t["energy_by_day"].size(), 2u) << t["energy_by_day"].dump();
+  EXPECT_EQ(t["energy_by_day"][0]["day"], 1);
+  EXPECT_EQ(t["energy_by_day"][0]["from"], format_rfc3339(start));
+  EXPECT_EQ(t["energy_by_day"][0]["to"], format_rfc3339(start + std::chrono::hours(24)));
+  EXPECT_NEAR(t["energy_by_day"][0]["energy_kwh"].get<double>(), 2 * per_gap_kwh, 1e-12);
+  EXPECT_EQ(t["energy_by_day"][1]["day"], 2);
+  EXPECT_NEAR(t["energy_by_day"][1]["energy_kwh"].get<double>(), 3 * per_gap_kwh, 1e-12);
+}
+
 TEST(RentalTelemetryWindow, ClampedToThePeriodAndNowWithAtMostAThousandSteps) {
   Timestamp t0 = Timestamp(std::chrono::seconds(1'893'456'000));
   Period p{t0, t0 + std::chrono::hours(24 * 30)};

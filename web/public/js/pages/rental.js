@@ -32,7 +32,7 @@ strings({
         "r.report_verify": "Check it offline: base64-decode payload and signature, then openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json -sigfile report.sig with the key from /v1/platform/report-key.",
         "verdict.pass": "pass", "verdict.warn": "warning", "verdict.fail": "failed",
         "r.telemetry": "Your GPUs", "r.telemetry_wait": "Charts appear once the rental runs and its GPUs report.",
-        "r.energy": "Energy drawn so far: {kwh} kWh.", "r.chart_util": "Utilisation, %", "r.chart_power": "Power, W", "r.chart_clock": "SM clock, MHz",
+        "r.energy": "Energy drawn so far: {kwh} kWh.", "r.energy_day": "Day {day}: {kwh} kWh", "r.chart_util": "Utilisation, %", "r.chart_power": "Power, W", "r.chart_clock": "SM clock, MHz",
         "r.gpu_events": "What happened to your GPUs", "r.gpu_event": "GPU {index}: {reason}", "r.gpu_event_xid": "GPU {index}, XID {xid}: {reason}",
         "r.chart_label": "{title} from {from} to {to}: {series}", "r.chart_series": "GPU {index} average {avg}, peak {peak}" },
   ru: { "r.facts": "Подробности", "r.gpus": "GPU", "r.period": "Период", "r.days": "Срок", "r.price": "Цена",
@@ -59,7 +59,7 @@ strings({
         "r.report_verify": "Проверка без нас: раскодируйте payload и signature из base64 и выполните openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in report.json -sigfile report.sig с ключом из /v1/platform/report-key.",
         "verdict.pass": "норма", "verdict.warn": "предупреждение", "verdict.fail": "сбой",
         "r.telemetry": "Ваши GPU", "r.telemetry_wait": "Графики появятся, когда аренда начнётся и GPU начнут отчитываться.",
-        "r.energy": "Потреблено энергии: {kwh} кВт·ч.", "r.chart_util": "Загрузка, %", "r.chart_power": "Мощность, Вт", "r.chart_clock": "Частота SM, МГц",
+        "r.energy": "Потреблено энергии: {kwh} кВт·ч.", "r.energy_day": "День {day}: {kwh} кВт·ч", "r.chart_util": "Загрузка, %", "r.chart_power": "Мощность, Вт", "r.chart_clock": "Частота SM, МГц",
         "r.gpu_events": "Что происходило с вашими GPU", "r.gpu_event": "GPU {index}: {reason}", "r.gpu_event_xid": "GPU {index}, XID {xid}: {reason}",
         "r.chart_label": "{title} с {from} по {to}: {series}", "r.chart_series": "GPU {index}: в среднем {avg}, максимум {peak}" },
 });
@@ -291,6 +291,9 @@ export async function render(ctx) {
     replace(telemetrySection, heading,
       h("p", { "data-testid": "energy" }, t("r.energy", {
         kwh: data.energy_kwh.toLocaleString(document.documentElement.lang || "en", { maximumSignificantDigits: 3 }) })),
+      // Per rental-day once there is more than one.
+      data.energy_by_day.length > 1 ? h("ul", { "data-testid": "energy-by-day" }, data.energy_by_day.map((d) => h("li", {},
+        t("r.energy_day", { day: d.day, kwh: d.energy_kwh.toLocaleString(document.documentElement.lang || "en", { maximumSignificantDigits: 3 }) })))) : null,
       chart(data, t("r.chart_util"), "utilization_pct", 100),
       chart(data, t("r.chart_power"), "power_w", 0),
       chart(data, t("r.chart_clock"), "sm_clock_mhz", 0),
