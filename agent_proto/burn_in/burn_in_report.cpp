@@ -165,6 +165,32 @@ json to_json(const std::vector<NvlinkGpuErrors>& r) {
   return gpus;
 }
 
+json to_json(const P2pBandwidthResult& r) {
+  json devices = json::array();
+  for (const auto& d : r.devices) {
+    json j = {{"index", d.index}, {"name", d.name}};
+    if (d.pci_bus_id) j["pci_bus_id"] = *d.pci_bus_id;
+    devices.push_back(std::move(j));
+  }
+  json matrices = json::array();
+  for (const auto& m : r.matrices) {
+    json cells = json::array();
+    for (const auto& row : m.cells) {
+      json cells_row = json::array();
+      for (const auto& cell : row) cells_row.push_back(optional_number(cell));
+      cells.push_back(std::move(cells_row));
+    }
+    matrices.push_back({{"title", m.title},
+                        {"unit", m.unit},
+                        {"columns", m.columns},
+                        {"rows", m.rows},
+                        {"cells", std::move(cells)}});
+  }
+  return {{"devices", std::move(devices)},
+          {"connectivity", r.connectivity},
+          {"matrices", std::move(matrices)}};
+}
+
 BurnInInputs read_burn_in_dir(const std::filesystem::path& dir) {
   return {.all_reduce_perf = read_capped(dir / "all_reduce_perf.txt"),
           .nvbandwidth = read_capped(dir / "nvbandwidth.txt"),
@@ -172,7 +198,8 @@ BurnInInputs read_burn_in_dir(const std::filesystem::path& dir) {
           .gpu_burn = read_capped(dir / "gpu_burn.txt"),
           .dcgmproftester = read_capped(dir / "dcgmproftester.txt"),
           .nvlink_status = read_capped(dir / "nvlink_status.txt"),
-          .nvlink_errors = read_capped(dir / "nvlink_errors.txt")};
+          .nvlink_errors = read_capped(dir / "nvlink_errors.txt"),
+          .p2p_bandwidth = read_capped(dir / "p2p_bandwidth.txt")};
 }
 
 BurnInReport burn_in_report(const BurnInInputs& inputs) {
@@ -193,11 +220,14 @@ BurnInReport burn_in_report(const BurnInInputs& inputs) {
   one(inputs.dcgmproftester, "dcgmproftester.txt", "dcgmproftester", parse_dcgmproftester);
   one(inputs.nvlink_status, "nvlink_status.txt", "nvlink_status", parse_nvlink_status);
   one(inputs.nvlink_errors, "nvlink_errors.txt", "nvlink_errors", parse_nvlink_errors);
+  one(inputs.p2p_bandwidth, "p2p_bandwidth.txt", "p2p_bandwidth", parse_p2p_bandwidth);
   if (!inputs.all_reduce_perf && !inputs.nvbandwidth && !inputs.dcgmi_diag && !inputs.gpu_burn &&
-      !inputs.dcgmproftester && !inputs.nvlink_status && !inputs.nvlink_errors) {
+      !inputs.dcgmproftester && !inputs.nvlink_status && !inputs.nvlink_errors &&
+      !inputs.p2p_bandwidth) {
     report.problems.push_back(
         "nothing to report: none of all_reduce_perf.txt, nvbandwidth.txt, dcgmi_diag.txt, "
-        "gpu_burn.txt, dcgmproftester.txt, nvlink_status.txt, nvlink_errors.txt is there");
+        "gpu_burn.txt, dcgmproftester.txt, nvlink_status.txt, nvlink_errors.txt, "
+        "p2p_bandwidth.txt is there");
   }
   return report;
 }

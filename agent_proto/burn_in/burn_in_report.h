@@ -8,6 +8,7 @@
 #include "agent_proto/burn_in/nccl_tests.h"
 #include "agent_proto/burn_in/nvbandwidth.h"
 #include "agent_proto/burn_in/nvlink_status.h"
+#include "agent_proto/burn_in/p2p_bandwidth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,7 @@ nlohmann::json to_json(const GpuBurnResult& result);
 nlohmann::json to_json(const ProftesterResult& result);
 nlohmann::json to_json(const std::vector<NvlinkGpuStatus>& result);
 nlohmann::json to_json(const std::vector<NvlinkGpuErrors>& result);
+nlohmann::json to_json(const P2pBandwidthResult& result);
 
 // The raw text of each tool's capture; absent when its file is not there.
 struct BurnInInputs {
@@ -35,6 +37,7 @@ struct BurnInInputs {
   std::optional<std::string> dcgmproftester;   // DIR/dcgmproftester.txt (-t 1004)
   std::optional<std::string> nvlink_status;    // DIR/nvlink_status.txt (nvidia-smi nvlink -s)
   std::optional<std::string> nvlink_errors;    // DIR/nvlink_errors.txt (nvidia-smi nvlink -e)
+  std::optional<std::string> p2p_bandwidth;    // DIR/p2p_bandwidth.txt (p2pBandwidthLatencyTest)
 };
 
 // Reads the files that are present; a file over kMaxToolOutputBytes is read only that far

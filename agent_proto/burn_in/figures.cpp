@@ -5,6 +5,7 @@
 #include "agent_proto/burn_in/gpu_burn.h"
 #include "agent_proto/burn_in/nccl_tests.h"
 #include "agent_proto/burn_in/nvbandwidth.h"
+#include "agent_proto/burn_in/p2p_bandwidth.h"
 
 #include <algorithm>
 #include <charconv>
@@ -39,7 +40,8 @@ std::optional<int> label_index(const std::string& label) {
   return v;
 }
 
-void add_links(const NvbandwidthMatrix& m, BurnInFigures& out) {
+template <typename Matrix>
+void add_links(const Matrix& m, BurnInFigures& out) {
   // Per unordered pair the slower direction: a link is as good as its worse half.
   std::map<std::pair<int, int>, double> pairs;
   for (std::size_t r = 0; r < m.rows.size() && r < m.cells.size(); ++r) {
@@ -246,6 +248,12 @@ BurnInFigures figures_of(const BurnInInputs& inputs) {
     if (const auto* m = peer_matrix(r)) add_links(*m, out);
     add_local_copy(r, out);
   });
+  // p2pBandwidthLatencyTest's unidirectional peer writes, when nvbandwidth gave no links.
+  attempt(inputs.p2p_bandwidth, "p2p_bandwidth", "p2p_bandwidth.txt", [&](const std::string& t) {
+    auto r = parse_p2p_bandwidth(t);
+    const auto* m = r.find("Unidirectional P2P=Enabled Bandwidth");
+    if (m && out.links.empty() && m->unit == "GB/s") add_links(*m, out);
+  });
   attempt(inputs.dcgmproftester, "dcgmproftester", "dcgmproftester.txt",
           [&](const std::string& t) { add_proftester(parse_dcgmproftester(t), out); });
   attempt(inputs.nvlink_status, "nvlink", "nvlink_status.txt",
@@ -318,8 +326,8 @@ BurnInFigures figures_from_json(const json& j) {
       j, {"tools", "gpus", "links", "nccl_bus_gbps", "nccl_wrong", "diag", "nvlink", "problems"},
       root);
   BurnInFigures f;
-  const std::set<std::string> known_tools{"gpu_burn", "nvbandwidth",    "nccl",
-                                          "dcgmi",    "dcgmproftester", "nvlink"};
+  const std::set<std::string> known_tools{"gpu_burn",       "nvbandwidth", "nccl",         "dcgmi",
+                                          "dcgmproftester", "nvlink",      "p2p_bandwidth"};
   for (const auto& t : array_of(member(j, "tools", root), known_tools.size(), root + ".tools")) {
     std::string name = text(t, root + ".tools[]");
     if (!known_tools.contains(name) ||

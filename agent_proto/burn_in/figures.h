@@ -39,7 +39,8 @@ struct GpuFigure {
 };
 
 // Peer copy bandwidth between two GPUs, GB/s, the lower of the two directions of nvbandwidth's
-// device_to_device_memcpy_read_ce (or _write_ce) matrix; a < b.
+// device_to_device_memcpy_read_ce (or _write_ce) matrix, or without it of
+// p2pBandwidthLatencyTest's unidirectional P2P=Enabled matrix; a < b.
 struct LinkFigure {
   int a = 0;
   int b = 0;
@@ -71,7 +72,8 @@ struct DiagFigure {
 };
 
 struct BurnInFigures {
-  // The outputs read: "gpu_burn", "nvbandwidth", "nccl", "dcgmi", "dcgmproftester", "nvlink".
+  // The outputs read: "gpu_burn", "nvbandwidth", "nccl", "dcgmi", "dcgmproftester", "nvlink",
+  // "p2p_bandwidth".
   std::vector<std::string> tools;
   std::vector<GpuFigure> gpus;          // by index
   std::vector<LinkFigure> links;        // by (a, b)

@@ -77,11 +77,16 @@ TEST(BurnInCommand, PrintsTheTensorProbeAndTheNvlinkCaptures) {
   fs::copy_file(
       fixture_dir("nvlink") / "brev-burn-in-notes_8xa100-sxm4-40gb_per-gpu-loop_errors.txt",
       dir / "nvlink_errors.txt");
+  fs::copy_file(fixture_dir("p2p_bandwidth") / "p2p-4090-notes_2xrtx4090_p2p-disabled.txt",
+                dir / "p2p_bandwidth.txt");
   auto r = run_subprocess({gpurent::testing::agent_path(), "burn-in", "--from", dir.string()});
   fs::remove_all(dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   json out = json::parse(r.output);
-  EXPECT_EQ(out.size(), 3u);
+  EXPECT_EQ(out.size(), 4u);
+  EXPECT_EQ(out["p2p_bandwidth"]["devices"].size(), 2u);
+  EXPECT_EQ(out["p2p_bandwidth"]["matrices"][1]["cells"][0][1], 22.18)
+      << out["p2p_bandwidth"]["matrices"][1]["title"];
   EXPECT_EQ(out["dcgmproftester"]["test_id"], 1004);
   EXPECT_EQ(out["dcgmproftester"]["metric"], "TensorEngineActive");
   EXPECT_EQ(out["dcgmproftester"]["workers"][0]["gflops"][0], 250362.2);

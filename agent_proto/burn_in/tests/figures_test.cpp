@@ -102,6 +102,29 @@ TEST(BurnInFigures, TensorThroughputMemoryCopiesAndNvlinksFromRealCaptures) {
   EXPECT_EQ(figures_from_json(nlohmann::json::parse(wire.dump())), f);
 }
 
+TEST(BurnInFigures, PeerLinksFromP2pBandwidthLatencyTestWhenNvbandwidthIsAbsent) {
+  auto f = figures_of(
+      {.p2p_bandwidth = read_fixture("p2p_bandwidth", "burn-in-sheet_8xh100-hbm3_nvswitch.txt")});
+  EXPECT_TRUE(f.problems.empty());
+  EXPECT_EQ(f.tools, std::vector<std::string>{"p2p_bandwidth"});
+  ASSERT_EQ(f.links.size(), 28u);
+  // 0 -> 1 wrote 365.30 GB/s and 1 -> 0 375.88: the slower direction; the diagonal (a GPU
+  // with itself) is no link.
+  EXPECT_EQ(f.links[0].a, 0);
+  EXPECT_EQ(f.links[0].b, 1);
+  EXPECT_DOUBLE_EQ(f.links[0].gbps, 365.30);
+  // A PCIe pair without peer access: the copies through the host.
+  auto pcie = figures_of({.p2p_bandwidth = read_fixture(
+                              "p2p_bandwidth", "p2p-4090-notes_2xrtx4090_p2p-disabled.txt")});
+  ASSERT_EQ(pcie.links.size(), 1u);
+  EXPECT_DOUBLE_EQ(pcie.links[0].gbps, 22.18);
+  // With nvbandwidth's matrix too, nvbandwidth's links are kept.
+  auto both = figures_of(
+      {.nvbandwidth = read_fixture("nvbandwidth", "burn-in-sheet_8xh100-hbm3_v0.10.txt"),
+       .p2p_bandwidth = read_fixture("p2p_bandwidth", "burn-in-sheet_8xh100-hbm3_nvswitch.txt")});
+  EXPECT_DOUBLE_EQ(both.links[0].gbps, 395.08);
+}
+
 TEST(BurnInFigures, NvlinkErrorsCountErrorCountersOnly) {
   EXPECT_EQ(nvlink_errors({.link = 0, .counters = {{"replay", 2}, {"recovery", 1}, {"crc", 4}}}),
             7);
