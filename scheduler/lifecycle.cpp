@@ -150,7 +150,9 @@ int Lifecycle::replace_stranded(PgPool& pool, Timestamp now) {
   });
 }
 
-void Lifecycle::relocate(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now) {
+bool Lifecycle::move_elsewhere(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now,
+                               const std::vector<long long>& avoid,
+                               const std::optional<Period>& avoid_period, bool cancel_when_full) {
   // A rental that may not start where it was booked (its node out of service, or its GPUs not
   // wiped since their last tenant) moves to another place that fits the same period, keeping
   // its price; with none free it is cancelled, and since it never started nothing is
@@ -168,17 +170,28 @@ void Lifecycle::relocate(Tx& tx, const RentalRecord& r, const std::string& why, 
   Timestamp end = std::max(r.period.end, now + (r.period.end - r.period.start)) +
                   booking_.options().cleaning_window + std::chrono::hours(24);
   auto held = rentals_.hold_gpus(tx, r.id, unwiped, {begin, end});
+  if (avoid_period) {
+    // GPUs not among the unwiped ones already held (one allocation per rental and GPU).
+    std::vector<long long> more;
+    for (long long g : avoid) {
+      if (std::find(held.begin(), held.end(), g) == held.end()) more.push_back(g);
+    }
+    for (long long g : rentals_.hold_gpus(tx, r.id, more, *avoid_period)) held.push_back(g);
+  }
   bool placed = booking_.place_pending(tx, r);
   rentals_.let_go(tx, r.id, held);
   if (placed) {
     rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kScheduled,
                         "moved from node " + from + ": " + why);
-  } else {
+  } else if (cancel_when_full) {
     rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kCancelled,
                         why + ", and no other GPUs are free for the period; nothing is charged");
+  } else {
+    return false;
   }
   // A draining node that held nothing else has drained.
   if (!from.empty()) settle_node(tx, from, false);
+  return placed;
 }
 
 int Lifecycle::place_waitlist(PgPool& pool) {

@@ -154,6 +154,16 @@ class Lifecycle {
   std::vector<std::string> interrupt_node(Tx& tx, const std::string& node_id,
                                           const std::string& reason, Timestamp now);
 
+  // relocate()'s move, for a caller that decides what happens when nothing fits: the
+  // rental's allocations are dropped and it is placed again for the same period at the same
+  // price, on GPUs that are not unwiped, and not among `avoid` over `avoid_period` (both held
+  // out of its reach while it is placed). Placed: a scheduled → scheduled event ("moved from
+  // node …: why"), true. Nothing fits: cancelled free when `cancel_when_full`, else false with
+  // the rental unplaced (its allocations gone: the caller rolls back).
+  bool move_elsewhere(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now,
+                      const std::vector<long long>& avoid,
+                      const std::optional<Period>& avoid_period, bool cancel_when_full);
+
   // The customer's terminate, on a rental locked by the caller. Before its start: cancelled,
   // its GPUs free at once. Once started: released now, as at the end of its period (access
   // revoked and the node wiped, an unfinished provisioning abandoned), its GPUs free after
@@ -172,7 +182,9 @@ class Lifecycle {
   bool start(Tx& tx, const RentalRecord& r, Timestamp now);
   // Moves a scheduled rental off a node out of service or off unwiped GPUs (`why`), for the
   // same period at the same price, to GPUs that are not unwiped; or cancels it free.
-  void relocate(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now);
+  void relocate(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now) {
+    move_elsewhere(tx, r, why, now, {}, std::nullopt, true);
+  }
   bool check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now);
   bool release(Tx& tx, const RentalRecord& r, Timestamp now);
   bool check_releasing(Tx& tx, const RentalRecord& r, Timestamp now);

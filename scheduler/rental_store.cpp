@@ -36,14 +36,7 @@ constexpr Statement kCreate = {
     " SELECT id, created_at, NULL, state, $23::text, created_by FROM r)"
     " SELECT " RENTAL_COLUMNS " FROM r"};
 
-// Bookings of one GPU take turns: without this, two that insert overlapping allocations at
-// the same moment each wait for the other's transaction inside the exclusion check, and
-// PostgreSQL breaks the deadlock only after deadlock_timeout (1 s), failing one of them with
-// 40P01 instead of the exclusion violation the booking can act on. Taken in GPU id order,
-// these transaction-level advisory locks cannot deadlock among themselves, and unlike row
-// locks on gpus they do not make the agents' health updates wait. $3 places the keys in a
-// space of their own (the top byte 'A'), apart from the migrator's lock.
-constexpr long long kAllocationLockSpace = 0x41LL << 56;
+// Bookings of one GPU take turns (kAllocationLockSpace, rental_store.h). $3 the lock space.
 constexpr Statement kLockGpus = {
     "rental_lock_gpus",
     "SELECT pg_advisory_xact_lock($3::bigint + g.id) FROM (SELECT id FROM gpus"

@@ -20,6 +20,16 @@
 
 namespace gpurent::scheduler {
 
+// Writers of one GPU's allocations take turns (bookings, windows): without this, two that
+// insert overlapping allocations at the same moment each wait for the other's transaction
+// inside the exclusion check, and PostgreSQL breaks the deadlock only after deadlock_timeout
+// (1 s), failing one of them with 40P01 instead of the exclusion violation the booking can
+// act on. Taken in GPU id order, these transaction-level advisory locks
+// (pg_advisory_xact_lock(kAllocationLockSpace + gpu id)) cannot deadlock among themselves, and
+// unlike row locks on gpus they do not make the agents' health updates wait. The top byte 'A'
+// keeps the keys apart from the migrator's lock.
+inline constexpr long long kAllocationLockSpace = 0x41LL << 56;
+
 // A booking as the use case decided it. A scheduled rental is created with its placement and
 // then allocate()d in the same transaction; a pending one (waiting for capacity) has none.
 struct NewRental {

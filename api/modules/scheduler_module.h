@@ -3,6 +3,7 @@
 #pragma once
 
 #include "api/handlers/advisor_handlers.h"
+#include "api/handlers/maintenance_handlers.h"
 #include "api/handlers/node_admin_handlers.h"
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module.h"
@@ -125,8 +126,10 @@ class SchedulerModule final : public Module,
   scheduler::Doctor doctor_;
   scheduler::RentalTelemetry telemetry_;
   std::optional<Timestamp> telemetry_kept_at_;  // the lifecycle worker's thread only
+  scheduler::Maintenance maintenance_;
   http::RentalRoutesState rental_routes_;
   http::AdvisorRoutesState advisor_routes_;
+  http::MaintenanceRoutesState maintenance_routes_;
   // Last: stopped before what its ticks use is destroyed. Its stopping() is read by
   // run_once between its steps.
   PeriodicWorker lifecycle_worker_;

@@ -1,0 +1,183 @@
+// Maintenance windows: the plan (move what can move, then hold the GPUs), the list, the cancel.
+#include "scheduler/maintenance.h"
+
+#include "core/db_errors.h"
+#include "core/error.h"
+#include "core/id.h"
+#include "core/sql.h"
+#include "scheduler/rental_state.h"
+
+#include <set>
+
+namespace gpurent::scheduler {
+namespace {
+
+constexpr Statement kWindowNodeGpus = {"maintenance_node_gpus",
+                                       "SELECT id FROM gpus WHERE node_id = $1 ORDER BY id"};
+constexpr Statement kWindowNodeExists = {"maintenance_node_exists",
+                                         "SELECT 1 FROM nodes WHERE id = $1"};
+// The rentals holding one of the node's GPUs at some time in the window (their cleaning
+// windows included).
+constexpr Statement kWindowColliding = {
+    "maintenance_colliding",
+    "SELECT DISTINCT a.rental_id FROM allocations a JOIN gpus g ON g.id = a.gpu_id"
+    " WHERE g.node_id = $1 AND a.rental_id IS NOT NULL"
+    " AND a.period && tstzrange($2::timestamptz, $3::timestamptz, '[)') ORDER BY 1"};
+constexpr Statement kWindowLockGpus = {
+    "maintenance_lock_gpus",
+    "SELECT pg_advisory_xact_lock($2::bigint + g.id)"
+    " FROM (SELECT id FROM gpus WHERE node_id = $1 ORDER BY id OFFSET 0) g"};
+constexpr Statement kWindowInsert = {
+    "maintenance_insert",
+    "WITH w AS (INSERT INTO maintenance_windows (id, node_id, period, reason, created_by,"
+    " created_at) VALUES ($1, $2, tstzrange($3::timestamptz, $4::timestamptz, '[)'), $5, $6,"
+    " $7::timestamptz) RETURNING id)"
+    " INSERT INTO allocations (maintenance_id, gpu_id, period)"
+    " SELECT w.id, g.id, tstzrange($3::timestamptz, $4::timestamptz, '[)')"
+    " FROM w JOIN gpus g ON g.node_id = $2"};
+#define MAINTENANCE_COLUMNS \
+  "id, node_id, " SQL_MICROS("lower(period)") ", " SQL_MICROS("upper(period)") ", reason," \
+                                                                             " created_by, " \
+      SQL_MICROS("created_at") ", " SQL_MICROS("cancelled_at")
+constexpr Statement kWindowList = {
+    "maintenance_list",
+    "SELECT " MAINTENANCE_COLUMNS
+    " FROM maintenance_windows"
+    " WHERE ($1::text IS NULL OR node_id = $1) AND ($2 OR upper(period) > $4::timestamptz)"
+    " AND ($3 OR cancelled_at IS NULL) ORDER BY lower(period), id LIMIT $5"};
+constexpr Statement kWindowGet = {
+    "maintenance_get", "SELECT " MAINTENANCE_COLUMNS " FROM maintenance_windows WHERE id = $1"};
+constexpr Statement kWindowCancel = {
+    "maintenance_cancel",
+    "WITH c AS (UPDATE maintenance_windows SET cancelled_at = $2::timestamptz"
+    " WHERE id = $1 AND cancelled_at IS NULL RETURNING id),"
+    " freed AS (DELETE FROM allocations a USING c WHERE a.maintenance_id = c.id)"
+    " SELECT count(*) FROM c"};
+#undef MAINTENANCE_COLUMNS
+
+MaintenanceWindow maintenance_window_of(const pqxx::row& row) {
+  return {.id = row[0].as<std::string>(),
+          .node_id = row[1].as<std::string>(),
+          .period = {read_timestamp(row[2]), read_timestamp(row[3])},
+          .reason = row[4].as<std::string>(),
+          .created_by = optional_field<std::string>(row[5]),
+          .created_at = read_timestamp(row[6]),
+          .cancelled_at =
+              row[7].is_null() ? std::nullopt : std::optional<Timestamp>(read_timestamp(row[7]))};
+}
+
+nlohmann::json maintenance_blocker_json(const RentalRecord& r) {
+  return {{"id", r.id}, {"state", std::string(to_string(r.state))}, {"node_id", *r.node_id}};
+}
+
+}  // namespace
+
+void check_maintenance_request(const std::vector<std::string>& node_ids, const Period& period,
+                               const std::string& reason, Timestamp now) {
+  if (node_ids.empty() || node_ids.size() > static_cast<std::size_t>(Maintenance::kMaxNodes)) {
+    throw Error::invalid_field("node_ids", "must name 1 to 100 nodes");
+  }
+  if (std::set<std::string>(node_ids.begin(), node_ids.end()).size() != node_ids.size()) {
+    throw Error::invalid_field("node_ids", "names a node twice");
+  }
+  if (period.end <= period.start) throw Error::invalid_field("end", "must be after start");
+  if (period.end - period.start > Maintenance::kMaxLength) {
+    throw Error::invalid_field("end", "a window lasts at most 30 days");
+  }
+  if (period.end <= now) throw Error::invalid_field("end", "must be in the future");
+  if (reason.empty() || reason.size() > 500) {
+    throw Error::invalid_field("reason", "must be 1 to 500 bytes");
+  }
+}
+
+PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, const Period& period,
+                                     const std::string& reason,
+                                     const std::optional<std::string>& by_user) {
+  const Timestamp now = clock_.now();
+  check_maintenance_request(node_ids, period, reason, now);
+  return pool_.transact("maintenance_plan", [&](Tx& tx) {
+    PlannedMaintenance out;
+    nlohmann::json blockers = nlohmann::json::array();
+    std::vector<RentalRecord> movable;
+    std::vector<long long> all_gpus;  // every GPU of the windows' nodes: out of the moves' reach
+    for (const auto& node : node_ids) {
+      if (tx.exec(kWindowNodeExists, node).empty()) {
+        throw Error(ErrorCode::kNotFound, "No such node: " + node + ".", {{"node_id", node}});
+      }
+      for (const auto& row : tx.exec(kWindowNodeGpus, node))
+        all_gpus.push_back(row[0].as<long long>());
+      for (const auto& row : tx.exec(kWindowColliding, node, sql_timestamp(period.start),
+                                     sql_timestamp(period.end))) {
+        auto r = rentals_.lock_any(tx, row[0].as<std::string>());
+        if (!r) continue;
+        if (r->state == RentalState::kScheduled) {
+          movable.push_back(*r);
+        } else {
+          blockers.push_back(maintenance_blocker_json(*r));
+        }
+      }
+    }
+    if (!blockers.empty()) {
+      throw Error(ErrorCode::kConflict,
+                  "Rentals that have started (or are being cleaned) hold these GPUs during the "
+                  "window; plan it after they end.",
+                  {{"rentals", blockers}});
+    }
+    const std::string why = "maintenance of its node (" + reason + ")";
+    for (const auto& r : movable) {
+      if (!lifecycle_.move_elsewhere(tx, r, why, now, all_gpus, period, false)) {
+        throw Error(ErrorCode::kConflict,
+                    "No other GPUs are free for rental " + r.id +
+                        "'s period; plan the window "
+                        "at another time.",
+                    {{"rentals", nlohmann::json::array({maintenance_blocker_json(r)})}});
+      }
+      auto moved = rentals_.get_any(tx, r.id);
+      out.moved.push_back({r.id, *r.node_id, moved ? moved->node_id.value_or("") : ""});
+    }
+    for (const auto& node : node_ids) {
+      tx.exec(kWindowLockGpus, node, kAllocationLockSpace);
+      MaintenanceWindow w{.id = new_id(id_prefix::kMaintenance),
+                          .node_id = node,
+                          .period = period,
+                          .reason = reason,
+                          .created_by = by_user,
+                          .created_at = now};
+      try {
+        tx.exec(kWindowInsert, w.id, node, sql_timestamp(period.start), sql_timestamp(period.end),
+                reason, by_user, sql_timestamp(now));
+      } catch (const std::exception& e) {
+        if (classify(e) != DbFailure::kExclusionViolation) throw;
+        throw Error(ErrorCode::kConflict,
+                    "A booking took one of node " + node + "'s GPUs meanwhile; try again.",
+                    {{"node_id", node}});
+      }
+      out.windows.push_back(std::move(w));
+    }
+    return out;
+  });
+}
+
+std::vector<MaintenanceWindow> Maintenance::list(Tx& tx, const std::optional<std::string>& node_id,
+                                                 bool include_past, bool include_cancelled,
+                                                 int limit) {
+  std::vector<MaintenanceWindow> out;
+  for (const auto& row : tx.exec(kWindowList, node_id, include_past, include_cancelled,
+                                 sql_timestamp(clock_.now()), limit)) {
+    out.push_back(maintenance_window_of(row));
+  }
+  return out;
+}
+
+MaintenanceWindow Maintenance::cancel(const std::string& id) {
+  return pool_.transact("maintenance_cancel", [&](Tx& tx) {
+    auto found = tx.exec(kWindowGet, id);
+    if (found.empty()) throw Error(ErrorCode::kNotFound, "No such maintenance window.");
+    if (tx.exec(kWindowCancel, id, sql_timestamp(clock_.now()))[0][0].as<int>() == 0) {
+      throw Error(ErrorCode::kInvalidState, "The window is cancelled already.");
+    }
+    return maintenance_window_of(tx.exec(kWindowGet, id)[0]);
+  });
+}
+
+}  // namespace gpurent::scheduler

@@ -1,0 +1,79 @@
+// Maintenance windows (issue "Operations that respect the tenant"; POST/GET/DELETE
+// /v1/admin/maintenance): an admin plans time when nodes are out of service. A window holds
+// every GPU of its node over its period as allocations do (migration 0025), so no booking,
+// quote or calendar counts those GPUs then; the scheduled rentals it collides with move to
+// equivalent GPUs for the same period at the same price first (Lifecycle::move_elsewhere),
+// each with an event the tenant sees. A rental that cannot move, or one already running,
+// starting or cleaning over the window, makes the plan a 409 conflict naming it, and nothing
+// changes: the admin picks another time.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+#include "scheduler/lifecycle.h"
+#include "scheduler/records.h"
+#include "scheduler/rental_store.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::scheduler {
+
+struct MaintenanceWindow {
+  std::string id;  // "mnt_…"
+  std::string node_id;
+  Period period;
+  std::string reason;
+  std::optional<std::string> created_by;
+  Timestamp created_at;
+  std::optional<Timestamp> cancelled_at;
+};
+
+struct MovedForMaintenance {
+  std::string rental_id, from_node_id, to_node_id;
+};
+
+struct PlannedMaintenance {
+  std::vector<MaintenanceWindow> windows;  // one per node, in the order asked
+  std::vector<MovedForMaintenance> moved;
+};
+
+// Checks of a plan that need no database: 1..100 distinct node ids, a period that ends after
+// it starts, lasts at most kMaxLength and has not ended; a reason of 1..500 bytes. Throws
+// invalid_request naming the field.
+void check_maintenance_request(const std::vector<std::string>& node_ids, const Period& period,
+                               const std::string& reason, Timestamp now);
+
+class Maintenance {
+ public:
+  static constexpr std::chrono::hours kMaxLength{24 * 30};
+  static constexpr int kMaxNodes = 100;
+
+  Maintenance(PgPool& pool, const Clock& clock, RentalStore& rentals, Lifecycle& lifecycle)
+      : pool_(pool), clock_(clock), rentals_(rentals), lifecycle_(lifecycle) {}
+
+  // In one transaction: not_found naming an unknown node; conflict (details.rentals: [{id,
+  // state, node_id}]) when a rental that has started or is cleaning holds one of the GPUs over
+  // the period, or a scheduled one finds no other GPUs; conflict too when a booking took one
+  // of the GPUs meanwhile (try again).
+  PlannedMaintenance plan(const std::vector<std::string>& node_ids, const Period& period,
+                          const std::string& reason, const std::optional<std::string>& by_user);
+
+  // Windows not yet over (and over ones too with `include_past`), of one node or all, by
+  // start; cancelled ones only with `include_cancelled`.
+  std::vector<MaintenanceWindow> list(Tx& tx, const std::optional<std::string>& node_id,
+                                      bool include_past, bool include_cancelled, int limit);
+
+  // Frees the window's GPUs and marks it cancelled; not_found for an unknown id, invalid_state
+  // for one cancelled already.
+  MaintenanceWindow cancel(const std::string& id);
+
+ private:
+  PgPool& pool_;
+  const Clock& clock_;
+  RentalStore& rentals_;
+  Lifecycle& lifecycle_;
+};
+
+}  // namespace gpurent::scheduler

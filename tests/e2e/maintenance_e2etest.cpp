@@ -1,0 +1,138 @@
+// Maintenance windows through the API (POST/GET/DELETE /v1/admin/maintenance): a window five
+// days ahead moves the rental booked on its node to the other node for the same period, the
+// tenant sees the move in its events, no booking gets the node's GPUs in the window, and a
+// cancelled window frees them; customers are refused, bad input is a 400 naming the field.
+#include "core/time.h"
+#include "tests/support/rental_fleet_fixture.h"
+
+#include <gtest/gtest.h>
+
+namespace gpurent::testing::maintenance_e2e {
+
+using nlohmann::json;
+
+class MaintenanceE2E : public RentalFleetTest {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(
+        ServerOptions{.database_url = db_.url(),
+                      .flags = {"--rate_limit_per_credential=0", "--rate_limit_per_ip=0",
+                                "--lifecycle_interval=60s"}});
+    seed_fleet({8});
+  }
+
+  HttpResult del(const std::string& path, const Headers& headers) {
+    return send("DELETE", path, "", headers);
+  }
+
+  // An RFC 3339 time `hours` from the server's clock (the test clock starts at now).
+  std::string in_hours(int hours) {
+    return gpurent::format_rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(
+        std::chrono::system_clock::now() + std::chrono::hours(hours)));
+  }
+};
+
+TEST_F(MaintenanceE2E, AWindowMovesTheRentalInItsWayAndHoldsTheNode) {
+  std::string n1 = add_node("gpu-1");
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", kModel},
+                      {"gpu_count", 8},
+                      {"start", in_hours(24 * 5).substr(0, 10)},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string rental = booked.json()["id"];
+  ASSERT_EQ(booked.json()["node_id"], n1);
+  json window = {{"node_ids", {n1}},
+                 {"start", in_hours(24 * 4)},
+                 {"end", in_hours(24 * 8)},
+                 {"reason", "replace a PSU"}};
+
+  // With nowhere else to go, the plan is refused and names the rental.
+  auto refused = post("/v1/admin/maintenance", window, session(admin_));
+  ASSERT_EQ(refused.status, 409) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["details"]["rentals"][0]["id"], rental);
+  EXPECT_EQ(get("/v1/rentals/" + rental, session(owner)).json()["node_id"], n1);
+
+  std::string n2 = add_node("gpu-2");
+  auto planned = post("/v1/admin/maintenance", window, session(admin_));
+  ASSERT_EQ(planned.status, 201) << planned.body;
+  ASSERT_EQ(planned.json()["items"].size(), 1u);
+  std::string id = planned.json()["items"][0]["id"];
+  EXPECT_EQ(planned.json()["moved"],
+            json::array({{{"rental_id", rental}, {"from_node_id", n1}, {"to_node_id", n2}}}));
+  json moved = get("/v1/rentals/" + rental, session(owner)).json();
+  EXPECT_EQ(moved["node_id"], n2);
+  EXPECT_EQ(moved["state"], "scheduled");
+  json events = get("/v1/rentals/" + rental + "/events", session(owner)).json();
+  EXPECT_NE(events["items"].back()["reason"].get<std::string>().find("maintenance"),
+            std::string::npos)
+      << events.dump();
+
+  // The node's GPUs are taken in the window: a booking then gets none (only n2's, now taken).
+  auto during = post("/v1/rentals",
+                     {{"gpu_model", kModel},
+                      {"gpu_count", 8},
+                      {"start", in_hours(24 * 5).substr(0, 10)},
+                      {"days", 1},
+                      {"image_id", image_id_}},
+                     session(owner));
+  EXPECT_EQ(during.status, 409) << during.body;
+
+  auto listed = get("/v1/admin/maintenance?node_id=" + n1, session(admin_));
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  ASSERT_EQ(listed.json()["items"].size(), 1u);
+  EXPECT_EQ(listed.json()["items"][0]["reason"], "replace a PSU");
+  EXPECT_EQ(listed.json()["items"][0]["created_by"], admin_.user_id);
+
+  // Customers may not see or plan windows.
+  EXPECT_EQ(get("/v1/admin/maintenance", session(owner)).status, 403);
+  EXPECT_EQ(post("/v1/admin/maintenance", window, session(owner)).status, 403);
+
+  // Cancelled: the GPUs are free again; twice is a 409.
+  auto cancelled = del("/v1/admin/maintenance/" + id, session(admin_));
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_TRUE(cancelled.json()["cancelled_at"].is_string());
+  EXPECT_EQ(del("/v1/admin/maintenance/" + id, session(admin_)).status, 409);
+  EXPECT_EQ(del("/v1/admin/maintenance/mnt_nothing", session(admin_)).status, 404);
+  auto after = post("/v1/rentals",
+                    {{"gpu_model", kModel},
+                     {"gpu_count", 8},
+                     {"start", in_hours(24 * 5).substr(0, 10)},
+                     {"days", 1},
+                     {"image_id", image_id_}},
+                    session(owner));
+  EXPECT_EQ(after.status, 201) << after.body;
+  EXPECT_EQ(after.json()["node_id"], n1);
+}
+
+TEST_F(MaintenanceE2E, BadPlansAreNamed) {
+  std::string n1 = add_node("gpu-1");
+  for (auto [body, field] : std::vector<std::pair<json, std::string>>{
+           {{{"node_ids", json::array()},
+             {"start", in_hours(1)},
+             {"end", in_hours(2)},
+             {"reason", "x"}},
+            "node_ids"},
+           {{{"node_ids", {n1}}, {"start", in_hours(2)}, {"end", in_hours(1)}, {"reason", "x"}},
+            "end"},
+           {{{"node_ids", {n1}}, {"start", "soon"}, {"end", in_hours(1)}, {"reason", "x"}},
+            "start"},
+           {{{"node_ids", {n1}}, {"start", in_hours(1)}, {"end", in_hours(2)}}, "reason"},
+       }) {
+    auto r = post("/v1/admin/maintenance", body, session(admin_));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(r.json()["error"]["details"]["field"], field) << r.body;
+  }
+  auto unknown = post("/v1/admin/maintenance",
+                      {{"node_ids", {"nod_missing"}},
+                       {"start", in_hours(1)},
+                       {"end", in_hours(2)},
+                       {"reason", "x"}},
+                      session(admin_));
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+}
+
+}  // namespace gpurent::testing::maintenance_e2e
