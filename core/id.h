@@ -18,7 +18,7 @@ inline constexpr std::string_view kToken = "tok";
 inline constexpr std::string_view kInvoice = "inv";
 inline constexpr std::string_view kSite = "sit";
 inline constexpr std::string_view kRequest = "req";
-inline constexpr std::string_view kTask = "tsk";  // agent tasks
+inline constexpr std::string_view kTask = "tsk";         // agent tasks
 inline constexpr std::string_view kMaintenance = "mnt";  // maintenance windows
 }  // namespace id_prefix
 
