@@ -488,6 +488,21 @@ const std::vector<Field>& fields() {
          if (!v.empty() && v.size() < 32) bad("a key of at least 32 characters, or empty", "…");
          c.webhook_secret_key = v;
        }},
+      {{"bmc_secret_key", "GPURENT_BMC_SECRET_KEY",
+        "seals the nodes' BMC passwords in the database (AES-256-GCM), at least 32 characters, "
+        "the same on every replica (empty: no BMC can be set); never logged",
+        ""},
+       [](Config& c, const std::string& v) {
+         if (!v.empty() && v.size() < 32) bad("a key of at least 32 characters, or empty", "…");
+         c.bmc_secret_key = v;
+       }},
+      {{"bmc_allow_plain_http", "GPURENT_BMC_ALLOW_PLAIN_HTTP",
+        "talk to BMCs over plain http:// (tests against a local responder only)", "false"},
+       [](Config& c, const std::string& v) { c.bmc_allow_plain_http = parse_bool(v); }},
+      {{"bmc_timeout", "GPURENT_BMC_TIMEOUT",
+        "how long one exchange with a node's BMC may take, connecting and the answer included",
+        "10s"},
+       [](Config& c, const std::string& v) { c.bmc_timeout = parse_positive_duration(v); }},
       {{"webhook_max_attempts", "GPURENT_WEBHOOK_MAX_ATTEMPTS",
         "attempts a webhook delivery gets before it is marked failed", "8"},
        [](Config& c, const std::string& v) {

@@ -128,6 +128,11 @@ struct Config {
   // Seals webhooks' signing secrets in the database (every replica needs the same one);
   // empty: they are stored as they are. Never logged.
   std::string webhook_secret_key;
+  // Seals the nodes' BMC passwords (bmc/node_power.h), the same on every replica; empty: no
+  // BMC can be set. Never logged. `bmc_allow_plain_http`: http:// BMCs (tests only).
+  std::string bmc_secret_key;
+  bool bmc_allow_plain_http = false;
+  std::chrono::milliseconds bmc_timeout{10'000};  // each exchange with a BMC
   int webhook_max_attempts = 8;
   std::chrono::milliseconds webhook_backoff{30'000};
   std::chrono::milliseconds webhook_backoff_max{3'600'000};

@@ -27,7 +27,12 @@ InventoryModule::InventoryModule(const ModuleContext& ctx, InventoryStores& stor
                             .catalog = &catalog_store_,
                             .prices = &price_store_,
                             .cache = &catalog_cache_,
-                            .copy = &catalog_copy_} {
+                            .copy = &catalog_copy_},
+      node_power_(ctx.pool, ctx.clock,
+                  {.secret_key = ctx.config.bmc_secret_key,
+                   .allow_plain_http = ctx.config.bmc_allow_plain_http,
+                   .timeout = ctx.config.bmc_timeout}),
+      bmc_routes_{.power = &node_power_} {
   // Any change to the catalog or the prices, made by any replica or by hand, reaches every
   // replica's documents and bookings' copy through a trigger's NOTIFY; after a reconnection
   // both are dropped, since notifications sent meanwhile are lost.
@@ -43,6 +48,7 @@ void InventoryModule::add_routes(http::Router& router) {
   http::add_catalog_routes(router, catalog_routes_);
   http::add_node_admin_routes(router, node_admin_routes_);
   http::add_catalog_admin_routes(router, catalog_admin_routes_);
+  http::add_bmc_routes(router, bmc_routes_);
 }
 
 // The catalog cache's hits and misses show whether the snapshot works.

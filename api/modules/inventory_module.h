@@ -2,6 +2,7 @@
 // catalog's in-memory documents and their invalidation across replicas; routes and metrics.
 #pragma once
 
+#include "api/handlers/bmc_handlers.h"
 #include "api/handlers/catalog_admin_handlers.h"
 #include "api/handlers/catalog_handlers.h"
 #include "api/handlers/node_admin_handlers.h"
@@ -73,6 +74,8 @@ class InventoryModule final : public Module {
   http::CatalogRoutesState catalog_routes_;
   http::NodeAdminRoutesState node_admin_routes_;
   http::CatalogAdminRoutesState catalog_admin_routes_;
+  bmc::NodePower node_power_;
+  http::BmcRoutesState bmc_routes_;
 };
 
 }  // namespace gpurent
