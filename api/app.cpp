@@ -95,7 +95,8 @@ int run_server(const Config& config) {
                       .ssh_access = scheduler.ssh_access()});
   WebhookModule webhooks(context, {.rentals = scheduler.rentals(),
                                    .lifecycle = scheduler.lifecycle(),
-                                   .ledger = billing.ledger()});
+                                   .ledger = billing.ledger(),
+                                   .notices = scheduler.notices()});
   // Adding a module is its folder, its line above and its place here.
   const std::array<Module*, 6> modules{&identity,  &inventory, &billing,
                                        &scheduler, &agents,    &webhooks};

@@ -135,6 +135,7 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
       auto moved = rentals_.get_any(tx, r.id);
       out.moved.push_back({r.id, *r.node_id, moved ? moved->node_id.value_or("") : ""});
     }
+    std::vector<RentalRecord> moved_records = movable;
     for (const auto& node : node_ids) {
       tx.exec(kWindowLockGpus, node, kAllocationLockSpace);
       MaintenanceWindow w{.id = new_id(id_prefix::kMaintenance),
@@ -153,6 +154,22 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
                     {{"node_id", node}});
       }
       out.windows.push_back(std::move(w));
+    }
+    // Each tenant told, once the windows exist: which node, when, and that nothing else changed.
+    for (std::size_t i = 0; i < moved_records.size(); ++i) {
+      const auto& r = moved_records[i];
+      std::optional<std::string> window;
+      for (const auto& w : out.windows) {
+        if (w.node_id == *r.node_id) window = w.id;
+      }
+      notices_.add(tx, r.id, r.org_id, "moved",
+                   "Rental " + r.id + " moved from node " + out.moved[i].from_node_id +
+                       " to node " + out.moved[i].to_node_id +
+                       " for the same period at the same price: its node is under maintenance "
+                       "from " +
+                       format_rfc3339(period.start) + " to " + format_rfc3339(period.end) + " (" +
+                       reason + ").",
+                   r.period.start, window);
     }
     return out;
   });

@@ -3,14 +3,15 @@
 // every GPU of its node over its period as allocations do (migration 0025), so no booking,
 // quote or calendar counts those GPUs then; the scheduled rentals it collides with move to
 // equivalent GPUs for the same period at the same price first (Lifecycle::move_elsewhere),
-// each with an event the tenant sees. A rental that cannot move, or one already running,
-// starting or cleaning over the window, makes the plan a 409 conflict naming it, and nothing
-// changes: the admin picks another time.
+// each with an event and a notice (kind `moved`, the rental.notice webhook) its tenant sees. A
+// rental that cannot move, or one already running, starting or cleaning over the window, makes the
+// plan a 409 conflict naming it, and nothing changes: the admin picks another time.
 #pragma once
 
 #include "core/clock.h"
 #include "core/db_pool.h"
 #include "scheduler/lifecycle.h"
+#include "scheduler/notices.h"
 #include "scheduler/records.h"
 #include "scheduler/rental_store.h"
 
@@ -50,8 +51,9 @@ class Maintenance {
   static constexpr std::chrono::hours kMaxLength{24 * 30};
   static constexpr int kMaxNodes = 100;
 
-  Maintenance(PgPool& pool, const Clock& clock, RentalStore& rentals, Lifecycle& lifecycle)
-      : pool_(pool), clock_(clock), rentals_(rentals), lifecycle_(lifecycle) {}
+  Maintenance(PgPool& pool, const Clock& clock, RentalStore& rentals, Lifecycle& lifecycle,
+              NoticeStore& notices)
+      : pool_(pool), clock_(clock), rentals_(rentals), lifecycle_(lifecycle), notices_(notices) {}
 
   // In one transaction: not_found naming an unknown node; conflict (details.rentals: [{id,
   // state, node_id}]) when a rental that has started or is cleaning holds one of the GPUs over
@@ -74,6 +76,7 @@ class Maintenance {
   const Clock& clock_;
   RentalStore& rentals_;
   Lifecycle& lifecycle_;
+  NoticeStore& notices_;
 };
 
 }  // namespace gpurent::scheduler

@@ -46,7 +46,8 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       reports_(ctx.pool, rentals_, ssh_ca_),
       doctor_(ctx.pool, rentals_, tasks_),
       telemetry_(ctx.pool, ctx.clock, rentals_),
-      maintenance_(ctx.pool, ctx.clock, rentals_, lifecycle_),
+      notices_(ctx.clock),
+      maintenance_(ctx.pool, ctx.clock, rentals_, lifecycle_, notices_),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .rentals = &customer_rentals_,
@@ -57,6 +58,7 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
                      .telemetry = &telemetry_},
       advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_},
       maintenance_routes_{.pool = &ctx.pool, .maintenance = &maintenance_},
+      notice_routes_{.pool = &ctx.pool, .notices = &notices_, .rentals = &rentals_},
       // A database outage or a cancelled statement throws (the worker logs it): the next run
       // tries again, and every step it did not finish was rolled back whole.
       lifecycle_worker_("rental lifecycle run", ctx.config.lifecycle_interval, [this] {
@@ -141,6 +143,7 @@ void SchedulerModule::add_routes(http::Router& router) {
   http::add_rental_routes(router, rental_routes_);
   http::add_advisor_routes(router, advisor_routes_);
   http::add_maintenance_routes(router, maintenance_routes_);
+  http::add_notice_routes(router, notice_routes_);
 }
 
 void SchedulerModule::add_metrics(http::Metrics& metrics) {

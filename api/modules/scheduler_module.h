@@ -3,8 +3,10 @@
 #pragma once
 
 #include "api/handlers/advisor_handlers.h"
+#include "api/handlers/invoice_handlers.h"
 #include "api/handlers/maintenance_handlers.h"
 #include "api/handlers/node_admin_handlers.h"
+#include "api/handlers/notice_handlers.h"
 #include "api/handlers/rental_handlers.h"
 #include "api/modules/module.h"
 #include "api/modules/module_context.h"
@@ -97,6 +99,8 @@ class SchedulerModule final : public Module,
   scheduler::SshAccess& ssh_access() { return ssh_access_; }
   // Rentals' creations and moves, for other modules' hooks (webhooks).
   scheduler::RentalStore& rentals() { return rentals_; }
+  // Notices to tenants, for other modules' hooks (webhooks).
+  scheduler::NoticeStore& notices() { return notices_; }
 
  private:
   PgPool& pool_;
@@ -126,10 +130,12 @@ class SchedulerModule final : public Module,
   scheduler::Doctor doctor_;
   scheduler::RentalTelemetry telemetry_;
   std::optional<Timestamp> telemetry_kept_at_;  // the lifecycle worker's thread only
+  scheduler::NoticeStore notices_;
   scheduler::Maintenance maintenance_;
   http::RentalRoutesState rental_routes_;
   http::AdvisorRoutesState advisor_routes_;
   http::MaintenanceRoutesState maintenance_routes_;
+  http::NoticeRoutesState notice_routes_;
   // Last: stopped before what its ticks use is destroyed. Its stopping() is read by
   // run_once between its steps.
   PeriodicWorker lifecycle_worker_;

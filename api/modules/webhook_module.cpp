@@ -98,6 +98,7 @@ WebhookModule::WebhookModule(const ModuleContext& ctx, const WebhookPeers& peers
   }
   watch_rentals(peers.rentals, peers.lifecycle);
   watch_balances(peers.ledger);
+  watch_notices(peers.notices);
   // A webhook made, deleted or disabled by any replica reaches every replica's copy; after a
   // reconnection the copy is dropped, since announcements sent meanwhile are lost.
   ctx.listener.subscribe("gpurent_webhooks",
@@ -177,6 +178,16 @@ void WebhookModule::expiring_scan(PgPool& pool, Timestamp now) {
       store_.emit(tx, org_id, "rental.expiring", data, expiring_key(*r));
     }
     return due.size();
+  });
+}
+
+void WebhookModule::watch_notices(scheduler::NoticeStore& notices) {
+  notices.on_created([this](Tx& tx, const scheduler::RentalNotice& n) {
+    if (!subscriptions_.wants(tx, n.org_id, "rental.notice")) return;
+    nlohmann::json data = {{"notice", scheduler::notice_json(n)}};
+    if (auto r = rentals_->get_any(tx, n.rental_id)) data["rental"] = event_rental_json(*r);
+    // One event per notice, whichever replica wrote it.
+    store_.emit(tx, n.org_id, "rental.notice", data, "rental.notice:" + n.id);
   });
 }
 

@@ -11,6 +11,7 @@
 #include "core/job_stats.h"
 #include "core/periodic_worker.h"
 #include "scheduler/lifecycle.h"
+#include "scheduler/notices.h"
 #include "scheduler/records.h"
 #include "scheduler/rental_store.h"
 #include "webhooks/delivery_worker.h"
@@ -38,6 +39,8 @@ struct WebhookPeers {
   // billing: every posting that moves an org's available balance checks it against the
   // threshold (billing.low_balance, once per crossing).
   billing::Ledger& ledger;
+  // scheduler: every notice to a tenant writes rental.notice in its own transaction.
+  scheduler::NoticeStore& notices;
 };
 
 class WebhookModule final : public Module {
@@ -63,6 +66,7 @@ class WebhookModule final : public Module {
  private:
   void watch_rentals(scheduler::RentalStore& rentals, scheduler::Lifecycle& lifecycle);
   void watch_balances(billing::Ledger& ledger);
+  void watch_notices(scheduler::NoticeStore& notices);
   // One delivery run (the delivery thread's tick).
   void deliver();
   void rental_event(Tx& tx, const scheduler::RentalRecord& rental,

@@ -29,7 +29,8 @@ class MaintenanceTest : public LifecycleTest {
     return "";
   }
 
-  Maintenance maintenance_{pool_, clock_, rentals_, lifecycle_};
+  NoticeStore notices_{clock_};
+  Maintenance maintenance_{pool_, clock_, rentals_, lifecycle_, notices_};
 };
 
 TEST_F(MaintenanceTest, AWindowFiveDaysAheadMovesTheRentalsInItsWayAndHoldsTheNode) {
@@ -61,6 +62,16 @@ TEST_F(MaintenanceTest, AWindowFiveDaysAheadMovesTheRentalsInItsWayAndHoldsTheNo
         << events.back().reason;
   }
   EXPECT_EQ(rental(inside).period.start, t0_ + H(24 * 5));
+  // Each tenant has a notice of its own rental's move, and sees none of the other's.
+  auto a_notices = read([&](Tx& tx) { return notices_.list(tx, a_.org_id, std::nullopt, 10); });
+  ASSERT_EQ(a_notices.size(), 1u);
+  EXPECT_EQ(a_notices[0].rental_id, inside);
+  EXPECT_EQ(a_notices[0].kind, "moved");
+  EXPECT_EQ(a_notices[0].maintenance_id, planned.windows[0].id);
+  EXPECT_EQ(a_notices[0].effective_at, t0_ + H(24 * 5));
+  EXPECT_NE(a_notices[0].message.find("to node " + n2), std::string::npos) << a_notices[0].message;
+  EXPECT_TRUE(read([&](Tx& tx) { return notices_.list(tx, a_.org_id, overlapping, 10); }).empty());
+  EXPECT_EQ(read([&](Tx& tx) { return notices_.list(tx, b_.org_id, overlapping, 10); }).size(), 1u);
   EXPECT_EQ(rental(after).node_id, n1) << "not in the window's way";
   EXPECT_EQ(held_by_windows(n1), 8);
 

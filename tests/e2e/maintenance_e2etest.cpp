@@ -44,6 +44,11 @@ TEST_F(MaintenanceE2E, AWindowMovesTheRentalInItsWayAndHoldsTheNode) {
                      session(owner));
   ASSERT_EQ(booked.status, 201) << booked.body;
   std::string rental = booked.json()["id"];
+  auto subscribed =
+      post("/v1/webhooks", {{"url", "https://hooks.example.com/in"}, {"events", {"rental.notice"}}},
+           session(owner));
+  ASSERT_EQ(subscribed.status, 201) << subscribed.body;
+  std::string hook = subscribed.json()["id"];
   ASSERT_EQ(booked.json()["node_id"], n1);
   json window = {{"node_ids", {n1}},
                  {"start", in_hours(24 * 4)},
@@ -70,6 +75,26 @@ TEST_F(MaintenanceE2E, AWindowMovesTheRentalInItsWayAndHoldsTheNode) {
   EXPECT_NE(events["items"].back()["reason"].get<std::string>().find("maintenance"),
             std::string::npos)
       << events.dump();
+
+  // The tenant is told: a notice of the move, for its own rental only.
+  auto notices = get("/v1/notices", session(owner));
+  ASSERT_EQ(notices.status, 200) << notices.body;
+  ASSERT_EQ(notices.json()["items"].size(), 1u) << notices.body;
+  EXPECT_EQ(notices.json()["items"][0]["kind"], "moved");
+  EXPECT_EQ(notices.json()["items"][0]["rental_id"], rental);
+  EXPECT_EQ(notices.json()["items"][0]["maintenance_id"], id);
+  EXPECT_EQ(get("/v1/rentals/" + rental + "/notices", session(owner)).json()["items"],
+            notices.json()["items"]);
+  Login stranger = account("stranger@example.com", "Other");
+  EXPECT_EQ(get("/v1/rentals/" + rental + "/notices", session(stranger)).status, 404);
+  EXPECT_TRUE(get("/v1/notices", session(stranger)).json()["items"].empty());
+  // And the org's webhook got rental.notice.
+  auto deliveries = get("/v1/webhooks/" + hook + "/deliveries", session(owner));
+  ASSERT_EQ(deliveries.status, 200) << deliveries.body;
+  bool sent = false;
+  json sent_items = deliveries.json()["items"];
+  for (const auto& d : sent_items) sent = sent || d["event_type"] == "rental.notice";
+  EXPECT_TRUE(sent) << deliveries.body;
 
   // The node's GPUs are taken in the window: a booking then gets none (only n2's, now taken).
   auto during = post("/v1/rentals",

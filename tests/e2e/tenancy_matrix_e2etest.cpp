@@ -619,6 +619,14 @@ const std::vector<EndpointCase>& endpoint_cases() {
          return Prepared{std::nullopt, t.new_rental_id(o)};
        },
        "rentals:read", kEveryRole, 200, true},
+      // A rental nothing has happened to has no notices: an empty list, never another's.
+      {"GET", "/v1/rentals/{id}/notices",
+       [](T& t, const Actor& o) {
+         return Prepared{std::nullopt, t.new_rental_id(o)};
+       },
+       "rentals:read", kEveryRole, 200, true},
+      {"GET", "/v1/notices", [](T&, const Actor&) { return Prepared{}; }, "rentals:read",
+       kEveryRole, 200, false},
       // A scheduled rental has nothing running to examine: one skipped check, at once.
       {"POST",
        "/v1/rentals/{id}/doctor",

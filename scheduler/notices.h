@@ -1,0 +1,54 @@
+// Notices to tenants (issue "Operations that respect the tenant"): one path for what the
+// platform tells a rental's org ahead of, or as, something happens to it — a maintenance
+// window moved it to another node, a window or a fault is coming. Each is a row of
+// rental_notices written in the transaction of what caused it, and announced to the hooks
+// (the rental.notice webhook) in that same transaction.
+#pragma once
+
+#include "core/clock.h"
+#include "core/db_pool.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpurent::scheduler {
+
+struct RentalNotice {
+  std::string id;  // "ntc_…"
+  std::string rental_id, org_id;
+  std::string kind;  // moved | maintenance | fault
+  std::string message;
+  Timestamp effective_at;
+  std::optional<std::string> maintenance_id;
+  Timestamp created_at;
+};
+
+class NoticeStore {
+ public:
+  explicit NoticeStore(const Clock& clock) : clock_(clock) {}
+
+  using CreatedHook = std::function<void(Tx&, const RentalNotice&)>;
+  void on_created(CreatedHook hook) { on_created_.push_back(std::move(hook)); }
+
+  RentalNotice add(Tx& tx, const std::string& rental_id, const std::string& org_id,
+                   const std::string& kind, const std::string& message, Timestamp effective_at,
+                   const std::optional<std::string>& maintenance_id = std::nullopt);
+
+  // The org's notices, newest first, at most `limit`; of one rental when `rental_id` is set
+  // (nothing for another org's rental: tenants cannot tell them apart).
+  std::vector<RentalNotice> list(Tx& tx, const std::string& org_id,
+                                 const std::optional<std::string>& rental_id, int limit);
+
+ private:
+  const Clock& clock_;
+  std::vector<CreatedHook> on_created_;
+};
+
+// {id, rental_id, kind, message, effective_at, maintenance_id, created_at}
+nlohmann::json notice_json(const RentalNotice& n);
+
+}  // namespace gpurent::scheduler
