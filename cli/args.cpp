@@ -102,6 +102,11 @@ const std::vector<CommandSpec>& commands() {
        {{"allow-busy-gpus", nullptr, "let a short NCCL run use the GPUs for a few seconds"}},
        1,
        1},
+      {"notices",
+       "",
+       "What the platform told the org about its rentals: moves for maintenance, coming "
+       "windows, faults; newest first.",
+       {{"rental", "RENTAL_ID", "only this rental's"}}},
       {"ssh",
        "<rental-id> [-- ssh arguments and command]",
        "Log in to an active rental with a fresh key and a certificate for it.",

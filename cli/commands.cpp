@@ -298,6 +298,27 @@ int cmd_doctor(CommandContext& ctx) {
   return verdict == "failed" ? kExitUnhealthy : kExitOk;
 }
 
+int cmd_notices(CommandContext& ctx) {
+  auto rental = ctx.args.get("rental");
+  json page =
+      ctx.api.get(rental ? "/v1/rentals/" + url_encode(*rental) + "/notices" : "/v1/notices")
+          .json();
+  if (ctx.json) {
+    print_json(ctx, page);
+    return kExitOk;
+  }
+  Table t({"WHEN", "KIND", "RENTAL", "MESSAGE"});
+  for (const auto& n : page.value("items", json::array())) {
+    t.add({cell(n.value("effective_at", json())), cell(n.value("kind", json())),
+           cell(n.value("rental_id", json())), cell(n.value("message", json()))});
+  }
+  if (t.empty())
+    ctx.err << "No notices.\n";
+  else
+    t.print(ctx.out);
+  return kExitOk;
+}
+
 int cmd_keys_list(CommandContext& ctx) {
   json page = ctx.api.get("/v1/ssh-keys?limit=500").json();
   if (ctx.json) {
@@ -560,6 +581,7 @@ int run_command(CommandContext& ctx) {
   if (c == "terminate") return cmd_terminate(ctx);
   if (c == "ssh") return run_ssh(ctx);
   if (c == "doctor") return cmd_doctor(ctx);
+  if (c == "notices") return cmd_notices(ctx);
   if (c == "keys list") return cmd_keys_list(ctx);
   if (c == "keys add") return cmd_keys_add(ctx);
   if (c == "keys delete") return cmd_delete(ctx, "/v1/ssh-keys", "SSH key");

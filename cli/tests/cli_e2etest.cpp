@@ -2,6 +2,7 @@
 // booking whose answer a proxy cuts off (retried, booked once), the exit codes scripts rely
 // on, `ssh --print`, a real login through sshd with `gpurent ssh`, and HTTPS verification.
 #include "core/subprocess.h"
+#include "core/time.h"
 #include "tests/support/child_process.h"
 #include "tests/support/paths.h"
 #include "tests/support/rental_fleet_fixture.h"
@@ -557,6 +558,48 @@ TEST_F(CliE2E, TheConfigFileIsUsedBelowTheEnvironmentAndRefusedWhenOthersCanRead
   EXPECT_NE(refused.err.find("chmod 600"), std::string::npos) << refused.err;
   EXPECT_EQ(refused.err.find(token_), std::string::npos);
   fs::remove_all(dir);
+}
+
+}  // namespace gpurent::testing::cli_e2e
+
+namespace gpurent::testing::cli_e2e {
+
+// `gpurent notices`: a maintenance window moved the org's rental; the CLI lists the notice, one
+// rental's with --rental, as JSON with --json, and another org's rental is exit 7.
+TEST_F(CliE2E, NoticesListWhatTheMaintenanceOfANodeDidToTheOrgsRentals) {
+  auto in_days = [](int days) {
+    return gpurent::format_rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(
+        std::chrono::system_clock::now() + std::chrono::hours(24 * days)));
+  };
+  auto booked = cli(rent_args(8, {"--start", in_days(5).substr(0, 10), "--json"}));
+  ASSERT_EQ(booked.exit_code, 0) << booked.err;
+  std::string rental = nlohmann::json::parse(booked.out)["id"];
+  std::string first = get("/v1/rentals/" + rental, session(owner_)).json()["node_id"];
+  add_node("gpu-2");
+  auto none = cli({"notices"});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.err.find("No notices."), std::string::npos) << none.err;
+
+  auto planned = post(
+      "/v1/admin/maintenance",
+      {{"node_ids", {first}}, {"start", in_days(4)}, {"end", in_days(8)}, {"reason", "firmware"}},
+      session(admin_));
+  ASSERT_EQ(planned.status, 201) << planned.body;
+
+  auto listed = cli({"notices"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("moved"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find(rental), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("maintenance"), std::string::npos) << listed.out;
+  auto one = cli({"notices", "--rental", rental, "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto items = nlohmann::json::parse(one.out)["items"];
+  ASSERT_EQ(items.size(), 1u) << one.out;
+  EXPECT_EQ(items[0]["kind"], "moved");
+
+  Login other = account("other@example.com", "Other");
+  std::string theirs = token(session(other), {"rentals:read"}).second;
+  EXPECT_EQ(cli({"notices", "--rental", rental}, env(theirs)).exit_code, 7);
 }
 
 }  // namespace gpurent::testing::cli_e2e
