@@ -393,6 +393,38 @@ export const scenarios = [
     },
   },
   {
+    name: "an admin's maintenance window moves a customer's rental to another node, and the rental's page tells the customer why, in English and in Russian",
+    pages: ["rental"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const customer = await api.customer(stack, { fundsMinor: 10 * MILLION_ROUBLES });
+      const booked = await api.expect(201, "POST", "/v1/rentals", { gpu_model: H100, gpu_count: 8,
+        start: isoDay(9), days: 1, image_id: stack.imageId }, customer);
+      const from = booked.node_id;
+      const start = new Date(Date.parse(booked.period.start) - 86400000).toISOString().replace(/\.\d+Z$/, "Z");
+      const end = new Date(Date.parse(booked.period.end) + 86400000).toISOString().replace(/\.\d+Z$/, "Z");
+      const planned = await api.expect(201, "POST", "/v1/admin/maintenance",
+        { node_ids: [from], start, end, reason: "browser test: firmware" }, stack.admin);
+      assert.equal(planned.moved.length, 1, JSON.stringify(planned));
+      assert.notEqual(planned.moved[0].to_node_id, from);
+      try {
+        await tab.signIn(customer.email, PASSWORD);
+        await tab.visit(`#/rentals/${encodeURIComponent(booked.id)}`);
+        await page.getByRole("heading", { level: 2, name: "Notices" }).waitFor();
+        await page.getByTestId("notices").filter({ hasText: `moved from node ${from}` }).waitFor();
+        await page.getByTestId("notices").filter({ hasText: "browser test: firmware" }).waitFor();
+        await tab.check("rental-notices");
+        await page.getByLabel("Language").selectOption("ru");
+        await page.getByRole("heading", { level: 2, name: "Уведомления" }).waitFor();
+        await page.getByTestId("notices").filter({ hasText: "Вступает в силу" }).waitFor();
+        await tab.check("rental-notices-ru");
+        await page.getByLabel("Язык").selectOption("en");
+      } finally {
+        await api.expect(200, "DELETE", `/v1/admin/maintenance/${planned.items[0].id}`, undefined, stack.admin);
+      }
+    },
+  },
+  {
     name: "switching the language to Russian shows Russian text and amounts in ₽",
     pages: ["dashboard", "catalog"],
     async run({ tab, api, stack }) {

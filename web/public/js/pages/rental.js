@@ -16,6 +16,7 @@ strings({
         "r.cert": "SSH certificate", "r.cert_help": "Paste a public key (for example ~/.ssh/id_ed25519.pub) to get a certificate valid only for this rental's period. Save it beside the key as id_ed25519-cert.pub; ssh uses it automatically.",
         "r.public_key": "Public key", "r.get_cert": "Get certificate", "r.cert_saved": "Certificate valid {from} – {to}",
         "r.download": "Download certificate",
+        "r.notices": "Notices", "r.notice_at": "Takes effect {at}",
         "r.events": "Events", "r.at": "Time", "r.from": "From", "r.to": "To", "r.reason": "Reason",
         "r.events_caption": "What happened to this rental",
         "r.extend": "Extend", "r.extend_days": "More days", "r.extend_submit": "Extend",
@@ -43,6 +44,7 @@ strings({
         "r.cert": "SSH-сертификат", "r.cert_help": "Вставьте открытый ключ (например, ~/.ssh/id_ed25519.pub), чтобы получить сертификат только на срок этой аренды. Сохраните его рядом с ключом как id_ed25519-cert.pub — ssh подхватит его сам.",
         "r.public_key": "Открытый ключ", "r.get_cert": "Получить сертификат", "r.cert_saved": "Сертификат действует {from} – {to}",
         "r.download": "Скачать сертификат",
+        "r.notices": "Уведомления", "r.notice_at": "Вступает в силу {at}",
         "r.events": "События", "r.at": "Время", "r.from": "Из", "r.to": "В", "r.reason": "Причина",
         "r.events_caption": "Что происходило с арендой",
         "r.extend": "Продлить", "r.extend_days": "Ещё суток", "r.extend_submit": "Продлить",
@@ -84,7 +86,7 @@ export async function render(ctx) {
 
   async function refresh() {
     rental = await get(`/v1/rentals/${id}`);
-    await Promise.all([loadEvents(), loadReport(), loadTelemetry()]);
+    await Promise.all([loadEvents(), loadNotices(), loadReport(), loadTelemetry()]);
     draw();
   }
 
@@ -115,6 +117,7 @@ export async function render(ctx) {
       h("p", { class: "state-line" }, badge(rental.state), " ",
         moving(rental) ? h("span", { class: "loading inline" }, h("span", { class: "spin", "aria-hidden": "true" }), t("r.live")) : null),
       progress(rental),
+      noticesSection,
       rental.waitlist ? h("p", { class: "alert info" }, t("r.waitlist", { position: rental.waitlist.position }),
         rental.waitlist.estimated_start ? ` ${t("r.waitlist_eta", { at: dateTime(rental.waitlist.estimated_start) })}` : "") : null,
       sshSection(),
@@ -227,6 +230,19 @@ export async function render(ctx) {
       ], events.items));
   }
 
+  // What the platform told the tenant about this rental (a move for maintenance, a coming
+  // window), newest first; nothing shown when there is none.
+  const noticesSection = h("section", { "aria-labelledby": "r-notices", hidden: true });
+  async function loadNotices() {
+    const notices = await get(`/v1/rentals/${id}/notices`);
+    if (ctx.stale()) return;
+    noticesSection.hidden = notices.items.length === 0;
+    replace(noticesSection, h("h2", { id: "r-notices" }, t("r.notices")),
+      h("ul", { class: "notices", "data-testid": "notices" }, notices.items.map((n) =>
+        h("li", { class: "alert info" }, n.message, " ",
+          h("span", { class: "muted" }, t("r.notice_at", { at: dateTime(n.effective_at) }))))));
+  }
+
   // The signed handover report: its measurements beside the bars they were held to.
   const reportSection = h("section", { class: "card", "aria-labelledby": "r-report" }, h("h2", { id: "r-report" }, t("r.report")));
   const number = (v) => (typeof v === "number" ? v.toLocaleString(document.documentElement.lang || "en", { maximumFractionDigits: v < 10 ? 3 : 1 }) : "—");
@@ -305,7 +321,7 @@ export async function render(ctx) {
             : t("r.gpu_event_xid", { index: e.gpu_index, xid: e.xid, reason: e.reason }))))] : null);
   }
 
-  await Promise.all([loadEvents(), loadReport(), loadTelemetry()]);
+  await Promise.all([loadEvents(), loadNotices(), loadReport(), loadTelemetry()]);
   draw();
   follow();
   return page(title(rental), root);
