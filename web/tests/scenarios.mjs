@@ -425,6 +425,44 @@ export const scenarios = [
     },
   },
   {
+    name: "an admin plans a maintenance window on a node's page, sees it listed, and cancels it, in English and in Russian",
+    pages: ["admin/node"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const node = stack.nodes["hgx-h100-b"];
+      await tab.signIn(stack.adminEmail, stack.adminPassword);
+      await tab.visit(`#/admin/nodes/${encodeURIComponent(node.id)}`);
+      await page.getByRole("heading", { level: 2, name: "Maintenance windows" }).waitFor();
+      await page.getByText("No maintenance is planned.").waitFor();
+      // Twelve and thirteen days ahead, in the browser's zone, as datetime-local takes them.
+      const local = (days) => {
+        const d = new Date(Date.now() + days * 86400000);
+        const pad = (n) => String(n).padStart(2, "0");
+        return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T10:00`;
+      };
+      const form = page.locator("form").filter({ has: page.getByRole("button", { name: "Plan a window" }) });
+      await form.getByLabel("Starts").fill(local(12));
+      await form.getByLabel("Ends").fill(local(13));
+      await form.getByLabel("Reason").fill("browser test: BMC firmware");
+      await tab.check("admin-node-maintenance-form");
+      await form.getByRole("button", { name: "Plan a window" }).click();
+      await page.getByRole("status").filter({ hasText: "Window planned; rentals moved: 0." }).waitFor();
+      const windows = page.getByRole("table", { name: "Planned maintenance of the node: its GPUs are taken for the period" });
+      await windows.getByRole("cell", { name: "browser test: BMC firmware" }).waitFor();
+      const listed = await api.expect(200, "GET", `/v1/admin/maintenance?node_id=${node.id}`, undefined, stack.admin);
+      assert.equal(listed.items.length, 1, JSON.stringify(listed));
+      await tab.check("admin-node-maintenance");
+      await page.getByLabel("Language").selectOption("ru");
+      await page.getByRole("heading", { level: 2, name: "Окна обслуживания" }).waitFor();
+      await tab.check("admin-node-maintenance-ru");
+      await page.getByRole("button", { name: /^Отменить окно с / }).click();
+      await page.getByRole("status").filter({ hasText: "Окно отменено" }).waitFor();
+      await page.getByText("Обслуживание не запланировано.").waitFor();
+      const after = await api.expect(200, "GET", `/v1/admin/maintenance?node_id=${node.id}`, undefined, stack.admin);
+      assert.equal(after.items.length, 0, JSON.stringify(after));
+    },
+  },
+  {
     name: "switching the language to Russian shows Russian text and amounts in ₽",
     pages: ["dashboard", "catalog"],
     async run({ tab, api, stack }) {

@@ -1,7 +1,7 @@
 // Administration: one node — its facts, GPUs with their latest telemetry and recent history
 // as sparklines, the GPU link matrix drawn and as a table, rentals, state and health history,
 // sshd host keys, and the admin actions (maintenance, drain, activate, retire: each asks why).
-import { get, newIdempotencyKey, post } from "../../api.js";
+import { del, get, newIdempotencyKey, post } from "../../api.js";
 import { dateTime, locale, money, number, strings, t } from "../../i18n.js";
 import { busy, describeError, field, h, page, replace, svg, toast } from "../../ui.js";
 import {
@@ -67,6 +67,15 @@ strings({
     "admin.node.kind.sys": "{kind}: across NUMA nodes, over the CPUs' interconnect",
     "admin.node.model_nvlink": "{model}: NVLink generation {generation}, {bandwidth} GB/s per GPU in all.",
     "admin.node.rentals": "Rentals", "admin.node.rentals_caption": "The node's latest rentals",
+    "admin.node.maintenance": "Maintenance windows",
+    "admin.node.maintenance_caption": "Planned maintenance of the node: its GPUs are taken for the period",
+    "admin.node.maintenance_none": "No maintenance is planned.",
+    "admin.node.mw_start": "Starts", "admin.node.mw_end": "Ends", "admin.node.mw_reason": "Reason",
+    "admin.node.mw_plan": "Plan a window",
+    "admin.node.mw_hint": "Booked rentals in the way move to other nodes for the same period; the plan is refused when one has started or has nowhere to go.",
+    "admin.node.mw_planned": "Window planned; rentals moved: {n}.",
+    "admin.node.mw_cancel": "Cancel window", "admin.node.mw_cancel_label": "Cancel window from {start}",
+    "admin.node.mw_cancelled": "Window cancelled: the GPUs are free again.",
     "admin.node.rentals_none": "No rentals on this node yet.",
     "admin.node.rental": "Rental", "admin.node.org": "Organisation", "admin.node.rental_gpus": "GPU indices",
     "admin.node.period_col": "Period", "admin.node.per_day": "Price per day",
@@ -143,6 +152,15 @@ strings({
     "admin.node.kind.sys": "{kind}: между узлами NUMA, через межпроцессорную шину",
     "admin.node.model_nvlink": "{model}: NVLink поколения {generation}, всего {bandwidth} ГБ/с на GPU.",
     "admin.node.rentals": "Аренды", "admin.node.rentals_caption": "Последние аренды узла",
+    "admin.node.maintenance": "Окна обслуживания",
+    "admin.node.maintenance_caption": "Запланированное обслуживание узла: на это время его GPU заняты",
+    "admin.node.maintenance_none": "Обслуживание не запланировано.",
+    "admin.node.mw_start": "Начало", "admin.node.mw_end": "Конец", "admin.node.mw_reason": "Причина",
+    "admin.node.mw_plan": "Запланировать окно",
+    "admin.node.mw_hint": "Забронированные аренды переезжают на другие узлы на тот же срок; план отклоняется, если аренда уже началась или ей некуда переехать.",
+    "admin.node.mw_planned": "Окно запланировано; перенесено аренд: {n}.",
+    "admin.node.mw_cancel": "Отменить окно", "admin.node.mw_cancel_label": "Отменить окно с {start}",
+    "admin.node.mw_cancelled": "Окно отменено: GPU снова свободны.",
     "admin.node.rentals_none": "На этом узле аренд ещё не было.",
     "admin.node.rental": "Аренда", "admin.node.org": "Организация", "admin.node.rental_gpus": "Номера GPU",
     "admin.node.period_col": "Период", "admin.node.per_day": "Цена за день",
@@ -175,10 +193,11 @@ export async function render(ctx) {
   const controller = new AbortController();
   ctx.onLeave(() => controller.abort());
   const { signal } = controller;
-  const [node, sites, models] = await Promise.all([
+  const [node, sites, models, windows] = await Promise.all([
     get(`/v1/admin/nodes/${encodeURIComponent(id)}`, { signal }),
     allPages("/v1/admin/sites", signal).catch(() => []),
     allPages("/v1/gpu-models", signal).catch(() => []),
+    get(`/v1/admin/maintenance?node_id=${encodeURIComponent(id)}`, { signal }).then((r) => r.items).catch(() => []),
   ]);
   const site = sites.find((s) => s.id === node.site_id);
   const model = models.find((m) => m.name === node.gpu_model);
@@ -191,6 +210,7 @@ export async function render(ctx) {
     historySection(node, signal),
     topologySection(node, model),
     rentalsSection(node),
+    maintenanceSection(ctx, node, windows),
     eventsSection(node),
     healthSection(node, signal),
     hostKeysSection(node));
@@ -559,6 +579,53 @@ function rentalsSection(node) {
   ];
   return section("admin-node-rentals", t("admin.node.rentals"),
     dataTable({ caption: t("admin.node.rentals_caption"), columns, rows: node.rentals || [], empty: t("admin.node.rentals_none") }));
+}
+
+// The node's maintenance windows, each cancellable, and a form to plan one (its times in the
+// browser's own zone).
+function maintenanceSection(ctx, node, windows) {
+  const columns = [
+    { label: t("admin.node.mw_start"), cell: (w) => dateTime(w.start) },
+    { label: t("admin.node.mw_end"), cell: (w) => dateTime(w.end) },
+    { label: t("admin.node.mw_reason"), cell: (w) => w.reason },
+    { label: t("admin.node.actions"), cell: (w) => {
+      const button = h("button", { type: "button", "aria-label": t("admin.node.mw_cancel_label", { start: dateTime(w.start) }) },
+        t("admin.node.mw_cancel"));
+      button.addEventListener("click", () => busy(button, async () => {
+        await del(`/v1/admin/maintenance/${encodeURIComponent(w.id)}`);
+        toast(t("admin.node.mw_cancelled"));
+        ctx.rerender();
+      }));
+      return button;
+    } },
+  ];
+  const form = h("form", { class: "admin-reason", novalidate: true },
+    h("h3", {}, t("admin.node.mw_plan")),
+    h("p", { class: "admin-muted" }, t("admin.node.mw_hint")),
+    field({ label: t("admin.node.mw_start"), name: "start", type: "datetime-local", required: true }),
+    field({ label: t("admin.node.mw_end"), name: "end", type: "datetime-local", required: true }),
+    field({ label: t("admin.node.mw_reason"), name: "reason", required: true, attrs: { maxlength: 500 } }),
+    h("div", { class: "toolbar" }, h("button", { type: "submit", class: "primary" }, t("admin.node.mw_plan"))));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    busy(form.querySelector("button[type=submit]"), async () => {
+      const data = new FormData(form);
+      const at = (name) => {
+        const value = String(data.get(name) || "");
+        if (!value) throw clientError(name, t("admin.error.required"));
+        return new Date(value).toISOString().replace(/\.\d+Z$/, "Z");
+      };
+      const reason = String(data.get("reason") || "").trim();
+      if (!reason) throw clientError("reason", t("admin.error.required"));
+      const planned = await post("/v1/admin/maintenance", { node_ids: [node.id], start: at("start"), end: at("end"), reason },
+        { idempotencyKey: newIdempotencyKey() });
+      toast(t("admin.node.mw_planned", { n: planned.moved.length }));
+      ctx.rerender();
+    }, form);
+  });
+  return section("admin-node-maintenance", t("admin.node.maintenance"),
+    dataTable({ caption: t("admin.node.maintenance_caption"), columns, rows: windows, empty: t("admin.node.maintenance_none") }),
+    h("div", { class: "card" }, form));
 }
 
 function eventsSection(node) {
