@@ -443,7 +443,7 @@ export const scenarios = [
       const form = page.locator("form").filter({ has: page.getByRole("button", { name: "Plan a window" }) });
       await form.getByLabel("Starts").fill(local(12));
       await form.getByLabel("Ends").fill(local(13));
-      await form.getByLabel("Reason").fill("browser test: BMC firmware");
+      await form.getByLabel("What the window is for").fill("browser test: BMC firmware");
       await tab.check("admin-node-maintenance-form");
       await form.getByRole("button", { name: "Plan a window" }).click();
       await page.getByRole("status").filter({ hasText: "Window planned; rentals moved: 0." }).waitFor();

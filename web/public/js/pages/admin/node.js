@@ -71,7 +71,7 @@ strings({
     "admin.node.maintenance_caption": "Planned maintenance of the node: its GPUs are taken for the period",
     "admin.node.maintenance_none": "No maintenance is planned.",
     "admin.node.mw_start": "Starts", "admin.node.mw_end": "Ends", "admin.node.mw_reason": "Reason",
-    "admin.node.mw_plan": "Plan a window",
+    "admin.node.mw_plan": "Plan a window", "admin.node.mw_why": "What the window is for",
     "admin.node.mw_hint": "Booked rentals in the way move to other nodes for the same period; the plan is refused when one has started or has nowhere to go.",
     "admin.node.mw_planned": "Window planned; rentals moved: {n}.",
     "admin.node.mw_cancel": "Cancel window", "admin.node.mw_cancel_label": "Cancel window from {start}",
@@ -156,7 +156,7 @@ strings({
     "admin.node.maintenance_caption": "Запланированное обслуживание узла: на это время его GPU заняты",
     "admin.node.maintenance_none": "Обслуживание не запланировано.",
     "admin.node.mw_start": "Начало", "admin.node.mw_end": "Конец", "admin.node.mw_reason": "Причина",
-    "admin.node.mw_plan": "Запланировать окно",
+    "admin.node.mw_plan": "Запланировать окно", "admin.node.mw_why": "Для чего окно",
     "admin.node.mw_hint": "Забронированные аренды переезжают на другие узлы на тот же срок; план отклоняется, если аренда уже началась или ей некуда переехать.",
     "admin.node.mw_planned": "Окно запланировано; перенесено аренд: {n}.",
     "admin.node.mw_cancel": "Отменить окно", "admin.node.mw_cancel_label": "Отменить окно с {start}",
@@ -604,7 +604,7 @@ function maintenanceSection(ctx, node, windows) {
     h("p", { class: "admin-muted" }, t("admin.node.mw_hint")),
     field({ label: t("admin.node.mw_start"), name: "start", type: "datetime-local", required: true }),
     field({ label: t("admin.node.mw_end"), name: "end", type: "datetime-local", required: true }),
-    field({ label: t("admin.node.mw_reason"), name: "reason", required: true, attrs: { maxlength: 500 } }),
+    field({ label: t("admin.node.mw_why"), name: "reason", required: true, attrs: { maxlength: 500 } }),
     h("div", { class: "toolbar" }, h("button", { type: "submit", class: "primary" }, t("admin.node.mw_plan"))));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
