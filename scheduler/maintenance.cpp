@@ -155,6 +155,9 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
       }
       out.windows.push_back(std::move(w));
     }
+    std::vector<std::string> changed = node_ids;
+    for (const auto& m : out.moved) changed.push_back(m.to_node_id);
+    capacity_changed(changed);
     // Each tenant told, once the windows exist: which node, when, and that nothing else changed.
     for (std::size_t i = 0; i < moved_records.size(); ++i) {
       const auto& r = moved_records[i];
@@ -172,6 +175,13 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
                    r.period.start, window);
     }
     return out;
+  });
+}
+
+void Maintenance::capacity_changed(const std::vector<std::string>& nodes) {
+  if (!capacity_) return;
+  pool_.after_commit([capacity = capacity_, nodes] {
+    for (const auto& n : nodes) capacity->node_changed(n);
   });
 }
 
@@ -193,6 +203,7 @@ MaintenanceWindow Maintenance::cancel(const std::string& id) {
     if (tx.exec(kWindowCancel, id, sql_timestamp(clock_.now()))[0][0].as<int>() == 0) {
       throw Error(ErrorCode::kInvalidState, "The window is cancelled already.");
     }
+    capacity_changed({found[0][1].as<std::string>()});
     return maintenance_window_of(tx.exec(kWindowGet, id)[0]);
   });
 }

@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/db_pool.h"
+#include "scheduler/capacity_index.h"
 #include "scheduler/lifecycle.h"
 #include "scheduler/notices.h"
 #include "scheduler/records.h"
@@ -51,9 +52,16 @@ class Maintenance {
   static constexpr std::chrono::hours kMaxLength{24 * 30};
   static constexpr int kMaxNodes = 100;
 
+  // `capacity`: this replica's copy, told of the changed nodes after each commit (the
+  // announcement that tells every replica reaches this one only a moment later); none in tests.
   Maintenance(PgPool& pool, const Clock& clock, RentalStore& rentals, Lifecycle& lifecycle,
-              NoticeStore& notices)
-      : pool_(pool), clock_(clock), rentals_(rentals), lifecycle_(lifecycle), notices_(notices) {}
+              NoticeStore& notices, CapacityIndex* capacity = nullptr)
+      : pool_(pool),
+        clock_(clock),
+        rentals_(rentals),
+        lifecycle_(lifecycle),
+        notices_(notices),
+        capacity_(capacity) {}
 
   // In one transaction: not_found naming an unknown node; conflict (details.rentals: [{id,
   // state, node_id}]) when a rental that has started or is cleaning holds one of the GPUs over
@@ -77,6 +85,9 @@ class Maintenance {
   RentalStore& rentals_;
   Lifecycle& lifecycle_;
   NoticeStore& notices_;
+  CapacityIndex* capacity_;
+
+  void capacity_changed(const std::vector<std::string>& nodes);
 };
 
 }  // namespace gpurent::scheduler

@@ -60,6 +60,9 @@ constexpr Statement kEnergy = {
     " JOIN rental_telemetry_samples c ON c.rental_id = r.id CROSS JOIN w"
     " CROSS JOIN LATERAL unnest(c.gpu_index, c.power_w) AS u(gpu, power)"
     " WHERE r.org_id = $1 AND r.id = ANY($2::text[]) AND c.at >= w.lo AND c.at < w.hi"
+    // Within its own period as it is now: a rental moved after a failed handover keeps the
+    // copies of its first node's samples, which were never its tenant's.
+    " AND c.at >= lower(r.period) AND c.at < upper(r.period)"
     " AND u.gpu = ANY(r.gpu_indices)),"
     " d AS (SELECT rental_id, power + lag(power) OVER g AS twice, extract(epoch FROM at - lag(at)"
     " OVER g) AS gap FROM s WINDOW g AS (PARTITION BY rental_id, gpu ORDER BY at))"

@@ -47,7 +47,7 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       doctor_(ctx.pool, rentals_, tasks_),
       telemetry_(ctx.pool, ctx.clock, rentals_),
       notices_(ctx.clock),
-      maintenance_(ctx.pool, ctx.clock, rentals_, lifecycle_, notices_),
+      maintenance_(ctx.pool, ctx.clock, rentals_, lifecycle_, notices_, &capacity_),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .rentals = &customer_rentals_,
