@@ -452,6 +452,13 @@ export const scenarios = [
       const listed = await api.expect(200, "GET", `/v1/admin/maintenance?node_id=${node.id}`, undefined, stack.admin);
       assert.equal(listed.items.length, 1, JSON.stringify(listed));
       await tab.check("admin-node-maintenance");
+      // The fleet page's tile of the node says when its maintenance starts.
+      await tab.visit("#/admin");
+      await page.getByRole("link", { name: new RegExp(node.hostname) }).filter({ hasText: "Maintenance from" }).waitFor();
+      await tab.check("admin-fleet-maintenance");
+      await page.getByRole("link", { name: new RegExp(node.hostname) }).first().click();
+      await page.getByRole("heading", { level: 2, name: "Maintenance windows" }).waitFor();
+      await tab.rendered();
       await page.getByLabel("Language").selectOption("ru");
       await page.getByRole("heading", { level: 2, name: "Окна обслуживания" }).waitFor();
       await tab.check("admin-node-maintenance-ru");

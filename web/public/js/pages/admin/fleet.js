@@ -16,6 +16,7 @@ strings({
     "admin.fleet.site_nodes": { one: "{n} node", other: "{n} nodes" },
     "admin.fleet.site_meta": "{region} · {timezone}",
     "admin.fleet.hottest": "Hottest GPU: {temp}", "admin.fleet.no_telemetry": "No telemetry yet",
+    "admin.fleet.window": "Maintenance from {start}",
     "admin.fleet.state_label": "State: {state}", "admin.fleet.health_label": "Health: {health}",
     "admin.fleet.add_node": "Add a node", "admin.fleet.site": "Site", "admin.fleet.hostname": "Host name",
     "admin.fleet.hostname_hint": "Letters, digits, '-' and '.', as in DNS.",
@@ -49,6 +50,7 @@ strings({
     "admin.fleet.site_nodes": { one: "{n} узел", few: "{n} узла", many: "{n} узлов", other: "{n} узла" },
     "admin.fleet.site_meta": "{region} · {timezone}",
     "admin.fleet.hottest": "Самый горячий GPU: {temp}", "admin.fleet.no_telemetry": "Телеметрии пока нет",
+    "admin.fleet.window": "Обслуживание с {start}",
     "admin.fleet.state_label": "Состояние: {state}", "admin.fleet.health_label": "Исправность: {health}",
     "admin.fleet.add_node": "Добавить узел", "admin.fleet.site": "Площадка", "admin.fleet.hostname": "Имя хоста",
     "admin.fleet.hostname_hint": "Латинские буквы, цифры, «-» и «.», как в DNS.",
@@ -231,12 +233,21 @@ export async function render(ctx) {
   });
 
   // `sites` stays one array (the add-node form holds it); a refresh refills it.
-  const [sites, firstNodes, models] = await Promise.all([
+  const windowsOf = () => get("/v1/admin/maintenance", { signal }).then((r) => r.items).catch(() => []);
+  const [sites, firstNodes, models, firstWindows] = await Promise.all([
     allPages("/v1/admin/sites", signal),
     allPages("/v1/admin/nodes", signal),
     allPages("/v1/gpu-models", signal).catch(() => []),
+    windowsOf(),
   ]);
   let nodes = firstNodes;
+  // Each node's next maintenance window (the list is by start), shown on its tile.
+  let nextWindow = new Map();
+  const keepWindows = (windows) => {
+    nextWindow = new Map();
+    for (const w of windows) if (!nextWindow.has(w.node_id)) nextWindow.set(w.node_id, w);
+  };
+  keepWindows(firstWindows);
 
   const overview = h("div", { class: "admin-overview" });
   const status = h("p", { class: "admin-status" });
@@ -255,7 +266,9 @@ export async function render(ctx) {
           h("span", { class: "admin-health-icon", "aria-hidden": "true" }, HEALTH_ICON[n.health] || "?"),
           t("admin.fleet.health_label", { health: healthLabel(n.health) })),
         temp === undefined ? null : h("span", { class: "admin-tile-temp" },
-          typeof temp === "number" ? t("admin.fleet.hottest", { temp: celsius(temp) }) : t("admin.fleet.no_telemetry"))));
+          typeof temp === "number" ? t("admin.fleet.hottest", { temp: celsius(temp) }) : t("admin.fleet.no_telemetry")),
+        nextWindow.has(n.id) ? h("span", { class: "admin-tile-window" },
+          t("admin.fleet.window", { start: dateTime(nextWindow.get(n.id).start) })) : null));
   }
 
   function draw() {
@@ -299,8 +312,10 @@ export async function render(ctx) {
     clearTimeout(timer);
     try {
       if (full) {
-        const [freshSites, freshNodes] = await Promise.all([allPages("/v1/admin/sites", signal), allPages("/v1/admin/nodes", signal)]);
+        const [freshSites, freshNodes, freshWindows] = await Promise.all([allPages("/v1/admin/sites", signal),
+          allPages("/v1/admin/nodes", signal), windowsOf()]);
         if (ctx.stale()) return;
+        keepWindows(freshWindows);
         const changed = freshSites.map((x) => x.id).join() !== sites.map((x) => x.id).join();
         sites.splice(0, sites.length, ...freshSites);
         if (changed) nodeForm.refreshSites();
