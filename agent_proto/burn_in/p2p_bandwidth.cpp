@@ -17,10 +17,7 @@ std::string short_text(std::string_view s) {
 
 // The last "(...)" of a title: its unit.
 std::string unit_of(std::string_view title) {
-  auto close = title.rfind(')');
-  auto open = close == std::string_view::npos ? close : title.rfind('(', close);
-  if (open == std::string_view::npos) return "";
-  return short_text(title.substr(open + 1, close - open - 1));
+  return short_text(t::last_parenthesised(title));
 }
 
 // "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)", "P2P=Enabled Latency (P2P Writes) Matrix

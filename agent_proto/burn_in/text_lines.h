@@ -99,6 +99,14 @@ inline std::optional<double> to_double(std::string_view s) {
   return v;
 }
 
+// The last "(...)" of a matrix title, its unit: "… bandwidth (GB/s)" -> "GB/s"; empty without one.
+inline std::string_view last_parenthesised(std::string_view title) {
+  auto close = title.rfind(')');
+  auto open = close == std::string_view::npos ? close : title.rfind('(', close);
+  if (open == std::string_view::npos) return {};
+  return title.substr(open + 1, close - open - 1);
+}
+
 // Printable ASCII for JSON and terminals: control characters become spaces, other bytes '?';
 // cut to max_bytes.
 inline std::string printable(std::string_view s, std::size_t max_bytes) {
