@@ -44,17 +44,6 @@ std::optional<Stored> stored(Tx& tx, const std::string& node_id) {
                 r[3].as<std::string>()};
 }
 
-std::optional<std::string> from_hex(std::string_view hex) {
-  if (hex.size() % 2 != 0) return std::nullopt;
-  std::string out;
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    auto digit = [](char c) { return std::isdigit(c) ? c - '0' : c - 'a' + 10; };
-    if (!std::isxdigit(hex[i]) || !std::isxdigit(hex[i + 1])) return std::nullopt;
-    out.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
-  }
-  return out;
-}
-
 void check_settings(BmcSettings& s, const std::string& password, bool allow_plain_http) {
   bool https = s.url.rfind("https://", 0) == 0;
   bool http = allow_plain_http && s.url.rfind("http://", 0) == 0;
@@ -75,7 +64,7 @@ void check_settings(BmcSettings& s, const std::string& password, bool allow_plai
     for (char c : *s.pinned_sha256) {
       if (c != ':') hex.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     }
-    if (hex.size() != 64 || !from_hex(hex)) {
+    if (hex.size() != 64 || !crypto::from_hex(hex)) {
       throw Error::invalid_field("pinned_sha256", "must be a SHA-256 fingerprint (64 hex digits)");
     }
     s.pinned_sha256 = hex;
@@ -187,7 +176,7 @@ PowerResult NodePower::act(const std::string& node_id, const std::string& action
                 {.action = "node.power", .target = node_id, .details = {{"action", action}}});
     return *found;
   });
-  auto sealed = from_hex(bmc.sealed);
+  auto sealed = crypto::from_hex(bmc.sealed);
   auto password = key_.empty() || !sealed ? std::nullopt : crypto::open(key_, *sealed, node_id);
   if (!password) {
     throw Error(ErrorCode::kConflict,

@@ -30,6 +30,24 @@ std::string to_hex(const std::uint8_t* data, std::size_t n) {
   return out;
 }
 
+std::optional<std::string> from_hex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    int hi = digit(hex[i]);
+    int lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return out;
+}
+
 std::string base64(std::string_view data) {
   // EVP_EncodeBlock writes a terminating NUL after the text: room for it, then cut.
   std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');

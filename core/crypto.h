@@ -20,6 +20,8 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data);
 
 // Lowercase hex of raw bytes.
 std::string to_hex(const std::uint8_t* data, std::size_t n);
+// Lower-case hex back to bytes; nullopt for an odd length or any other character.
+std::optional<std::string> from_hex(std::string_view hex);
 
 // Standard base64 with '=' padding, on one line.
 std::string base64(std::string_view data);

@@ -186,23 +186,6 @@ bool is_webhook_id(std::string_view id) {
 // and tag. A plain secret starts with "whsec_", so the two never mix up.
 constexpr std::string_view kSealedPrefix = "sealed:v1:";
 
-std::optional<std::string> from_hex(std::string_view hex) {
-  if (hex.size() % 2 != 0) return std::nullopt;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(hex.size() / 2);
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    int hi = digit(hex[i]);
-    int lo = digit(hex[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return out;
-}
 bool is_delivery_id(std::string_view id) {
   return parse_delivery_id(id).has_value();
 }
@@ -226,7 +209,7 @@ std::string WebhookStore::open_secret(const std::string& webhook_id,
                                       const std::string& stored) const {
   if (stored.rfind(kSealedPrefix, 0) != 0) return stored;  // stored before a key was set
   if (key_.empty()) return "";
-  auto bytes = from_hex(std::string_view(stored).substr(kSealedPrefix.size()));
+  auto bytes = crypto::from_hex(std::string_view(stored).substr(kSealedPrefix.size()));
   if (!bytes) return "";
   // The id is the additional data: a sealed secret copied to another webhook does not open.
   return crypto::open(key_, *bytes, webhook_id).value_or("");

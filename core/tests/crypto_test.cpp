@@ -45,6 +45,15 @@ TEST(ToHex, LowercaseTwoDigitsPerByte) {
   EXPECT_EQ(to_hex(data, 0), "");
 }
 
+TEST(FromHex, ReversesToHexAndRefusesAnythingElse) {
+  const std::uint8_t data[] = {0x00, 0x0f, 0xab, 0xff, 0x10};
+  EXPECT_EQ(from_hex("000fabff10"), std::string(reinterpret_cast<const char*>(data), sizeof data));
+  EXPECT_EQ(from_hex(""), "");
+  EXPECT_EQ(from_hex("abc"), std::nullopt) << "odd length";
+  EXPECT_EQ(from_hex("0G"), std::nullopt);
+  EXPECT_EQ(from_hex("AB"), std::nullopt) << "lower case only, as to_hex writes";
+}
+
 TEST(ConstantTimeEqual, ComparesContent) {
   EXPECT_TRUE(constant_time_equal("", ""));
   EXPECT_TRUE(constant_time_equal("secret-token", "secret-token"));
