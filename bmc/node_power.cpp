@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sql.h"
+#include "inventory/node_state.h"
 
 #include <array>
 #include <cctype>
@@ -47,18 +48,17 @@ std::optional<Stored> stored(Tx& tx, const std::string& node_id) {
 void check_settings(BmcSettings& s, const std::string& password, bool allow_plain_http) {
   bool https = s.url.rfind("https://", 0) == 0;
   bool http = allow_plain_http && s.url.rfind("http://", 0) == 0;
-  if ((!https && !http) || s.url.size() > 300) {
+  if ((!https && !http) || s.url.size() > kMaxBmcUrlBytes) {
     throw Error::invalid_field("url", "must be https://host[:port]");
   }
-  if (s.username.empty() || s.username.size() > 128) {
-    throw Error::invalid_field("username", "must be 1 to 128 bytes");
-  }
-  if (password.empty() || password.size() > 256) {
-    throw Error::invalid_field("password", "must be 1 to 256 bytes");
-  }
-  if (s.system_id && (s.system_id->empty() || s.system_id->size() > 128)) {
-    throw Error::invalid_field("system_id", "must be 1 to 128 bytes");
-  }
+  auto bounded = [](const char* field, const std::string& v, std::size_t max) {
+    if (v.empty() || v.size() > max) {
+      throw Error::invalid_field(field, "must be 1 to " + std::to_string(max) + " bytes");
+    }
+  };
+  bounded("username", s.username, kMaxBmcNameBytes);
+  bounded("password", password, kMaxBmcPasswordBytes);
+  if (s.system_id) bounded("system_id", *s.system_id, kMaxBmcNameBytes);
   if (s.pinned_sha256) {
     std::string hex;
     for (char c : *s.pinned_sha256) {
@@ -165,7 +165,8 @@ PowerResult NodePower::act(const std::string& node_id, const std::string& action
     auto found = stored(tx, node_id);
     if (!found) throw Error(ErrorCode::kNotFound, "The node has no BMC.");
     std::string s = state[0][0].as<std::string>();
-    if (s != "maintenance" && s != "failed") {
+    auto parsed = inventory::parse_node_state(s);
+    if (parsed != inventory::NodeState::kMaintenance && parsed != inventory::NodeState::kFailed) {
       throw Error(ErrorCode::kInvalidState,
                   "The node is " + s +
                       ": send it to maintenance (drain it first) before "

@@ -19,6 +19,11 @@
 
 namespace gpurent::bmc {
 
+// The settings' bounds: the route reads with them, NodePower::set checks them.
+inline constexpr std::size_t kMaxBmcUrlBytes = 300;
+inline constexpr std::size_t kMaxBmcNameBytes = 128;  // username, system_id
+inline constexpr std::size_t kMaxBmcPasswordBytes = 256;
+
 struct BmcSettings {
   std::string url;                       // "https://10.0.0.7" (http:// only with allow_plain_http)
   std::optional<std::string> system_id;  // none: the only system the BMC lists

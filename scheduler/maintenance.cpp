@@ -85,8 +85,9 @@ void check_maintenance_request(const std::vector<std::string>& node_ids, const P
     throw Error::invalid_field("end", "a window lasts at most 30 days");
   }
   if (period.end <= now) throw Error::invalid_field("end", "must be in the future");
-  if (reason.empty() || reason.size() > 500) {
-    throw Error::invalid_field("reason", "must be 1 to 500 bytes");
+  if (reason.empty() || reason.size() > Maintenance::kMaxReasonBytes) {
+    throw Error::invalid_field(
+        "reason", "must be 1 to " + std::to_string(Maintenance::kMaxReasonBytes) + " bytes");
   }
 }
 

@@ -51,6 +51,7 @@ class Maintenance {
  public:
   static constexpr std::chrono::hours kMaxLength{24 * 30};
   static constexpr int kMaxNodes = 100;
+  static constexpr std::size_t kMaxReasonBytes = 500;
 
   // `capacity`: this replica's copy, told of the changed nodes after each commit (the
   // announcement that tells every replica reaches this one only a moment later); none in tests.

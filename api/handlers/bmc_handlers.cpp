@@ -30,11 +30,12 @@ nlohmann::json settings_json(const std::string& node_id, const bmc::BmcSettings&
 std::pair<bmc::BmcSettings, std::string> read_settings(const Request& req) {
   auto body = parse_json_body(req);
   JsonObjectReader in(body);
-  bmc::BmcSettings s{.url = in.required_string("url", 300),
-                     .system_id = in.optional_string("system_id", 128),
-                     .username = in.required_string("username", 128),
-                     .pinned_sha256 = in.optional_string("pinned_sha256", 100)};
-  std::string password = in.required_string("password", 256);
+  bmc::BmcSettings s{.url = in.required_string("url", bmc::kMaxBmcUrlBytes),
+                     .system_id = in.optional_string("system_id", bmc::kMaxBmcNameBytes),
+                     .username = in.required_string("username", bmc::kMaxBmcNameBytes),
+                     // 64 hex digits, with a colon between each pair at most.
+                     .pinned_sha256 = in.optional_string("pinned_sha256", 95)};
+  std::string password = in.required_string("password", bmc::kMaxBmcPasswordBytes);
   in.finish();
   return {std::move(s), std::move(password)};
 }

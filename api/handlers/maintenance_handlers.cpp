@@ -39,7 +39,8 @@ PlanRequest read_plan(const Request& req) {
   }
   Timestamp start = read_time(in, "start");
   out.period = {start, read_time(in, "end")};
-  out.reason = printable_text("reason", in.required_string("reason", 500), 500);
+  constexpr auto kMax = scheduler::Maintenance::kMaxReasonBytes;
+  out.reason = printable_text("reason", in.required_string("reason", kMax), kMax);
   in.finish();
   return out;
 }

@@ -25,6 +25,17 @@ class MaintenanceE2E : public RentalFleetTest {
     return send("DELETE", path, "", headers);
   }
 
+  // Eight GPUs for a day, five days from now: the answer.
+  HttpResult book_day_five(const Login& owner) {
+    return post("/v1/rentals",
+                {{"gpu_model", kModel},
+                 {"gpu_count", 8},
+                 {"start", in_hours(24 * 5).substr(0, 10)},
+                 {"days", 1},
+                 {"image_id", image_id_}},
+                session(owner));
+  }
+
   // An RFC 3339 time `hours` from the server's clock (the test clock starts at now).
   std::string in_hours(int hours) {
     return gpurent::format_rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(
@@ -35,13 +46,7 @@ class MaintenanceE2E : public RentalFleetTest {
 TEST_F(MaintenanceE2E, AWindowMovesTheRentalInItsWayAndHoldsTheNode) {
   std::string n1 = add_node("gpu-1");
   Login owner = account("owner@example.com", "Acme");
-  auto booked = post("/v1/rentals",
-                     {{"gpu_model", kModel},
-                      {"gpu_count", 8},
-                      {"start", in_hours(24 * 5).substr(0, 10)},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
+  auto booked = book_day_five(owner);
   ASSERT_EQ(booked.status, 201) << booked.body;
   std::string rental = booked.json()["id"];
   auto subscribed =
@@ -97,13 +102,7 @@ TEST_F(MaintenanceE2E, AWindowMovesTheRentalInItsWayAndHoldsTheNode) {
   EXPECT_TRUE(sent) << deliveries.body;
 
   // The node's GPUs are taken in the window: a booking then gets none (only n2's, now taken).
-  auto during = post("/v1/rentals",
-                     {{"gpu_model", kModel},
-                      {"gpu_count", 8},
-                      {"start", in_hours(24 * 5).substr(0, 10)},
-                      {"days", 1},
-                      {"image_id", image_id_}},
-                     session(owner));
+  auto during = book_day_five(owner);
   EXPECT_EQ(during.status, 409) << during.body;
 
   auto listed = get("/v1/admin/maintenance?node_id=" + n1, session(admin_));
@@ -122,13 +121,7 @@ TEST_F(MaintenanceE2E, AWindowMovesTheRentalInItsWayAndHoldsTheNode) {
   EXPECT_TRUE(cancelled.json()["cancelled_at"].is_string());
   EXPECT_EQ(del("/v1/admin/maintenance/" + id, session(admin_)).status, 409);
   EXPECT_EQ(del("/v1/admin/maintenance/mnt_nothing", session(admin_)).status, 404);
-  auto after = post("/v1/rentals",
-                    {{"gpu_model", kModel},
-                     {"gpu_count", 8},
-                     {"start", in_hours(24 * 5).substr(0, 10)},
-                     {"days", 1},
-                     {"image_id", image_id_}},
-                    session(owner));
+  auto after = book_day_five(owner);
   EXPECT_EQ(after.status, 201) << after.body;
   EXPECT_EQ(after.json()["node_id"], n1);
 }
