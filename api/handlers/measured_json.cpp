@@ -9,11 +9,12 @@ namespace gpurent::http {
 
 namespace {
 
-// The day's price over the shape's TFLOP/s, or null without a figure.
-nlohmann::json price_per(const Money& price_per_day, std::optional<double> tflops_per_gpu,
-                         int gpu_count) {
-  if (!tflops_per_gpu || *tflops_per_gpu <= 0 || gpu_count <= 0) return nullptr;
-  double tflops = *tflops_per_gpu * gpu_count;
+// The day's price over the shape's TFLOP/s, or null without a figure. The figure is
+// `per_gpu / divisor` TFLOP/s per GPU: Gflop/s arrive with a divisor of 1000.
+nlohmann::json price_per(const Money& price_per_day, const std::optional<double>& per_gpu,
+                         double divisor, int gpu_count) {
+  if (!per_gpu || *per_gpu <= 0 || gpu_count <= 0) return nullptr;
+  double tflops = *per_gpu / divisor * gpu_count;
   return Money(static_cast<long long>(
                    std::llround(static_cast<double>(price_per_day.amount_minor()) / tflops)),
                price_per_day.currency())
@@ -30,8 +31,6 @@ nlohmann::json measured_fields(const std::optional<inventory::ModelMeasurement>&
             {"price_per_measured_tensor_tflops_day", nullptr}};
   }
   const auto& m = *measured;
-  auto gflops_as_tflops =
-      m.gflops_per_gpu ? std::optional<double>(*m.gflops_per_gpu / 1000.0) : std::nullopt;
   return {{"measured",
            {{"gflops_per_gpu", optional_json(m.gflops_per_gpu)},
             {"peer_gbps", optional_json(m.peer_gbps)},
@@ -39,9 +38,10 @@ nlohmann::json measured_fields(const std::optional<inventory::ModelMeasurement>&
             {"tensor_tflops_per_gpu", optional_json(m.tensor_tflops_per_gpu)},
             {"memory_gbps_per_gpu", optional_json(m.memory_gbps_per_gpu)},
             {"nodes", m.nodes}}},
-          {"price_per_measured_tflops_day", price_per(price_per_day, gflops_as_tflops, gpu_count)},
+          {"price_per_measured_tflops_day",
+           price_per(price_per_day, m.gflops_per_gpu, 1000.0, gpu_count)},
           {"price_per_measured_tensor_tflops_day",
-           price_per(price_per_day, m.tensor_tflops_per_gpu, gpu_count)}};
+           price_per(price_per_day, m.tensor_tflops_per_gpu, 1.0, gpu_count)}};
 }
 
 }  // namespace gpurent::http
