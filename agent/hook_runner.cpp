@@ -3,6 +3,7 @@
 #include "agent/hook_runner.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,7 +24,41 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxLine = 1000;
 constexpr std::size_t kTailBytes = 4096;
-constexpr auto kKillGrace = std::chrono::seconds(2);
+
+// What the child tells the parent through its close-on-exec pipe when it cannot exec: the
+// step that failed and its errno.
+struct ChildFailure {
+  enum Step : int { kExec, kSetgid, kSetgroups, kSetuid, kKeptRoot, kChdir };
+  int step = kExec;
+  int error = 0;
+};
+
+// In the child: tells the parent why through the error pipe (still open, close-on-exec),
+// and ends it.
+[[noreturn]] void child_failed(int pipe, int step) {
+  ChildFailure f{.step = step, .error = errno};
+  [[maybe_unused]] auto n = ::write(pipe, &f, sizeof(f));
+  ::_exit(127);
+}
+
+std::string failure_text(const HookRun& run, const ChildFailure& f) {
+  std::string why = std::strerror(f.error);
+  switch (f.step) {
+    case ChildFailure::kSetgid:
+      return "cannot set group id " + std::to_string(run.user->gid) + ": " + why;
+    case ChildFailure::kSetgroups:
+      return "cannot set the supplementary groups of uid " + std::to_string(run.user->uid) + ": " +
+             why;
+    case ChildFailure::kSetuid:
+      return "cannot set user id " + std::to_string(run.user->uid) + ": " + why;
+    case ChildFailure::kKeptRoot:
+      return "user id " + std::to_string(run.user->uid) + " could become root again";
+    case ChildFailure::kChdir:
+      return "cannot enter " + run.working_dir + ": " + why;
+    default:
+      return run.argv[0] + ": " + why;
+  }
+}
 
 // The last lines of output, at most kTailBytes together.
 class Tail {
@@ -101,7 +136,7 @@ HookResult run_hook(const HookRun& run, const std::function<void(const std::stri
   // Everything the child needs is built before fork: after it, a multi-threaded process may
   // only call async-signal-safe functions (no malloc, hence no setenv).
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
+  for (char** e = run.clean_env ? nullptr : environ; e && *e; ++e) {
     std::string entry(*e);
     if (!run.env.contains(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
   }
@@ -112,6 +147,7 @@ HookResult run_hook(const HookRun& run, const std::function<void(const std::stri
   std::vector<std::string> args = run.argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
+  std::vector<gid_t> groups = run.user ? run.user->groups : std::vector<gid_t>{};
 
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
@@ -130,11 +166,23 @@ HookResult run_hook(const HookRun& run, const std::function<void(const std::stri
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(out_pipe[1], 2);
+    if (run.user) {
+      // Group first, while still root; then the groups initgroups would set (read before
+      // fork: getgrouplist is not safe here); the user last, after which none can change.
+      if (::setgid(run.user->gid) != 0) child_failed(err_pipe[1], ChildFailure::kSetgid);
+      if (::setgroups(groups.size(), groups.data()) != 0)
+        child_failed(err_pipe[1], ChildFailure::kSetgroups);
+      if (::setuid(run.user->uid) != 0) child_failed(err_pipe[1], ChildFailure::kSetuid);
+      if (run.user->uid != 0 && ::setuid(0) == 0) {
+        errno = EPERM;
+        child_failed(err_pipe[1], ChildFailure::kKeptRoot);
+      }
+    }
+    if (!run.working_dir.empty() && ::chdir(run.working_dir.c_str()) != 0) {
+      child_failed(err_pipe[1], ChildFailure::kChdir);
+    }
     ::execvpe(argv[0], argv.data(), envp.data());
-    // exec failed: tell the parent why through the error pipe (still open, close-on-exec).
-    int e = errno;
-    [[maybe_unused]] auto n = ::write(err_pipe[1], &e, sizeof(e));
-    ::_exit(127);
+    child_failed(err_pipe[1], ChildFailure::kExec);
   }
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
@@ -149,9 +197,9 @@ HookResult run_hook(const HookRun& run, const std::function<void(const std::stri
   }
   ::setpgid(pid, pid);  // also from here, so the group exists before any kill below
   {
-    int e = 0;
-    if (::read(exec_error, &e, sizeof(e)) == sizeof(e)) {
-      result.tail = run.argv[0] + ": " + std::strerror(e);
+    ChildFailure f;
+    if (::read(exec_error, &f, sizeof(f)) == sizeof(f)) {
+      result.tail = failure_text(run, f);
       ::waitpid(pid, nullptr, 0);
       close_fd(to_child);
       close_fd(from_child);
@@ -185,7 +233,7 @@ HookResult run_hook(const HookRun& run, const std::function<void(const std::stri
       killed_at = Clock::now();
       close_fd(to_child);
     }
-    if (killed_at && Clock::now() - *killed_at >= kKillGrace) {
+    if (killed_at && Clock::now() - *killed_at >= run.kill_grace) {
       ::kill(-pid, SIGKILL);
       break;  // its output may never close if a grandchild kept it: stop reading
     }

@@ -1,17 +1,21 @@
 // The agent's task executors: provisioning through the operator's hook (or a simulated
-// delay), the access files and their hook, the wipe hook, and the health probe.
+// delay), the access files and their hook, the wipe hook, the health probe, notices with
+// their checkpoint commands, and reboots through the operator's hook (or simulated).
 #include "agent/task_executor.h"
 
 #include "agent_proto/burn_in/figures.h"
 
 #include "agent/access_files.h"
+#include "agent/checkpoint_runner.h"
 #include "agent/hook_runner.h"
 #include "agent/login_probe.h"
 #include "agent/login_sessions.h"
+#include "agent/notice_file.h"
 #include "agent/sshd_banner.h"
 #include "agent/state_files.h"
 #include "agent_proto/burn_in/figures.h"
 #include "agent_proto/health_rules.h"
+#include "core/clock.h"
 
 #include <algorithm>
 #include <charconv>
@@ -77,6 +81,61 @@ std::string joined_indices(const nlohmann::json& payload) {
   return out;
 }
 
+// A notice task's payload: {"notice": {…} (notice_file.h), "login", "checkpoint_command"
+// (absent, null or "": none), "checkpoint_timeout_s" (1..86400, default 600)}. Other members
+// are ignored. Throws std::invalid_argument naming the field.
+struct NoticeTask {
+  Notice notice;
+  std::optional<std::string> login;
+  std::optional<std::string> checkpoint_command;
+  std::chrono::seconds checkpoint_timeout{600};
+};
+
+constexpr std::size_t kMaxCheckpointCommand = 8192;
+constexpr long long kMaxCheckpointSeconds = 86400;
+
+NoticeTask notice_task_from(const nlohmann::json& payload) {
+  if (!payload.is_object()) throw std::invalid_argument("the payload must be an object");
+  auto member = [&](const char* name) -> const nlohmann::json* {
+    auto it = payload.find(name);
+    return it == payload.end() || it->is_null() ? nullptr : &*it;
+  };
+  NoticeTask t;
+  const auto* notice = member("notice");
+  if (!notice) throw std::invalid_argument("notice is required");
+  t.notice = notice_from(*notice);
+  if (const auto* login = member("login")) {
+    if (!login->is_string() || !valid_login_name(login->get<std::string>())) {
+      throw std::invalid_argument("login must be a login name");
+    }
+    t.login = login->get<std::string>();
+  }
+  if (const auto* command = member("checkpoint_command")) {
+    if (!command->is_string()) throw std::invalid_argument("checkpoint_command must be a string");
+    const auto& text = command->get_ref<const std::string&>();
+    if (text.size() > kMaxCheckpointCommand || text.find('\0') != std::string::npos) {
+      throw std::invalid_argument("checkpoint_command must be at most " +
+                                  std::to_string(kMaxCheckpointCommand) + " bytes, with no NUL");
+    }
+    if (!text.empty()) t.checkpoint_command = text;
+  }
+  if (const auto* timeout = member("checkpoint_timeout_s")) {
+    if (!timeout->is_number_integer() || timeout->get<long long>() < 1 ||
+        (timeout->is_number_unsigned() &&
+         timeout->get<unsigned long long>() >
+             static_cast<unsigned long long>(kMaxCheckpointSeconds)) ||
+        timeout->get<long long>() > kMaxCheckpointSeconds) {
+      throw std::invalid_argument("checkpoint_timeout_s must be an integer from 1 to " +
+                                  std::to_string(kMaxCheckpointSeconds));
+    }
+    t.checkpoint_timeout = std::chrono::seconds(timeout->get<long long>());
+  }
+  if (t.checkpoint_command && !t.login) {
+    throw std::invalid_argument("login is required with a checkpoint_command");
+  }
+  return t;
+}
+
 std::string image_id(const nlohmann::json& payload) {
   if (!payload.is_object() || !payload.contains("image_id") || !payload["image_id"].is_string())
     return "";
@@ -108,6 +167,10 @@ class NodeExecutor final : public TaskExecutor {
       case proto::TaskKind::kBurnIn:
       case proto::TaskKind::kDoctor:  // the hook sees the kind and the payload's allow_busy_gpus
         return run_burn_in(task, progress, stop);
+      case proto::TaskKind::kNotice:
+        return notice(task, stop);
+      case proto::TaskKind::kReboot:
+        return reboot(task, stop);
     }
     return failed("unknown task kind");
   }
@@ -382,6 +445,82 @@ class NodeExecutor final : public TaskExecutor {
                 burn_in::to_json(figures));
   }
 
+  // The notice is delivered once it is in the notice file, and the task succeeds then: the
+  // checkpoint command is the tenant's, and whatever became of it is only reported.
+  std::optional<TaskOutcome> notice(const proto::Task& task, const std::stop_token& stop) {
+    NoticeTask t;
+    try {
+      t = notice_task_from(task.payload);
+    } catch (const std::invalid_argument& e) {
+      return failed(std::string("notice: ") + e.what());
+    }
+    std::string delivered = "notice " + t.notice.id;
+    if (options_.notice_file.empty()) {
+      delivered += " delivered (no notice file)";
+    } else {
+      try {
+        publish_notice(options_.notice_file, t.notice, SystemClock().now());
+      } catch (const std::exception& e) {
+        return failed(delivered + ": " + e.what());
+      }
+      delivered += " written";
+    }
+    CheckpointResult checkpoint;
+    if (!t.checkpoint_command) {
+      checkpoint.skipped = "no checkpoint command";
+    } else if (!options_.run_checkpoints) {
+      checkpoint.skipped = "this node runs no checkpoint commands (simulated)";
+    } else if (task.rental_id &&
+               login_taken_by_other(options_.access_root, *t.login, *task.rental_id)) {
+      checkpoint.skipped = "login " + *t.login + " belongs to another rental";
+    } else {
+      // A stop (the agent is stopping) ends the command; the notice is delivered all the
+      // same, and the result says the checkpoint was stopped.
+      checkpoint = run_checkpoint({.login = *t.login,
+                                   .command = *t.checkpoint_command,
+                                   .timeout = t.checkpoint_timeout,
+                                   .notice = t.notice,
+                                   .notice_file = options_.notice_file},
+                                  stop);
+    }
+    nlohmann::json notice_file = options_.notice_file.empty()
+                                     ? nlohmann::json(nullptr)
+                                     : nlohmann::json(options_.notice_file.string());
+    return done(delivered + "; checkpoint " + checkpoint.describe(),
+                nlohmann::json{{"notice_file", notice_file}, {"checkpoint", checkpoint.to_json()}});
+  }
+
+  std::optional<TaskOutcome> reboot(const proto::Task& task, const std::stop_token& stop) {
+    if (options_.reboot_hook.empty()) {
+      if (!sleep_unless_stopped(options_.reboot_delay, stop)) return std::nullopt;
+      return done("simulated reboot");
+    }
+    std::string boot_id = read_boot_id(options_.boot_id_file);
+    if (options_.reboot_notes) {
+      try {
+        options_.reboot_notes->reboot_started(task.task_id, boot_id);
+      } catch (const std::exception& e) {
+        return failed(std::string("reboot: cannot note it in the task journal: ") + e.what());
+      }
+    }
+    auto env = hook_env(task);
+    env["GPURENT_BOOT_ID"] = boot_id;
+    auto r = run_hook({.argv = options_.reboot_hook,
+                       .env = env,
+                       .input = hook_stdin(task),
+                       .timeout = options_.reboot_timeout},
+                      nullptr, stop);
+    if (r.end == HookResult::End::kStopped) return std::nullopt;
+    // A hook that says it did not reboot is believed at once; otherwise the node may be going
+    // down, and the shutdown stopping the agent leaves the task to the journal.
+    bool refused = r.end == HookResult::End::kNotStarted || r.end == HookResult::End::kTimedOut ||
+                   (r.end == HookResult::End::kExited && r.exit_code > 0);
+    if (!refused && !sleep_unless_stopped(options_.reboot_settle, stop)) return std::nullopt;
+    if (!r.ok()) return failed("reboot hook " + r.describe());
+    return done("reboot requested: the reboot hook exited 0",
+                nlohmann::json{{"boot_id_before", boot_id}});
+  }
+
   TaskOutcome health_probe() {
     auto gpus = backend_.telemetry();
     std::vector<proto::HealthVerdict> verdicts;
@@ -425,8 +564,12 @@ std::unique_ptr<TaskExecutor> make_executor(const ExecutorOptions& options, GpuB
 
 std::unique_ptr<TaskExecutor> make_simulated_executor(const SimulatedExecutorOptions& options,
                                                       GpuBackend& backend) {
-  return make_executor(
-      {.access_root = options.access_root, .provision_delay = options.provision_delay}, backend);
+  return make_executor({.access_root = options.access_root,
+                        .provision_delay = options.provision_delay,
+                        .notice_file = options.notice_file,
+                        .run_checkpoints = false,
+                        .reboot_delay = options.reboot_delay},
+                       backend);
 }
 
 }  // namespace gpurent::agent

@@ -1,11 +1,14 @@
 // What the agent does for each task kind: provisioning and wiping through the operator's hooks
 // (or simulated), the access files sshd reads (access_files.h), the login probe that proves
-// them (login_probe.h), the end of a rental's logins (login_sessions.h), a health probe.
+// them (login_probe.h), the end of a rental's logins (login_sessions.h), a health probe,
+// notices to the node's tenants (notice_file.h) with their checkpoint commands
+// (checkpoint_runner.h), and a reboot of the whole node through the operator's hook.
 // Hooks get the task's facts in GPURENT_* variables and a versioned JSON document on
 // standard input (hook_input below; hook_runner.h).
 #pragma once
 
 #include "agent/gpu_backend.h"
+#include "agent/task_journal.h"
 #include "agent_proto/messages.h"
 
 #include <chrono>
@@ -73,6 +76,24 @@ struct ExecutorOptions {
   std::filesystem::path probe_key;
   // How long revoke_access and wipe keep killing a login's processes before they fail.
   std::chrono::milliseconds kill_wait{std::chrono::seconds(5)};
+  // The node's notice file (notice_file.h), which the notice task writes; empty: not written.
+  std::filesystem::path notice_file;
+  // False: a notice's checkpoint command is never run, its result says so (the fleet
+  // simulator: its rentals' logins are not this machine's).
+  bool run_checkpoints = true;
+  // The reboot hook: reboots the node (`systemctl reboot`). Before it runs the task notes the
+  // current boot id (`boot_id_file`) in `reboot_notes` (the task journal), so that the agent
+  // after the reboot reports it succeeded when the boot id changed. A hook that exits non-zero
+  // fails the task; after one that exits 0 (or that a signal ended: the shutdown's) the task
+  // waits `reboot_settle` for the node to go down, which stops the agent and leaves the task
+  // to the journal, and reports by the hook's status if it did not.
+  // Empty: a simulated reboot, `reboot_delay` long.
+  std::vector<std::string> reboot_hook;
+  std::chrono::milliseconds reboot_timeout{std::chrono::minutes(2)};
+  std::chrono::milliseconds reboot_delay{2000};
+  std::chrono::milliseconds reboot_settle{std::chrono::seconds(30)};
+  RebootNotes* reboot_notes = nullptr;  // outlives the executor; none: nothing noted
+  std::filesystem::path boot_id_file = kBootIdFile;
 };
 
 // What a hook reads on standard input, a JSON object (hook_version 1):
@@ -93,6 +114,8 @@ std::unique_ptr<TaskExecutor> make_executor(const ExecutorOptions& options, GpuB
 struct SimulatedExecutorOptions {
   std::filesystem::path access_root;
   std::chrono::milliseconds provision_delay{2000};
+  std::filesystem::path notice_file;  // empty: none written
+  std::chrono::milliseconds reboot_delay{2000};
 };
 std::unique_ptr<TaskExecutor> make_simulated_executor(const SimulatedExecutorOptions& options,
                                                       GpuBackend& backend);

@@ -1,9 +1,11 @@
-// The task journal's file: {"tasks": [{"task_id", "result"?, "acked"}]}, oldest first.
+// The task journal's file: {"tasks": [{"task_id", "result"?, "acked", "reboot_boot_id"?}]},
+// oldest first.
 #include "agent/task_journal.h"
 
 #include "agent/state_files.h"
 
 #include <algorithm>
+#include <fstream>
 
 namespace gpurent::agent {
 
@@ -27,9 +29,43 @@ proto::TaskResult result_from_json(const std::string& task_id, const json& j) {
   return r;
 }
 
+// How a task the agent did not finish before it stopped ends after the restart.
+proto::TaskResult cut_short(const std::string& task_id,
+                            const std::optional<std::string>& reboot_boot_id,
+                            const std::string& boot_id) {
+  if (reboot_boot_id && !boot_id.empty()) {
+    if (!reboot_boot_id->empty() && *reboot_boot_id != boot_id) {
+      return {.task_id = task_id,
+              .ok = true,
+              .message = "rebooted: boot id changed",
+              .result = json{{"boot_id_before", *reboot_boot_id}, {"boot_id_after", boot_id}}};
+    }
+    if (*reboot_boot_id == boot_id) {
+      return {.task_id = task_id,
+              .ok = false,
+              .message =
+                  "interrupted: the agent stopped while the reboot ran, and the node did "
+                  "not reboot (same boot id)",
+              .result = std::nullopt};
+    }
+  }
+  return {.task_id = task_id,
+          .ok = false,
+          .message = "interrupted: the agent stopped while the task ran",
+          .result = std::nullopt};
+}
+
 }  // namespace
 
-TaskJournal::TaskJournal(std::filesystem::path file, std::size_t limit)
+std::string read_boot_id(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  auto end = line.find_last_not_of(" \t\r\n");
+  return end == std::string::npos ? "" : line.substr(0, end + 1);
+}
+
+TaskJournal::TaskJournal(std::filesystem::path file, std::size_t limit, std::string boot_id)
     : file_(std::move(file)), limit_(std::max<std::size_t>(limit, 1)) {
   if (!std::filesystem::exists(file_)) return;
   try {
@@ -38,6 +74,7 @@ TaskJournal::TaskJournal(std::filesystem::path file, std::size_t limit)
       Entry e{.task_id = t.at("task_id").get<std::string>(), .result = {}, .acked = false};
       if (t.contains("result")) e.result = result_from_json(e.task_id, t["result"]);
       e.acked = t.value("acked", false);
+      if (t.contains("reboot_boot_id")) e.reboot_boot_id = t["reboot_boot_id"].get<std::string>();
       entries_.push_back(std::move(e));
     }
   } catch (const json::exception& e) {
@@ -46,10 +83,7 @@ TaskJournal::TaskJournal(std::filesystem::path file, std::size_t limit)
   bool interrupted = false;
   for (auto& e : entries_) {
     if (e.result) continue;
-    e.result = proto::TaskResult{.task_id = e.task_id,
-                                 .ok = false,
-                                 .message = "interrupted: the agent stopped while the task ran",
-                                 .result = std::nullopt};
+    e.result = cut_short(e.task_id, e.reboot_boot_id, boot_id);
     interrupted = true;
   }
   if (interrupted) save();
@@ -100,6 +134,17 @@ void TaskJournal::finish(const proto::TaskResult& result) {
   save();
 }
 
+void TaskJournal::reboot_started(const std::string& task_id, const std::string& boot_id) {
+  std::lock_guard lock(mutex_);
+  Entry* e = find(task_id);
+  if (!e) {
+    entries_.push_back({.task_id = task_id, .result = std::nullopt, .acked = false});
+    e = &entries_.back();
+  }
+  e->reboot_boot_id = boot_id;
+  save();
+}
+
 std::optional<proto::TaskResult> TaskJournal::result_of(const std::string& task_id) const {
   std::lock_guard lock(mutex_);
   const Entry* e = find(task_id);
@@ -137,6 +182,7 @@ void TaskJournal::save() const {
   for (const auto& e : entries_) {
     json t = {{"task_id", e.task_id}, {"acked", e.acked}};
     if (e.result) t["result"] = result_to_json(*e.result);
+    if (e.reboot_boot_id) t["reboot_boot_id"] = *e.reboot_boot_id;
     tasks.push_back(std::move(t));
   }
   write_file_atomic(file_, json{{"tasks", tasks}}.dump(), 0600);

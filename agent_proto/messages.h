@@ -121,10 +121,13 @@ enum class TaskKind {
   kWipe,
   kHealthProbe,
   kBurnIn,
-  kDoctor
+  kDoctor,
+  kNotice,  // write the node's notice file, run the rental's checkpoint command
+  kReboot   // the tenant's soft reboot of its whole node
 };
-inline constexpr std::array<std::string_view, 7> kTaskKindNames{
-    "provision", "install_access", "revoke_access", "wipe", "health_probe", "burn_in", "doctor"};
+inline constexpr std::array<std::string_view, 9> kTaskKindNames{
+    "provision", "install_access", "revoke_access", "wipe",  "health_probe",
+    "burn_in",   "doctor",         "notice",        "reboot"};
 std::string_view to_string(TaskKind kind);
 std::optional<TaskKind> parse_task_kind(std::string_view name);
 

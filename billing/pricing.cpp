@@ -112,7 +112,8 @@ std::optional<std::vector<DiscountTier>> parse_discount_tiers(std::string_view t
 }
 
 std::optional<SlaPolicy> parse_sla_policy(std::string_view text) {
-  for (SlaPolicy p : {SlaPolicy::kNone, SlaPolicy::kLostHours, SlaPolicy::kWholeBlock}) {
+  for (SlaPolicy p :
+       {SlaPolicy::kNone, SlaPolicy::kLostHours, SlaPolicy::kWholeBlock, SlaPolicy::kLostMinutes}) {
     if (text == to_string(p)) return p;
   }
   return std::nullopt;
@@ -126,6 +127,8 @@ std::string_view to_string(SlaPolicy p) {
       return "lost_hours";
     case SlaPolicy::kWholeBlock:
       return "whole_block";
+    case SlaPolicy::kLostMinutes:
+      return "lost_minutes";
   }
   return "none";
 }
@@ -145,6 +148,13 @@ std::int64_t sla_credit_minor(SlaPolicy policy, std::int64_t charged_minor,
                            (seconds % pricing_rules::kSecondsPerHour != 0 ? 1 : 0);
       if (hours >= pricing_rules::kHoursPerBlock) return charged_minor;
       return pricing_rules::scale_rounded(charged_minor, hours, pricing_rules::kHoursPerBlock);
+    }
+    case SlaPolicy::kLostMinutes: {
+      constexpr std::int64_t kMinutesPerBlock = pricing_rules::kHoursPerBlock * 60;
+      std::int64_t seconds = lost.count();
+      std::int64_t minutes = seconds / 60 + (seconds % 60 != 0 ? 1 : 0);
+      if (minutes >= kMinutesPerBlock) return charged_minor;
+      return pricing_rules::scale_rounded(charged_minor, minutes, kMinutesPerBlock);
     }
   }
   return 0;

@@ -60,14 +60,15 @@ TaxSplit split_gross(int vat_basis_points, std::int64_t gross_minor);
 std::optional<std::vector<DiscountTier>> parse_discount_tiers(std::string_view text);
 
 // SLA credits for an interruption: how much of the charged block is given back.
-enum class SlaPolicy { kNone, kLostHours, kWholeBlock };
+enum class SlaPolicy { kNone, kLostHours, kWholeBlock, kLostMinutes };
 
-// "none", "lost_hours", "whole_block"; exact and case-sensitive.
+// "none", "lost_hours", "whole_block", "lost_minutes"; exact and case-sensitive.
 std::optional<SlaPolicy> parse_sla_policy(std::string_view text);
 std::string_view to_string(SlaPolicy p);
 
 // The block is 24 h. kLostHours: `lost` rounded up to whole hours,
-// credit = round(charged * hours / 24), capped at `charged`; kWholeBlock: all of `charged`
+// credit = round(charged * hours / 24), capped at `charged`; kLostMinutes: the same to the
+// minute, round(charged * minutes / 1440); kWholeBlock: all of `charged`
 // when lost > 0; kNone, lost <= 0 or charged <= 0: 0.
 std::int64_t sla_credit_minor(SlaPolicy policy, std::int64_t charged_minor,
                               std::chrono::seconds lost);

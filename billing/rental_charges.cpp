@@ -130,6 +130,12 @@ std::string days_text(int n) {
   return std::to_string(n) + (n == 1 ? " day" : " days");
 }
 
+// "1 minute", "17 minutes": a handover's lost time, rounded up as its credit counts it.
+std::string minutes_text(std::chrono::seconds lost) {
+  long long minutes = (lost.count() + 59) / 60;
+  return std::to_string(minutes) + (minutes == 1 ? " minute" : " minutes");
+}
+
 }  // namespace
 
 struct RentalCharges::Meter {
@@ -392,6 +398,46 @@ int RentalCharges::capture_due(PgPool& pool, Timestamp now, int batch,
   return total;
 }
 
+std::int64_t RentalCharges::credit_handover(Tx& tx, const std::string& rental_id,
+                                            const std::string& handover_id,
+                                            std::chrono::seconds lost, Timestamp began,
+                                            Timestamp now) {
+  auto m = lock_meter(tx, rental_id);
+  if (!m || m->state != "running" || !m->period_start) return 0;
+  // The day it began in is charged by now (capture_started runs at activation and daily).
+  capture_started(tx, *m, now);
+  save(tx, *this, m->rental_id, m->state, m->period_start, m->next_day, m->days, m->credited);
+  int day = std::max(0, day_at(*m->period_start, began));
+  auto charged = tx.exec(kChargeOf, rental_id, day);
+  if (charged.empty()) return 0;
+  std::int64_t credit = sla_credit_minor(options_.handover, charged[0][0].as<std::int64_t>(), lost);
+  if (credit <= 0) return 0;
+  if (!ledger_.post(tx,
+                    {.idempotency_key = "handover:" + handover_id,
+                     .kind = "sla_credit",
+                     .org_id = m->org_id,
+                     .rental_id = rental_id,
+                     .description = "Credit for " + minutes_text(lost) + " of " + m->description +
+                                    " lost to a handover",
+                     .at = now,
+                     .entries = {{Account::kGrants, -credit}, {Account::kAvailable, credit}}})) {
+    return 0;
+  }
+  m->credited += credit;
+  save(tx, *this, m->rental_id, m->state, m->period_start, m->next_day, m->days, m->credited);
+  auto split = split_gross(options_.pricing.vat_basis_points, -credit);
+  invoices_.add_credit(
+      tx, m->org_id, rental_id,
+      "Credit: " + minutes_text(lost) + " of " + m->description + " lost to a handover", now,
+      {split.net_minor, split.tax_minor, split.gross_minor});
+  return credit;
+}
+
+bool RentalCharges::running(Tx& tx, const std::string& rental_id) {
+  auto m = lock_meter(tx, rental_id);
+  return m && m->state == "running";
+}
+
 void RentalCharges::settle(Tx& tx, const std::string& rental_id, Ending ending, Timestamp now) {
   auto m = lock_meter(tx, rental_id);
   if (!m || m->state == "settled") return;
@@ -413,7 +459,7 @@ void RentalCharges::settle(Tx& tx, const std::string& rental_id, Ending ending, 
                         .description = "SLA credit for the interruption of " + m->description,
                         .at = now,
                         .entries = {{Account::kGrants, -credit}, {Account::kAvailable, credit}}})) {
-        m->credited = credit;
+        m->credited += credit;
         auto split = split_gross(options_.pricing.vat_basis_points, -credit);
         invoices_.add_credit(tx, m->org_id, rental_id,
                              "SLA credit: interruption of " + m->description, now,

@@ -47,6 +47,8 @@ enum class Ending {
 struct RentalChargesOptions {
   PricingPolicy pricing;
   SlaPolicy sla = SlaPolicy::kLostHours;
+  // What a handover of a running rental (scheduler/handovers.h) credits for the time it cost.
+  SlaPolicy handover = SlaPolicy::kLostMinutes;
   std::string time_zone = "UTC";  // whose calendar months spend limits count
 };
 
@@ -90,6 +92,16 @@ class RentalCharges {
   // kInterrupted the SLA credit for the day it happened in is given; every day not captured
   // is released.
   void settle(Tx& tx, const std::string& rental_id, Ending ending, Timestamp now);
+
+  // A running rental lost `lost` of its time to a handover (a swap to a spare, a power
+  // action): credits it by the handover policy against the day price charged for the day it
+  // began in, once per `handover_id` (the ledger's idempotency key). The amount credited; 0
+  // for a rental that is not running, a policy that credits nothing, or a second call.
+  std::int64_t credit_handover(Tx& tx, const std::string& rental_id, const std::string& handover_id,
+                               std::chrono::seconds lost, Timestamp began, Timestamp now);
+
+  // Whether the rental's days are being charged (it became active and has not settled).
+  bool running(Tx& tx, const std::string& rental_id);
 
   // Whether the rental has billing (booked while billing was on).
   bool knows(Tx& tx, const std::string& rental_id);

@@ -117,8 +117,8 @@ std::optional<ResetType> power_action(std::string_view action) {
   return std::nullopt;
 }
 
-NodePower::NodePower(PgPool& pool, const Clock& clock, Options options)
-    : pool_(pool), clock_(clock), options_(std::move(options)) {
+NodePower::NodePower(PgPool& pool, const Clock& clock, Options options, Tenants tenants)
+    : pool_(pool), clock_(clock), options_(std::move(options)), tenants_(std::move(tenants)) {
   if (!options_.secret_key.empty()) key_ = crypto::sha256_raw(options_.secret_key);
 }
 
@@ -158,6 +158,8 @@ PowerResult NodePower::act(const std::string& node_id, const std::string& action
     throw Error::invalid_field("action",
                                "must be on, off, shutdown, restart, force_restart or cycle");
   }
+  const bool restart = *type == ResetType::kGracefulRestart || *type == ResetType::kForceRestart ||
+                       *type == ResetType::kPowerCycle;
   // Read, check and audit the request first; the BMC is asked outside the transaction.
   auto bmc = pool_.transact("bmc_power", [&](Tx& tx) {
     auto state = tx.exec(kNodeState, node_id);
@@ -166,7 +168,15 @@ PowerResult NodePower::act(const std::string& node_id, const std::string& action
     if (!found) throw Error(ErrorCode::kNotFound, "The node has no BMC.");
     std::string s = state[0][0].as<std::string>();
     auto parsed = inventory::parse_node_state(s);
-    if (parsed != inventory::NodeState::kMaintenance && parsed != inventory::NodeState::kFailed) {
+    const bool serving = tenants_.serves && tenants_.serves(tx, node_id);
+    if (serving && !restart) {
+      throw Error(ErrorCode::kInvalidState,
+                  "Rentals run on the node: only a restart (restart, force_restart, cycle) "
+                  "brings them back; drain it first to cut its power.",
+                  {{"state", s}});
+    }
+    if (!serving && parsed != inventory::NodeState::kMaintenance &&
+        parsed != inventory::NodeState::kFailed) {
       throw Error(ErrorCode::kInvalidState,
                   "The node is " + s +
                       ": send it to maintenance (drain it first) before "
@@ -211,6 +221,9 @@ PowerResult NodePower::act(const std::string& node_id, const std::string& action
     throw as_error(f, node_id);
   }
   log::info("node {} power {} ({}) sent", node_id, action, to_string(*type));
+  if (tenants_.restarted && restart) {
+    pool_.transact("bmc_power_tenants", [&](Tx& tx) { tenants_.restarted(tx, node_id, action); });
+  }
   return out;
 }
 

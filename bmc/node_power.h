@@ -50,7 +50,15 @@ class NodePower {
     bool allow_plain_http = false;
     std::chrono::milliseconds timeout = std::chrono::seconds(10);
   };
-  NodePower(PgPool& pool, const Clock& clock, Options options);
+  // What the scheduler says of the node's tenants (bmc knows nothing of rentals), in the
+  // action's own transactions: whether active rentals run on it, and, once the BMC took a
+  // restart, that they are to be handed over again (the access and health checks before they
+  // are active, the minutes credited).
+  struct Tenants {
+    std::function<bool(Tx&, const std::string& node_id)> serves;
+    std::function<void(Tx&, const std::string& node_id, const std::string& action)> restarted;
+  };
+  NodePower(PgPool& pool, const Clock& clock, Options options, Tenants tenants = {});
 
   // Stores (replaces) the node's BMC. not_found for an unknown node; invalid_request naming the
   // field; conflict when no bmc_secret_key is configured.
@@ -61,12 +69,15 @@ class NodePower {
   // invalid_request for an unknown action; not_found without a BMC; invalid_state unless the
   // node is in maintenance or failed; the BMC's failures: conflict (credentials, certificate,
   // a refused reset) or unavailable (unreachable, timeout, 5xx, a malformed answer).
+  // A node serving active rentals may be restarted (restart, force_restart, cycle) whatever
+  // its state — a hung node's tenant needs it — and its rentals are handed over again.
   PowerResult act(const std::string& node_id, const std::string& action, const Actor& by);
 
  private:
   PgPool& pool_;
   const Clock& clock_;
   Options options_;
+  Tenants tenants_;
   std::string key_;  // 32 bytes derived from the secret key; empty without one
 };
 

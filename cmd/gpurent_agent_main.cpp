@@ -7,6 +7,7 @@
 #include "agent/hook_runner.h"
 #include "agent/host_keys.h"
 #include "agent/login_probe.h"
+#include "agent/notice_file.h"
 #include "agent/probe.h"
 #include "agent/sshd_banner.h"
 #include "agent/state_files.h"
@@ -51,6 +52,8 @@ void print_usage() {
       "                         [--provision-timeout 30m] [--provision-delay 2s]\n"
       "                         [--access-hook CMD] [--wipe-hook CMD] [--hook-timeout 10m]\n"
       "                         [--burn-in-hook CMD] [--burn-in-timeout 30m]\n"
+      "                         [--notice-file /run/gpurent/notice.json|none]\n"
+      "                         [--reboot-hook 'systemctl reboot'|none] [--reboot-timeout 2m]\n"
       "                         [--ssh-host-keys /etc/ssh] [--sshd-address 127.0.0.1:22|none]\n"
       "                         [--log-level info] [--log-format text|json]\n\n"
       "  probe   print this node's GPU telemetry, link matrix and XID events as JSON; --from\n"
@@ -175,12 +178,13 @@ std::string host_name() {
 
 int run_command(const Flags& flags) {
   if (!only_known("run", flags,
-                  {"url",          "state-dir",       "backend",        "gpus",
-                   "model",        "topology",        "nvlink",         "heartbeat",
-                   "access-root",  "provision-delay", "provision-hook", "provision-timeout",
-                   "access-hook",  "wipe-hook",       "hook-timeout",   "ssh-host-keys",
-                   "faults",       "hostname",        "log-level",      "log-format",
-                   "sshd-address", "burn-in-hook",    "burn-in-timeout"}) ||
+                  {"url",          "state-dir",       "backend",         "gpus",
+                   "model",        "topology",        "nvlink",          "heartbeat",
+                   "access-root",  "provision-delay", "provision-hook",  "provision-timeout",
+                   "access-hook",  "wipe-hook",       "hook-timeout",    "ssh-host-keys",
+                   "faults",       "hostname",        "log-level",       "log-format",
+                   "sshd-address", "burn-in-hook",    "burn-in-timeout", "notice-file",
+                   "reboot-hook",  "reboot-timeout"}) ||
       !all_given("run", flags, {"url", "state-dir"})) {
     return 2;
   }
@@ -191,12 +195,14 @@ int run_command(const Flags& flags) {
   auto provision_timeout = parse_duration(flag_or(flags, "provision-timeout", "30m"));
   auto burn_in_timeout = parse_duration(flag_or(flags, "burn-in-timeout", "30m"));
   auto hook_timeout = parse_duration(flag_or(flags, "hook-timeout", "10m"));
+  auto reboot_timeout = parse_duration(flag_or(flags, "reboot-timeout", "2m"));
   if (!heartbeat || heartbeat->count() == 0 || !provision_delay || !provision_timeout ||
       provision_timeout->count() == 0 || !hook_timeout || hook_timeout->count() == 0 ||
-      !burn_in_timeout || burn_in_timeout->count() == 0) {
+      !burn_in_timeout || burn_in_timeout->count() == 0 || !reboot_timeout ||
+      reboot_timeout->count() == 0) {
     std::fprintf(stderr,
-                 "gpurent-agent run: --heartbeat, --provision-delay, --provision-timeout and "
-                 "--hook-timeout and --burn-in-timeout take 10s, 500ms, 2m\n");
+                 "gpurent-agent run: --heartbeat, --provision-delay, --provision-timeout, "
+                 "--hook-timeout, --burn-in-timeout and --reboot-timeout take 10s, 500ms, 2m\n");
     return 2;
   }
   std::string backend_name = flag_or(flags, "backend", "nvidia-smi");
@@ -242,6 +248,18 @@ int run_command(const Flags& flags) {
   }
   std::filesystem::path access_root =
       flag_or(flags, "access-root", (paths.dir / "access").string());
+  // Where the node's tenants read their notices: /run on a real node; a simulated one (many
+  // may share a machine) keeps its own in its state folder.
+  std::string notice_file =
+      flag_or(flags, "notice-file",
+              backend_name == "nvidia-smi" ? std::string(agent::kDefaultNoticeFile)
+                                           : (paths.dir / "notice.json").string());
+  if (notice_file == "none") notice_file.clear();
+  // What reboots the node for a tenant's reboot task: the node itself by default; a simulated
+  // node (an end-to-end test's, a developer's machine) only simulates it unless one is named.
+  std::string reboot_hook =
+      flag_or(flags, "reboot-hook", backend_name == "nvidia-smi" ? "systemctl reboot" : "none");
+  if (reboot_hook == "none") reboot_hook.clear();
   // sshd reads a login's files as that login: a folder on the way that others cannot search
   // would fail every rental's login, so the agent does not start that way.
   if (!sshd_address.empty()) {
@@ -257,7 +275,9 @@ int run_command(const Flags& flags) {
     identity = {.ca_pem = agent::read_state_file(paths.ca()),
                 .certificate_pem = agent::read_state_file(paths.certificate()),
                 .key_pem = agent::read_state_file(paths.key())};
-    journal.emplace(paths.task_journal());
+    // The boot id tells a reboot task cut short by its own reboot from one the agent's
+    // restart cut short (task_journal.h).
+    journal.emplace(paths.task_journal(), agent::kJournalEntries, agent::read_boot_id());
   } catch (const agent::StateError& e) {
     std::fprintf(stderr, "gpurent-agent run: %s (enrol first: gpurent-agent enroll)\n", e.what());
     return 1;
@@ -286,7 +306,11 @@ int run_command(const Flags& flags) {
        .burn_in_hook = agent::hook_argv(flag_or(flags, "burn-in-hook", "")),
        .burn_in_timeout = *burn_in_timeout,
        .sshd_address = sshd_address,
-       .probe_key = probe_key ? agent::probe_key_path(paths.dir) : std::filesystem::path()},
+       .probe_key = probe_key ? agent::probe_key_path(paths.dir) : std::filesystem::path(),
+       .notice_file = notice_file,
+       .reboot_hook = agent::hook_argv(reboot_hook),
+       .reboot_timeout = *reboot_timeout,
+       .reboot_notes = &*journal},
       *backend);
   agent::AgentRunner runner(
       {.hostname = flag_or(flags, "hostname", host_name()),

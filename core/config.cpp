@@ -339,6 +339,20 @@ const std::vector<Field>& fields() {
          }
          c.sla_credit_policy = v;
        }},
+      {{"handover_credit_policy", "GPURENT_HANDOVER_CREDIT_POLICY",
+        "what a running rental's handover to a spare (or an admin's power action) credits: "
+        "lost_minutes (the minutes lost, pro rata of the day), lost_hours, whole_block or none",
+        "lost_minutes"},
+       [](Config& c, const std::string& v) {
+         if (v != "lost_minutes" && v != "lost_hours" && v != "whole_block" && v != "none") {
+           bad("lost_minutes, lost_hours, whole_block or none", v);
+         }
+         c.handover_credit_policy = v;
+       }},
+      {{"maintenance_notice", "GPURENT_MAINTENANCE_NOTICE",
+        "the least notice a maintenance window gives the running or unmovable rentals it takes",
+        "72h"},
+       [](Config& c, const std::string& v) { c.maintenance_notice = parse_whole_seconds(v); }},
       {{"billing_time_zone", "GPURENT_BILLING_TIME_ZONE",
         "the IANA time zone whose calendar months invoices and monthly spend limits follow", "UTC"},
        [](Config& c, const std::string& v) { c.billing_time_zone = parse_time_zone(v); }},

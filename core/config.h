@@ -69,6 +69,11 @@ struct Config {
   bool prices_include_tax = true;
   std::string rental_discounts = "7:5,30:10";
   std::string sla_credit_policy = "lost_hours";
+  // What a running rental's handover (a swap to a spare, a power action) credits.
+  std::string handover_credit_policy = "lost_minutes";
+  // The least notice a maintenance window gives a rental it takes: the tenant's time to
+  // answer (another node, a shift, or cancel free) and to save its work.
+  std::chrono::seconds maintenance_notice{72 * 3600};
   std::string billing_time_zone = "UTC";
   std::string payment_webhook_secret;
   std::chrono::seconds payment_webhook_tolerance{300};

@@ -21,6 +21,7 @@ inline constexpr std::string_view kRequest = "req";
 inline constexpr std::string_view kTask = "tsk";         // agent tasks
 inline constexpr std::string_view kMaintenance = "mnt";  // maintenance windows
 inline constexpr std::string_view kNotice = "ntc";       // rental notices
+inline constexpr std::string_view kHandover = "hnd";     // a running rental handed over again
 }  // namespace id_prefix
 
 // A new id: prefix, '_', then 22 base62 characters (128 random bits).

@@ -483,7 +483,14 @@ bool Booking::within_limits(Tx& tx, const RentalRecord& r) {
   return !limit || rentals_.active_gpu_count(tx, r.org_id) + r.gpu_count <= *limit;
 }
 
-bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
+namespace {
+bool excluded(const std::vector<std::string>& nodes, const NodeCandidate* c) {
+  return std::find(nodes.begin(), nodes.end(), c->node_id) != nodes.end();
+}
+}  // namespace
+
+bool Booking::place_pending(Tx& tx, const RentalRecord& r,
+                            const std::vector<std::string>& exclude_nodes) {
   LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
   Timestamp start = std::max(r.period.start, clock_.now());
   std::vector<std::pair<Timestamp, std::vector<std::string>>> starts{{start, {}}};
@@ -494,6 +501,10 @@ bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
   while (attempts < options_.max_attempts) {
     auto groups = group_by_start(
         candidates_of(tx, r.gpu_model, window_of(starts, window_end), /*from_copy=*/false), starts);
+    for (auto& g : groups) {
+      std::erase_if(g.candidates,
+                    [&](const NodeCandidate* c) { return excluded(exclude_nodes, c); });
+    }
     auto choices = choices_for(groups, r.gpu_model, r.gpu_count, need, r.days,
                                options_.cleaning_window, options_.max_attempts - attempts);
     if (choices.empty()) return false;
@@ -504,6 +515,36 @@ bool Booking::place_pending(Tx& tx, const RentalRecord& r) {
                           choice.occupies);
         rentals_.set_placement(sub, r.id, choice.placement.node_id, choice.placement.gpu_indices,
                                choice.period);
+        return true;
+      });
+      if (attempt) return true;
+      if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+    }
+  }
+  return false;
+}
+
+bool Booking::place_rest(Tx& tx, const RentalRecord& r, Timestamp from,
+                         const std::vector<std::string>& exclude_nodes) {
+  LinkNeed need = r.gpu_count > 1 ? r.link_need : LinkNeed::kAny;
+  Period occupies{from, r.period.end + options_.cleaning_window};
+  PlacementRequest req{
+      .gpu_model = r.gpu_model, .gpu_count = r.gpu_count, .link_need = need, .occupies = occupies};
+  int attempts = 0;
+  while (attempts < options_.max_attempts) {
+    auto all = candidates_of(tx, r.gpu_model, occupies, /*from_copy=*/false);
+    std::vector<const NodeCandidate*> candidates;
+    candidates.reserve(all->size());
+    for (const auto& c : *all) {
+      if (!excluded(exclude_nodes, c.get())) candidates.push_back(c.get());
+    }
+    auto choices = place_held(req, candidates, {.max_choices = options_.max_attempts - attempts});
+    if (choices.empty()) return false;
+    for (const auto& choice : choices) {
+      ++attempts;
+      auto attempt = tx.attempt("rest_choice", [&](Tx& sub) {
+        rentals_.allocate(sub, r.id, choice.node_id, choice.gpu_indices, occupies);
+        rentals_.set_placement(sub, r.id, choice.node_id, choice.gpu_indices);
         return true;
       });
       if (attempt) return true;

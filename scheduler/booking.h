@@ -148,7 +148,17 @@ class Booking {
   // booked), and sets its node, GPUs and period. The rental stays `pending`: the caller moves
   // it to `scheduled` in the same transaction. False when nothing fits now; nothing written.
   // Also moves a scheduled rental whose node left service (its allocations dropped first).
-  bool place_pending(Tx& tx, const RentalRecord& rental);
+  // Never onto `exclude_nodes` (a maintenance window's).
+  bool place_pending(Tx& tx, const RentalRecord& rental,
+                     const std::vector<std::string>& exclude_nodes = {});
+
+  // A running rental's rest, [from, its end) and the cleaning window after, on other GPUs of
+  // the same model, count and link need (a swap to a spare, scheduler/handovers.h): allocated
+  // and set as where it runs, its period unchanged, never on `exclude_nodes` (the node it
+  // leaves). False when nothing fits; the caller holds out of its reach the GPUs that must not
+  // be chosen (unwiped ones) while it places.
+  bool place_rest(Tx& tx, const RentalRecord& rental, Timestamp from,
+                  const std::vector<std::string>& exclude_nodes);
 
   // Whether a waiting rental may be placed as its org's max_concurrent_gpus stands now: a
   // request is held to the limit when it comes up, not only when it queued (it keeps

@@ -53,12 +53,24 @@ constexpr Statement kAnyUnwiped = {
     "lifecycle_any_unwiped",
     "SELECT EXISTS (SELECT 1 FROM gpus WHERE node_id = $1 AND idx = ANY ($2::int[])"
     " AND unwiped_since IS NOT NULL)"};
+// A swapped rental's GPUs on the node it left.
+constexpr Statement kDropOnNode = {
+    "lifecycle_drop_on_node",
+    "DELETE FROM allocations a USING gpus g WHERE a.gpu_id = g.id AND a.rental_id = $1"
+    " AND g.node_id = $2"};
+constexpr Statement kNodeGpuCount = {"lifecycle_node_gpu_count",
+                                     "SELECT count(*) FROM gpus WHERE node_id = $1"};
+constexpr Statement kCheckpointOf = {
+    "lifecycle_checkpoint_of",
+    "SELECT checkpoint_command, checkpoint_timeout_s FROM rentals WHERE id = $1"};
 constexpr Statement kNodeUnwiped = {
     "lifecycle_node_unwiped",
     "SELECT idx FROM gpus WHERE node_id = $1 AND unwiped_since IS NOT NULL ORDER BY idx"};
 // A handover's tasks; a release's burn-in carries no attempt and is not looked at here.
+// A reboot is an in-place handover's first step, in the provision's place.
 bool is_provisioning_kind(TaskKind k) {
-  return k == TaskKind::kProvision || k == TaskKind::kInstallAccess || k == TaskKind::kBurnIn;
+  return k == TaskKind::kProvision || k == TaskKind::kInstallAccess || k == TaskKind::kBurnIn ||
+         k == TaskKind::kReboot;
 }
 
 bool is_finished(TaskState s) {
@@ -95,6 +107,7 @@ bool is_state(const std::string& text, inventory::NodeState state) {
 }  // namespace
 
 int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
+  run_jobs(early_jobs_, pool, now, stopping);
   bool work = pool.read("lifecycle_any_work", [&](Tx& tx) {
     return tx
         .exec(kAnyWork, sql_timestamp(now), std::string(to_string(RentalState::kScheduled)),
@@ -102,9 +115,15 @@ int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* st
         .as<bool>();
   });
   int moved = work ? steps(pool, now, stopping) : 0;
+  run_jobs(jobs_, pool, now, stopping);
+  return moved;
+}
+
+void Lifecycle::run_jobs(const std::vector<Job>& jobs, PgPool& pool, Timestamp now,
+                         const std::atomic<bool>* stopping) {
   // The jobs that ride on the worker (billing's daily capture and invoices), each on its own:
   // one failing leaves the others to run, and the next run tries it again.
-  for (const auto& job : jobs_) {
+  for (const auto& job : jobs) {
     if (stopping && stopping->load()) break;
     try {
       job.run(pool, now, stopping);
@@ -112,7 +131,6 @@ int Lifecycle::run_once(PgPool& pool, Timestamp now, const std::atomic<bool>* st
       log::warn("lifecycle job {} failed: {}", job.name, e.what());
     }
   }
-  return moved;
 }
 
 int Lifecycle::steps(PgPool& pool, Timestamp now, const std::atomic<bool>* stopping) {
@@ -151,8 +169,7 @@ int Lifecycle::replace_stranded(PgPool& pool, Timestamp now) {
 }
 
 bool Lifecycle::move_elsewhere(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now,
-                               const std::vector<long long>& avoid,
-                               const std::optional<Period>& avoid_period, bool cancel_when_full) {
+                               const std::vector<std::string>& avoid_nodes, bool cancel_when_full) {
   // A rental that may not start where it was booked (its node out of service, or its GPUs not
   // wiped since their last tenant) moves to another place that fits the same period, keeping
   // its price; with none free it is cancelled, and since it never started nothing is
@@ -170,15 +187,7 @@ bool Lifecycle::move_elsewhere(Tx& tx, const RentalRecord& r, const std::string&
   Timestamp end = std::max(r.period.end, now + (r.period.end - r.period.start)) +
                   booking_.options().cleaning_window + std::chrono::hours(24);
   auto held = rentals_.hold_gpus(tx, r.id, unwiped, {begin, end});
-  if (avoid_period) {
-    // GPUs not among the unwiped ones already held (one allocation per rental and GPU).
-    std::vector<long long> more;
-    for (long long g : avoid) {
-      if (std::find(held.begin(), held.end(), g) == held.end()) more.push_back(g);
-    }
-    for (long long g : rentals_.hold_gpus(tx, r.id, more, *avoid_period)) held.push_back(g);
-  }
-  bool placed = booking_.place_pending(tx, r);
+  bool placed = booking_.place_pending(tx, r, avoid_nodes);
   rentals_.let_go(tx, r.id, held);
   if (placed) {
     rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kScheduled,
@@ -440,9 +449,9 @@ bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now)
   Timestamp created = now;
   for (const auto& t : tasks_.for_rental(tx, r.id)) {  // oldest first
     if (!is_provisioning_kind(t.kind) || attempt_of(t) != r.attempts) continue;
-    (t.kind == TaskKind::kProvision ? provision
-     : t.kind == TaskKind::kBurnIn  ? burn_in
-                                    : access) = t;
+    (t.kind == TaskKind::kProvision || t.kind == TaskKind::kReboot ? provision
+     : t.kind == TaskKind::kBurnIn                                 ? burn_in
+                                                                   : access) = t;
     current_tasks.push_back(t);
     created = current_tasks.size() == 1 ? t.created_at : std::max(created, t.created_at);
   }
@@ -451,7 +460,14 @@ bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now)
     return t->state;
   };
   auto provisioned = state_of(provision);
-  if (options_.burn_ins && provisioned == TaskState::kSucceeded) {
+  // A handover counts its tries from its own start; one in place (a reboot, a power action)
+  // has no provision: the node kept its image, and a power action asks nothing before the
+  // access check (a reboot's task stands in the provision's place).
+  auto handover = handovers_.current(tx, r.id);
+  const bool in_place = handover && !is_swap(handover->cause);
+  const int tries = handover ? r.attempts - handover->attempt_base : r.attempts;
+  if (in_place && !provision) provisioned = TaskState::kSucceeded;
+  if (options_.burn_ins && !in_place && provisioned == TaskState::kSucceeded) {
     // The burn-in is the provision's second half: access only once the node measured well.
     if (!burn_in) {
       after_provision(tx, r, now);
@@ -459,12 +475,19 @@ bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now)
       return false;
     }
     if (burn_in->state == TaskState::kFailed) {
+      if (handover) {
+        drain_for_burn_in(tx, *r.node_id,
+                          "handover burn-in failed for rental " + r.id + ": " +
+                              burn_in->result_message.value_or(""));
+        return interrupt_handover(tx, r, current_tasks,
+                                  "the spare node " + *r.node_id + " failed its burn-in", now);
+      }
       return handover_failed(tx, r, current_tasks, burn_in->result_message.value_or(""), now);
     }
     provisioned = burn_in->state;
   }
   Timestamp deadline = created + options_.provisioning_timeout;
-  switch (provisioning_step(provisioned, state_of(access), r.attempts, options_.max_attempts, now,
+  switch (provisioning_step(provisioned, state_of(access), tries, options_.max_attempts, now,
                             deadline)) {
     case ProvisioningStep::kWait:
       rentals_.set_next_check(tx, r.id, std::min(now + options_.poll, deadline));
@@ -475,17 +498,34 @@ bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now)
       access_task(tx, r, r.attempts, now);
       rentals_.set_next_check(tx, r.id, now + options_.poll);
       return false;
-    case ProvisioningStep::kActive:
-      return rentals_.transition(tx, r.id, RentalState::kProvisioning, RentalState::kActive,
-                                 "access ready");
+    case ProvisioningStep::kActive: {
+      if (!rentals_.transition(tx, r.id, RentalState::kProvisioning, RentalState::kActive,
+                               handover ? "access ready again after the " +
+                                              std::string(to_string(handover->cause)) + " handover"
+                                        : "access ready")) {
+        return false;
+      }
+      if (handover) end_handover(tx, r.id, "active", now);
+      return true;
+    }
     case ProvisioningStep::kRetry: {
       close_superseded(tx, tasks_, current_tasks);
       int attempt = rentals_.add_attempt(tx, r.id);
-      provisioning_tasks(tx, r, attempt);
+      if (in_place) {
+        access_task(tx, r, attempt, now);
+      } else {
+        provisioning_tasks(tx, r, attempt);
+      }
       rentals_.set_next_check(tx, r.id, now + options_.poll);
       return false;
     }
     case ProvisioningStep::kFail:
+      if (handover) {
+        return interrupt_handover(tx, r, current_tasks,
+                                  "the access could not be made ready again after the " +
+                                      std::string(to_string(handover->cause)) + " handover",
+                                  now);
+      }
       close_superseded(tx, tasks_, current_tasks);
       if (!rentals_.transition(
               tx, r.id, RentalState::kProvisioning, RentalState::kFailed,
@@ -533,6 +573,7 @@ void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now
       }
       [[fallthrough]];
     case TaskKind::kProvision:
+    case TaskKind::kReboot:
     case TaskKind::kInstallAccess: {
       if (!t.rental_id) return;
       // Not waiting: the worker may hold the rental while it closes this very task (an
@@ -540,7 +581,8 @@ void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now
       auto r = rentals_.try_lock_any(tx, *t.rental_id);
       if (!r || r->state != RentalState::kProvisioning || attempt_of(t) != r->attempts) return;
       const bool provisioned = t.kind == TaskKind::kProvision && ok;
-      if (provisioned || (t.kind == TaskKind::kBurnIn && ok)) {
+      const bool rebooted = t.kind == TaskKind::kReboot && ok;
+      if (provisioned || rebooted || (t.kind == TaskKind::kBurnIn && ok)) {
         if (provisioned && options_.burn_ins) {
           after_provision(tx, *r, now);
         } else {
@@ -558,6 +600,7 @@ void Lifecycle::task_finished(Tx& tx, const AgentTask& t, bool ok, Timestamp now
     }
     case TaskKind::kRevokeAccess:
     case TaskKind::kDoctor:  // the request that made it reads its result
+    case TaskKind::kNotice:  // what the checkpoint did is the task's result, for the tenant
       return;
   }
 }
@@ -602,19 +645,10 @@ std::vector<std::string> Lifecycle::interrupt_node(Tx& tx, const std::string& no
     if (!r || (r->state != RentalState::kProvisioning && r->state != RentalState::kActive)) {
       continue;
     }
-    if (r->state == RentalState::kProvisioning) {
-      std::vector<AgentTask> open;
-      for (const auto& t : tasks_.for_rental(tx, r->id)) {
-        if (is_provisioning_kind(t.kind)) open.push_back(t);
-      }
-      close_superseded(tx, tasks_, open);
+    if (r->state == RentalState::kActive && swap(tx, *r, HandoverCause::kFault, reason, now)) {
+      continue;
     }
-    // No cleaning window: the node is out of service and nothing is placed on it until an
-    // admin returns it; its GPUs stay unwiped until the wipe asked here (or the one
-    // activation asks for) succeeds.
-    rentals_.end_allocations(tx, r->id, now, std::chrono::seconds(0));
-    rentals_.transition(tx, r->id, r->state, RentalState::kInterrupted, reason);
-    revoke_and_wipe(tx, *r);
+    interrupt_rental(tx, *r, reason, now);
     out.push_back(r->id);
   }
   return out;
@@ -641,6 +675,7 @@ RentalState Lifecycle::terminate(Tx& tx, const RentalRecord& r, Timestamp now,
       }
       rentals_.end_allocations(tx, r.id, now, booking_.options().cleaning_window);
       rentals_.transition(tx, r.id, r.state, RentalState::kReleasing, reason, by_user);
+      end_handover(tx, r.id, "ended", now);
       releasing_tasks(tx, r, now);
       return RentalState::kReleasing;
     }
@@ -726,6 +761,180 @@ void Lifecycle::settle_node(Tx& tx, const std::string& node_id, bool unwiped) {
   if (tx.exec(kLiveOnNode, node_id, kHoldingTheNode.sql())[0][0].as<long long>() > 0) return;
   nodes_.transition(tx, node_id, inventory::NodeAction::kDrained, "last rental ended",
                     std::nullopt);
+}
+
+}  // namespace gpurent::scheduler
+
+namespace gpurent::scheduler {
+
+void Lifecycle::interrupt_rental(Tx& tx, const RentalRecord& r, const std::string& why,
+                                 Timestamp now) {
+  std::vector<AgentTask> open;
+  if (r.state == RentalState::kProvisioning) {
+    for (const auto& t : tasks_.for_rental(tx, r.id)) {
+      if (is_provisioning_kind(t.kind)) open.push_back(t);
+    }
+  }
+  interrupt_handover(tx, r, open, why, now);
+}
+
+void Lifecycle::end_handover(Tx& tx, const std::string& rental_id, const std::string& outcome,
+                             Timestamp now) {
+  if (auto h = handovers_.current(tx, rental_id)) handovers_.close(tx, h->id, now, outcome);
+}
+
+bool Lifecycle::interrupt_handover(Tx& tx, const RentalRecord& r,
+                                   const std::vector<AgentTask>& open, const std::string& why,
+                                   Timestamp now) {
+  close_superseded(tx, tasks_, open);
+  // No cleaning window: the node is out of service (or failed the rental) and nothing is placed
+  // on it until an admin returns it; its GPUs stay unwiped until the wipe asked here (or the
+  // one activation asks for) succeeds.
+  rentals_.end_allocations(tx, r.id, now, std::chrono::seconds(0));
+  if (!rentals_.transition(tx, r.id, r.state, RentalState::kInterrupted, why)) return false;
+  end_handover(tx, r.id, "interrupted", now);
+  revoke_and_wipe(tx, r);
+  if (notices_) {
+    notices_->add(tx, r.id, r.org_id, "fault",
+                  "Rental " + r.id + " was interrupted: " + why +
+                      ". The time lost is credited to the organisation's balance.",
+                  now);
+  }
+  return true;
+}
+
+bool Lifecycle::swap(Tx& tx, const RentalRecord& r, HandoverCause cause, const std::string& why,
+                     Timestamp now) {
+  if (r.state != RentalState::kActive || !r.node_id || r.period.end <= now) return false;
+  const std::string from = *r.node_id;
+  // Out of the placement's reach while it chooses: GPUs not wiped since their last tenant,
+  // wherever they are (the rental's own are its allocations already), and the node it leaves.
+  std::vector<long long> unwiped;
+  for (const auto& g : rentals_.unwiped_gpus(tx, r.gpu_model)) unwiped.push_back(g.gpu_id);
+  auto held = rentals_.hold_gpus(tx, r.id, unwiped,
+                                 {now, r.period.end + booking_.options().cleaning_window});
+  bool placed = booking_.place_rest(tx, r, now, {from});
+  rentals_.let_go(tx, r.id, held);
+  if (!placed) return false;
+  // The old node's GPUs: no longer the rental's; cleaned there before anyone else's.
+  tx.exec(kDropOnNode, r.id, from);
+  revoke_and_wipe(tx, r);
+  auto moved = rentals_.get_any(tx, r.id);
+  if (!moved || !moved->node_id) return false;
+  handovers_.open(tx, r.id, cause, why, from, *moved->node_id, r.attempts + 1, now);
+  rentals_.transition(tx, r.id, RentalState::kActive, RentalState::kProvisioning,
+                      "swapped from node " + from + " to node " + *moved->node_id + ": " + why);
+  int attempt = rentals_.add_attempt(tx, r.id);
+  tx.exec(kMarkUnwiped, *moved->node_id, pg_array_literal(moved->gpu_indices), sql_timestamp(now));
+  moved->attempts = attempt;
+  provisioning_tasks(tx, *moved, attempt);
+  rentals_.set_next_check(tx, r.id, now + options_.poll);
+  settle_node(tx, from, false);
+  if (notices_) {
+    notices_->add(tx, r.id, r.org_id, cause == HandoverCause::kFault ? "fault" : "maintenance",
+                  "Rental " + r.id + " is moving from node " + from + " to the spare node " +
+                      *moved->node_id + " (" + why +
+                      "). It keeps its id, login and certificates; reconnect with `gpurent ssh " +
+                      r.id + "` once it is active again. The minutes lost are credited.",
+                  now);
+  }
+  return true;
+}
+
+bool Lifecycle::shift(Tx& tx, const RentalRecord& r, Timestamp new_start, const std::string& why) {
+  if (r.state != RentalState::kScheduled) return false;
+  std::string from = r.node_id.value_or("");
+  rentals_.drop_allocations(tx, r.id);
+  RentalRecord later = r;
+  later.period = {new_start, new_start + (r.period.end - r.period.start)};
+  if (!booking_.place_pending(tx, later)) return false;
+  rentals_.transition(tx, r.id, RentalState::kScheduled, RentalState::kScheduled,
+                      "shifted to " + format_rfc3339(new_start) + ": " + why);
+  if (!from.empty()) settle_node(tx, from, false);
+  return true;
+}
+
+void Lifecycle::hand_over_in_place(Tx& tx, const RentalRecord& r, HandoverCause cause,
+                                   const std::string& why,
+                                   const std::optional<std::string>& by_user, Timestamp now) {
+  handovers_.open(tx, r.id, cause, why, *r.node_id, *r.node_id, r.attempts + 1, now);
+  rentals_.transition(tx, r.id, RentalState::kActive, RentalState::kProvisioning, why, by_user);
+  int attempt = rentals_.add_attempt(tx, r.id);
+  if (cause == HandoverCause::kReboot) {
+    tasks_.create(tx, *r.node_id, r.id, TaskKind::kReboot,
+                  {{"gpu_indices", r.gpu_indices}, {"attempt", attempt}});
+  } else {
+    // The node was reset already: the access check is what is left.
+    RentalRecord current = r;
+    current.attempts = attempt;
+    access_task(tx, current, attempt, now);
+  }
+  rentals_.set_next_check(tx, r.id, now + options_.poll);
+}
+
+void Lifecycle::reboot(Tx& tx, const RentalRecord& r, const std::optional<std::string>& by_user,
+                       Timestamp now) {
+  if (r.state != RentalState::kActive || handovers_.current(tx, r.id)) {
+    throw Error(ErrorCode::kInvalidState,
+                "Only an active rental can be rebooted; this one is " +
+                    std::string(to_string(r.state)) + ".",
+                {{"state", to_string(r.state)}});
+  }
+  auto gpus = tx.exec(kNodeGpuCount, *r.node_id)[0][0].as<long long>();
+  if (gpus != r.gpu_count) {
+    throw Error(ErrorCode::kConflict,
+                "The rental shares its node with others; only a rental of the whole node can "
+                "reboot it.",
+                {{"gpu_count", r.gpu_count}, {"node_gpu_count", gpus}});
+  }
+  hand_over_in_place(tx, r, HandoverCause::kReboot, "rebooted by the tenant", by_user, now);
+}
+
+std::vector<std::string> Lifecycle::power_cycled(Tx& tx, const std::string& node_id,
+                                                 const std::string& action, Timestamp now) {
+  std::vector<std::string> out;
+  for (const auto& id : rentals_.running_on(tx, node_id)) {
+    auto r = rentals_.lock_any(tx, id);
+    if (!r || r->state != RentalState::kActive || handovers_.current(tx, r->id)) continue;
+    hand_over_in_place(tx, *r, HandoverCause::kPower, "power action " + action + " on its node",
+                       std::nullopt, now);
+    out.push_back(r->id);
+  }
+  return out;
+}
+
+void Lifecycle::notice_to_node(Tx& tx, const RentalNotice& n) {
+  auto r = rentals_.get_any(tx, n.rental_id);
+  if (!r || !r->node_id ||
+      (r->state != RentalState::kActive && r->state != RentalState::kProvisioning)) {
+    return;
+  }
+  // Several tenants may share the node and read its file: what it says names no rental.
+  std::string text =
+      n.kind == "maintenance"
+          ? "This node is under maintenance from " + format_rfc3339(n.effective_at) +
+                (n.ends_at ? " to " + format_rfc3339(*n.ends_at) : std::string()) +
+                ". Save your work before it starts; your rental's notices say what you may "
+                "choose."
+      : n.kind == "moved" ? std::string("A rental was moved to this node.")
+                          : std::string(
+                                "A hardware fault was found on this rental's node; it is "
+                                "being handed over to a spare, or ends.");
+  nlohmann::json notice = {
+      {"id", n.id},
+      {"kind", n.kind},
+      {"message", text},
+      {"starts_at", format_rfc3339(n.effective_at)},
+      {"ends_at", n.ends_at ? nlohmann::json(format_rfc3339(*n.ends_at)) : nlohmann::json(nullptr)},
+      {"respond_by",
+       n.respond_by ? nlohmann::json(format_rfc3339(*n.respond_by)) : nlohmann::json(nullptr)}};
+  nlohmann::json payload = {{"notice", notice}, {"login", rental_login(r->id)}};
+  auto checkpoint = tx.exec(kCheckpointOf, r->id);
+  if (!checkpoint.empty() && !checkpoint[0][0].is_null()) {
+    payload["checkpoint_command"] = checkpoint[0][0].as<std::string>();
+    payload["checkpoint_timeout_s"] = checkpoint[0][1].as<int>();
+  }
+  tasks_.create(tx, *r->node_id, r->id, TaskKind::kNotice, payload);
 }
 
 }  // namespace gpurent::scheduler

@@ -12,6 +12,8 @@
 #include "inventory/node_store.h"
 #include "scheduler/access_material.h"
 #include "scheduler/booking.h"
+#include "scheduler/handovers.h"
+#include "scheduler/notices.h"
 #include "scheduler/records.h"
 #include "scheduler/rental_store.h"
 #include "scheduler/task_store.h"
@@ -94,6 +96,43 @@ class Lifecycle {
 
   const LifecycleOptions& options() const { return options_; }
 
+  // Tenants told of what happens to their running rentals (a swap, an interruption) and
+  // nodes told of every notice (notice_to_node); none in tests that do not ask.
+  void notify_with(NoticeStore* notices) { notices_ = notices; }
+  HandoverStore& handovers() { return handovers_; }
+
+  // Hot swap: an active rental (locked by the caller) whose node failed or is taken by a
+  // maintenance window moves to a spare of the same shape (Booking::place_rest) for the rest
+  // of its period: its GPUs on the old node are let go (revoked and wiped there, should the
+  // agent answer), a handover opens, and it is `provisioning` on the spare — provisioned,
+  // burnt in and its access installed with the spare's fresh host certificate — under the
+  // same id, login and certificate principal. Billing goes on; its return to active credits
+  // the minutes lost (rental_billing.h). False, with nothing changed, when no spare fits.
+  bool swap(Tx& tx, const RentalRecord& locked, HandoverCause cause, const std::string& why,
+            Timestamp now);
+
+  // A scheduled rental (locked) moves to start at `new_start`, the same length and price, on
+  // any GPUs of its shape (its own again, if they are free then): a maintenance notice's
+  // "shift". False, with its allocations gone (the caller rolls back), when nothing fits.
+  bool shift(Tx& tx, const RentalRecord& locked, Timestamp new_start, const std::string& why);
+
+  // The tenant's soft reboot of an active rental that holds its whole node: a reboot task for
+  // the agent, then the access check again before it is `active` (no credit: the tenant's
+  // own). Throws invalid_state for another state or a handover in progress, conflict for a
+  // rental that shares its node.
+  void reboot(Tx& tx, const RentalRecord& locked, const std::optional<std::string>& by_user,
+              Timestamp now);
+
+  // An admin's power action reset the node (bmc/node_power.h): each active rental on it is
+  // handed over again on the same node — the access and health checks again before it is
+  // `active`, the minutes credited. The ids.
+  std::vector<std::string> power_cycled(Tx& tx, const std::string& node_id,
+                                        const std::string& action, Timestamp now);
+
+  // A notice reached a rental that is on its node (provisioning or active): the agent writes
+  // it into the node's notice file and runs the rental's checkpoint command as its login.
+  void notice_to_node(Tx& tx, const RentalNotice& notice);
+
   // A rental has a step due now (a task of its provisioning has finished, reported after
   // commit): the next run starts at once, so a CI job waiting for `active` does not wait for
   // the poll as well.
@@ -109,7 +148,11 @@ class Lifecycle {
     std::string name;
     JobFn run;
   };
-  void add_job(std::string name, JobFn run) { jobs_.push_back({std::move(name), std::move(run)}); }
+  // `before_steps`: run at the start of every run_once instead, before any rental is stepped
+  // (what must be decided before a start at the same time: a maintenance window's defaults).
+  void add_job(std::string name, JobFn run, bool before_steps = false) {
+    (before_steps ? early_jobs_ : jobs_).push_back({std::move(name), std::move(run)});
+  }
 
   // An agent's report of a task, in the transaction that recorded it (the agent module's),
   // `task` as it was before the report. A provision of a provisioning rental's current
@@ -146,23 +189,27 @@ class Lifecycle {
   std::optional<AgentTask> node_activated(Tx& tx, const std::string& node_id);
 
   // The node failed under its rentals (fleet::ControlPlane::fail_node): every rental running on
-  // it (provisioning or active) becomes `interrupted` with `reason` — the event billing
+  // it is swapped to a spare when it is active and one fits (swap()); otherwise (provisioning,
+  // or no spare) it becomes `interrupted` with `reason` — the event billing
   // credits — its allocations cut to now, and revoke_access and wipe tasks queued should the
   // agent still answer (its GPUs stay unwiped until the wipe succeeds). Rentals that have not
   // started move to another node on the next run (stranded). A rental releasing already just
-  // goes on. The ids interrupted.
+  // goes on. The ids interrupted (not those swapped).
   std::vector<std::string> interrupt_node(Tx& tx, const std::string& node_id,
                                           const std::string& reason, Timestamp now);
 
+  // interrupt_node()'s end for one rental (provisioning or active, locked): a maintenance
+  // window took its node and no spare fits.
+  void interrupt_rental(Tx& tx, const RentalRecord& locked, const std::string& why, Timestamp now);
+
   // relocate()'s move, for a caller that decides what happens when nothing fits: the
   // rental's allocations are dropped and it is placed again for the same period at the same
-  // price, on GPUs that are not unwiped, and not among `avoid` over `avoid_period` (both held
-  // out of its reach while it is placed). Placed: a scheduled → scheduled event ("moved from
+  // price, on GPUs that are not unwiped (held out of its reach while it is placed), on no node
+  // of `avoid_nodes`. Placed: a scheduled → scheduled event ("moved from
   // node …: why"), true. Nothing fits: cancelled free when `cancel_when_full`, else false with
   // the rental unplaced (its allocations gone: the caller rolls back).
   bool move_elsewhere(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now,
-                      const std::vector<long long>& avoid,
-                      const std::optional<Period>& avoid_period, bool cancel_when_full);
+                      const std::vector<std::string>& avoid_nodes, bool cancel_when_full);
 
   // The customer's terminate, on a rental locked by the caller. Before its start: cancelled,
   // its GPUs free at once. Once started: released now, as at the end of its period (access
@@ -183,7 +230,7 @@ class Lifecycle {
   // Moves a scheduled rental off a node out of service or off unwiped GPUs (`why`), for the
   // same period at the same price, to GPUs that are not unwiped; or cancels it free.
   void relocate(Tx& tx, const RentalRecord& r, const std::string& why, Timestamp now) {
-    move_elsewhere(tx, r, why, now, {}, std::nullopt, true);
+    move_elsewhere(tx, r, why, now, {}, true);
   }
   bool check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now);
   bool release(Tx& tx, const RentalRecord& r, Timestamp now);
@@ -214,6 +261,17 @@ class Lifecycle {
   // Revoke access and wipe, and the first check of them.
   void releasing_tasks(Tx& tx, const RentalRecord& r, Timestamp now);
   void settle_node(Tx& tx, const std::string& node_id, bool unwiped);
+  // The rental's handover in progress ends with `outcome` (active, interrupted, ended).
+  void end_handover(Tx& tx, const std::string& rental_id, const std::string& outcome,
+                    Timestamp now);
+  // A handed-over rental could not be made active again: interrupted, as its node failing
+  // would have had it.
+  bool interrupt_handover(Tx& tx, const RentalRecord& r, const std::vector<AgentTask>& open,
+                          const std::string& why, Timestamp now);
+  // Hands an active rental over again on its own node (a reboot, a power action).
+  void hand_over_in_place(Tx& tx, const RentalRecord& r, HandoverCause cause,
+                          const std::string& why, const std::optional<std::string>& by_user,
+                          Timestamp now);
 
   RentalStore& rentals_;
   TaskStore& tasks_;
@@ -224,7 +282,12 @@ class Lifecycle {
   inventory::BurnInStore burn_ins_;
   inventory::NodeHealthLog health_log_;
   BurnInCounts burn_in_counts_;
+  HandoverStore handovers_;
+  NoticeStore* notices_ = nullptr;
   std::vector<Job> jobs_;
+  std::vector<Job> early_jobs_;
+  void run_jobs(const std::vector<Job>& jobs, PgPool& pool, Timestamp now,
+                const std::atomic<bool>* stopping);
 };
 
 }  // namespace gpurent::scheduler

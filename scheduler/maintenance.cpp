@@ -7,13 +7,12 @@
 #include "core/sql.h"
 #include "scheduler/rental_state.h"
 
+#include <algorithm>
 #include <set>
 
 namespace gpurent::scheduler {
 namespace {
 
-constexpr Statement kWindowNodeGpus = {"maintenance_node_gpus",
-                                       "SELECT id FROM gpus WHERE node_id = $1 ORDER BY id"};
 constexpr Statement kWindowNodeExists = {"maintenance_node_exists",
                                          "SELECT 1 FROM nodes WHERE id = $1"};
 // The rentals holding one of the node's GPUs at some time in the window (their cleaning
@@ -23,6 +22,14 @@ constexpr Statement kWindowColliding = {
     "SELECT DISTINCT a.rental_id FROM allocations a JOIN gpus g ON g.id = a.gpu_id"
     " WHERE g.node_id = $1 AND a.rental_id IS NOT NULL"
     " AND a.period && tstzrange($2::timestamptz, $3::timestamptz, '[)') ORDER BY 1"};
+// A running rental that stays over the window holds its node up to the window's start.
+constexpr Statement kWindowCutRental = {
+    "maintenance_cut_rental",
+    "WITH cut AS (UPDATE allocations a SET period = tstzrange(lower(a.period), $3::timestamptz,"
+    " '[)') FROM gpus g WHERE a.gpu_id = g.id AND g.node_id = $2 AND a.rental_id = $1"
+    " AND lower(a.period) < $3::timestamptz AND upper(a.period) > $3::timestamptz)"
+    " DELETE FROM allocations a USING gpus g WHERE a.gpu_id = g.id AND g.node_id = $2"
+    " AND a.rental_id = $1 AND lower(a.period) >= $3::timestamptz"};
 constexpr Statement kWindowLockGpus = {
     "maintenance_lock_gpus",
     "SELECT pg_advisory_xact_lock($2::bigint + g.id)"
@@ -99,20 +106,19 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
   return pool_.transact("maintenance_plan", [&](Tx& tx) {
     PlannedMaintenance out;
     nlohmann::json blockers = nlohmann::json::array();
-    std::vector<RentalRecord> movable;
-    std::vector<long long> all_gpus;  // every GPU of the windows' nodes: out of the moves' reach
+    std::vector<RentalRecord> movable, staying;
     for (const auto& node : node_ids) {
       if (tx.exec(kWindowNodeExists, node).empty()) {
         throw Error(ErrorCode::kNotFound, "No such node: " + node + ".", {{"node_id", node}});
       }
-      for (const auto& row : tx.exec(kWindowNodeGpus, node))
-        all_gpus.push_back(row[0].as<long long>());
       for (const auto& row : tx.exec(kWindowColliding, node, sql_timestamp(period.start),
                                      sql_timestamp(period.end))) {
         auto r = rentals_.lock_any(tx, row[0].as<std::string>());
         if (!r) continue;
         if (r->state == RentalState::kScheduled) {
           movable.push_back(*r);
+        } else if (r->state == RentalState::kActive || r->state == RentalState::kProvisioning) {
+          staying.push_back(*r);
         } else {
           blockers.push_back(maintenance_blocker_json(*r));
         }
@@ -120,23 +126,43 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
     }
     if (!blockers.empty()) {
       throw Error(ErrorCode::kConflict,
-                  "Rentals that have started (or are being cleaned) hold these GPUs during the "
-                  "window; plan it after they end.",
+                  "Rentals being cleaned hold these GPUs during the window; plan it after they "
+                  "end.",
                   {{"rentals", blockers}});
     }
     const std::string why = "maintenance of its node (" + reason + ")";
+    std::vector<RentalRecord> moved_records;
     for (const auto& r : movable) {
-      if (!lifecycle_.move_elsewhere(tx, r, why, now, all_gpus, period, false)) {
-        throw Error(ErrorCode::kConflict,
-                    "No other GPUs are free for rental " + r.id +
-                        "'s period; plan the window "
-                        "at another time.",
-                    {{"rentals", nlohmann::json::array({maintenance_blocker_json(r)})}});
+      if (lifecycle_.move_elsewhere(tx, r, why, now, node_ids, false)) {
+        auto moved = rentals_.get_any(tx, r.id);
+        out.moved.push_back({r.id, *r.node_id, moved ? moved->node_id.value_or("") : ""});
+        moved_records.push_back(r);
+        continue;
       }
-      auto moved = rentals_.get_any(tx, r.id);
-      out.moved.push_back({r.id, *r.node_id, moved ? moved->node_id.value_or("") : ""});
+      // Nowhere else for its period: it keeps its node up to the window (move_elsewhere let
+      // its GPUs go), and its tenant chooses.
+      if (r.period.start < period.start) {
+        rentals_.allocate(tx, r.id, *r.node_id, r.gpu_indices, {r.period.start, period.start});
+      }
+      staying.push_back(r);
     }
-    std::vector<RentalRecord> moved_records = movable;
+    if (!staying.empty() && period.start - now < notice_) {
+      nlohmann::json named = nlohmann::json::array();
+      for (const auto& r : staying) named.push_back(maintenance_blocker_json(r));
+      throw Error(ErrorCode::kConflict,
+                  "Rentals that cannot move hold these GPUs during the window, and it starts in "
+                  "less than the " +
+                      std::to_string(notice_.count() / 3600) +
+                      " hours' notice their tenants are owed; plan it later.",
+                  {{"rentals", named}, {"notice_hours", notice_.count() / 3600}});
+    }
+    // A rental that stays holds its node up to the window's start; what happens then is its
+    // tenant's answer, or the default (apply_due).
+    for (const auto& r : staying) {
+      if (r.state != RentalState::kScheduled) {
+        tx.exec(kWindowCutRental, r.id, *r.node_id, sql_timestamp(period.start));
+      }
+    }
     for (const auto& node : node_ids) {
       tx.exec(kWindowLockGpus, node, kAllocationLockSpace);
       MaintenanceWindow w{.id = new_id(id_prefix::kMaintenance),
@@ -159,23 +185,126 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
     std::vector<std::string> changed = node_ids;
     for (const auto& m : out.moved) changed.push_back(m.to_node_id);
     capacity_changed(changed);
+    auto window_of_node = [&](const std::string& node) {
+      std::optional<std::string> window;
+      for (const auto& w : out.windows) {
+        if (w.node_id == node) window = w.id;
+      }
+      return window;
+    };
+    const std::string when = format_rfc3339(period.start) + " to " + format_rfc3339(period.end);
     // Each tenant told, once the windows exist: which node, when, and that nothing else changed.
     for (std::size_t i = 0; i < moved_records.size(); ++i) {
       const auto& r = moved_records[i];
-      std::optional<std::string> window;
-      for (const auto& w : out.windows) {
-        if (w.node_id == *r.node_id) window = w.id;
-      }
       notices_.add(tx, r.id, r.org_id, "moved",
                    "Rental " + r.id + " moved from node " + out.moved[i].from_node_id +
                        " to node " + out.moved[i].to_node_id +
                        " for the same period at the same price: its node is under maintenance "
                        "from " +
-                       format_rfc3339(period.start) + " to " + format_rfc3339(period.end) + " (" +
-                       reason + ").",
-                   r.period.start, window);
+                       when + " (" + reason + ").",
+                   r.period.start, window_of_node(*r.node_id));
+    }
+    for (const auto& r : staying) {
+      std::vector<std::string> choices =
+          r.state == RentalState::kScheduled
+              ? std::vector<std::string>{"other_node", "shift", "cancel"}
+              : std::vector<std::string>{"other_node", "cancel"};
+      std::string text =
+          "Node " + *r.node_id + " of rental " + r.id + " is under maintenance from " + when +
+          " (" + reason + "). Answer by the window's start: " +
+          (r.state == RentalState::kScheduled
+               ? "another node for the same period, a shift to after the window, or cancel free. "
+                 "With no answer the rental is cancelled free."
+               : "move to another node now, or end the rental (the days not started are not "
+                 "charged). With no answer it moves to a spare at the window's start, or is "
+                 "interrupted and credited when none is free.");
+      notices_.add(tx, r.id, r.org_id, "maintenance", text, period.start,
+                   window_of_node(*r.node_id),
+                   {.ends_at = period.end, .choices = choices, .respond_by = period.start});
+      out.notified.push_back(r.id);
     }
     return out;
+  });
+}
+
+RentalNotice Maintenance::choose(const std::string& org_id, const std::string& rental_id,
+                                 const std::string& notice_id, const std::string& choice,
+                                 const std::optional<std::string>& by_user) {
+  const Timestamp now = clock_.now();
+  return pool_.transact("maintenance_choose", [&](Tx& tx) {
+    auto r = rentals_.get(tx, org_id, rental_id);
+    if (!r) throw Error(ErrorCode::kNotFound, "No such rental.");
+    r = rentals_.lock_any(tx, rental_id);
+    auto n = notices_.lock(tx, org_id, rental_id, notice_id);
+    if (!n || !r) throw Error(ErrorCode::kNotFound, "No such notice.");
+    if (std::find(n->choices.begin(), n->choices.end(), choice) == n->choices.end()) {
+      throw Error::invalid_field("choice", n->choices.empty()
+                                               ? "this notice asks for no answer"
+                                               : "must be one of the notice's choices");
+    }
+    if (n->applied_at || (n->respond_by && *n->respond_by <= now)) {
+      throw Error(ErrorCode::kInvalidState, "The notice was answered or applied already.",
+                  {{"choice", n->choice ? nlohmann::json(*n->choice) : nullptr}});
+    }
+    std::optional<Period> window;
+    if (n->maintenance_id) {
+      auto w = tx.exec(kWindowGet, *n->maintenance_id);
+      if (!w.empty()) window = maintenance_window_of(w[0]).period;
+    }
+    if (!window) throw Error(ErrorCode::kInvalidState, "The window was cancelled.");
+    std::string node = r->node_id.value_or("");
+    const std::string why = "its tenant's answer to maintenance notice " + n->id;
+    auto no_room = [&] {
+      return Error(ErrorCode::kInsufficientCapacity,
+                   "No other GPUs of the rental's shape are free for it now; choose another "
+                   "answer or try again later.");
+    };
+    if (choice == "cancel") {
+      if (r->state != RentalState::kScheduled && r->state != RentalState::kActive &&
+          r->state != RentalState::kProvisioning) {
+        throw Error(ErrorCode::kInvalidState, "The rental is over already.");
+      }
+      lifecycle_.terminate(tx, *r, now, "cancelled: " + why, by_user);
+    } else if (choice == "shift") {
+      if (r->state != RentalState::kScheduled) {
+        throw Error(ErrorCode::kInvalidState, "Only a rental that has not started can shift.");
+      }
+      if (!lifecycle_.shift(tx, *r, window->end, why)) throw no_room();
+    } else if (r->state == RentalState::kScheduled) {
+      if (!lifecycle_.move_elsewhere(tx, *r, why, now, {node}, false)) throw no_room();
+    } else if (r->state == RentalState::kActive) {
+      if (!lifecycle_.swap(tx, *r, HandoverCause::kMaintenance, why, now)) throw no_room();
+    } else {
+      throw Error(ErrorCode::kInvalidState,
+                  "The rental is being handed over; answer once it is active.");
+    }
+    notices_.record_choice(tx, n->id, choice, now);
+    capacity_changed({node});
+    return *notices_.lock(tx, org_id, rental_id, notice_id);
+  });
+}
+
+int Maintenance::apply_due(Timestamp now, int limit) {
+  return pool_.transact("maintenance_apply_due", [&](Tx& tx) {
+    int applied = 0;
+    for (const auto& n : notices_.due_unanswered(tx, now, limit)) {
+      auto r = rentals_.lock_any(tx, n.rental_id);
+      notices_.mark_applied(tx, n.id, now);
+      ++applied;
+      if (!r) continue;
+      const std::string why = "maintenance window of its node, notice " + n.id + " unanswered";
+      if (r->state == RentalState::kScheduled) {
+        lifecycle_.terminate(tx, *r, now, "cancelled free: " + why, std::nullopt);
+      } else if (r->state == RentalState::kActive) {
+        if (!lifecycle_.swap(tx, *r, HandoverCause::kMaintenance, why, now)) {
+          lifecycle_.interrupt_rental(tx, *r, why, now);
+        }
+      } else if (r->state == RentalState::kProvisioning) {
+        lifecycle_.interrupt_rental(tx, *r, why, now);
+      }
+      if (r->node_id) capacity_changed({*r->node_id});
+    }
+    return applied;
   });
 }
 

@@ -39,6 +39,7 @@ struct MovedForMaintenance {
 struct PlannedMaintenance {
   std::vector<MaintenanceWindow> windows;  // one per node, in the order asked
   std::vector<MovedForMaintenance> moved;
+  std::vector<std::string> notified;  // rentals that stay, whose tenants were asked to choose
 };
 
 // Checks of a plan that need no database: 1..100 distinct node ids, a period that ends after
@@ -55,19 +56,25 @@ class Maintenance {
 
   // `capacity`: this replica's copy, told of the changed nodes after each commit (the
   // announcement that tells every replica reaches this one only a moment later); none in tests.
+  // `notice`: the least lead time a window gives the rentals it takes that cannot move.
   Maintenance(PgPool& pool, const Clock& clock, RentalStore& rentals, Lifecycle& lifecycle,
-              NoticeStore& notices, CapacityIndex* capacity = nullptr)
-      : pool_(pool),
+              NoticeStore& notices, CapacityIndex* capacity = nullptr,
+              std::chrono::seconds notice = std::chrono::hours(72))
+      : notice_(notice),
+        pool_(pool),
         clock_(clock),
         rentals_(rentals),
         lifecycle_(lifecycle),
         notices_(notices),
         capacity_(capacity) {}
 
-  // In one transaction: not_found naming an unknown node; conflict (details.rentals: [{id,
-  // state, node_id}]) when a rental that has started or is cleaning holds one of the GPUs over
-  // the period, or a scheduled one finds no other GPUs; conflict too when a booking took one
-  // of the GPUs meanwhile (try again).
+  // In one transaction: the scheduled rentals in the way move; those that cannot, and those
+  // running, stay up to the window's start and their tenants get a `maintenance` notice with
+  // choices (other_node, shift for one not started, cancel) to answer by the window's start.
+  // not_found naming an unknown node; conflict (details.rentals: [{id, state, node_id}]) when
+  // a rental being cleaned holds one of the GPUs over the period, or when rentals stay and the
+  // window starts within the notice (details.notice_hours); conflict too when a booking took
+  // one of the GPUs meanwhile (try again).
   PlannedMaintenance plan(const std::vector<std::string>& node_ids, const Period& period,
                           const std::string& reason, const std::optional<std::string>& by_user);
 
@@ -76,11 +83,27 @@ class Maintenance {
   std::vector<MaintenanceWindow> list(Tx& tx, const std::optional<std::string>& node_id,
                                       bool include_past, bool include_cancelled, int limit);
 
+  // The tenant's answer to a maintenance notice, applied at once: other_node (a scheduled
+  // rental moves for its period, an active one is swapped to a spare now), shift (a scheduled
+  // rental starts after the window, same length and price), cancel (terminated: free before
+  // its start, the days not started released after). not_found for another org's rental or
+  // notice; invalid_request for a choice the notice does not offer; invalid_state once
+  // answered, applied or past its respond_by; insufficient_capacity when nothing fits.
+  RentalNotice choose(const std::string& org_id, const std::string& rental_id,
+                      const std::string& notice_id, const std::string& choice,
+                      const std::optional<std::string>& by_user);
+
+  // The defaults of notices unanswered by their respond_by (a lifecycle job, before its
+  // steps): a scheduled rental is cancelled free, an active one swapped to a spare or, with
+  // none, interrupted and credited; a provisioning one interrupted. How many were applied.
+  int apply_due(Timestamp now, int limit = 200);
+
   // Frees the window's GPUs and marks it cancelled; not_found for an unknown id, invalid_state
   // for one cancelled already.
   MaintenanceWindow cancel(const std::string& id);
 
  private:
+  std::chrono::seconds notice_;
   PgPool& pool_;
   const Clock& clock_;
   RentalStore& rentals_;

@@ -25,6 +25,21 @@ struct RentalNotice {
   Timestamp effective_at;
   std::optional<std::string> maintenance_id;
   Timestamp created_at;
+  std::optional<Timestamp> ends_at;  // when what it announces is over (a window's end)
+  // A maintenance notice the tenant answers: from other_node, shift, cancel; by respond_by
+  // (the window's start), after which the lifecycle applies the default.
+  std::vector<std::string> choices;
+  std::optional<Timestamp> respond_by;
+  std::optional<std::string> choice;
+  std::optional<Timestamp> chosen_at;
+  std::optional<Timestamp> applied_at;
+};
+
+// What a notice may carry beyond its text.
+struct NoticeExtras {
+  std::optional<Timestamp> ends_at;
+  std::vector<std::string> choices;
+  std::optional<Timestamp> respond_by;
 };
 
 class NoticeStore {
@@ -36,7 +51,19 @@ class NoticeStore {
 
   RentalNotice add(Tx& tx, const std::string& rental_id, const std::string& org_id,
                    const std::string& kind, const std::string& message, Timestamp effective_at,
-                   const std::optional<std::string>& maintenance_id = std::nullopt);
+                   const std::optional<std::string>& maintenance_id = std::nullopt,
+                   const NoticeExtras& extras = {});
+
+  // The org's notice of the rental, locked; nullopt for another org's or an unknown one.
+  std::optional<RentalNotice> lock(Tx& tx, const std::string& org_id, const std::string& rental_id,
+                                   const std::string& notice_id);
+  // Records the tenant's answer, applied at once (`choice` one of the notice's choices).
+  void record_choice(Tx& tx, const std::string& notice_id, const std::string& choice,
+                     Timestamp now);
+  // Maintenance notices unanswered by their respond_by, up to `now`, oldest first, locked
+  // (rows another transaction holds skipped).
+  std::vector<RentalNotice> due_unanswered(Tx& tx, Timestamp now, int limit);
+  void mark_applied(Tx& tx, const std::string& notice_id, Timestamp now);
 
   // The org's notices, newest first, at most `limit`; of one rental when `rental_id` is set
   // (nothing for another org's rental: tenants cannot tell them apart).
@@ -48,7 +75,8 @@ class NoticeStore {
   std::vector<CreatedHook> on_created_;
 };
 
-// {id, rental_id, kind, message, effective_at, maintenance_id, created_at}
+// {id, rental_id, kind, message, effective_at, ends_at, maintenance_id, created_at, choices,
+//  respond_by, choice, chosen_at, applied_at}
 nlohmann::json notice_json(const RentalNotice& n);
 
 }  // namespace gpurent::scheduler

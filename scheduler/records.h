@@ -73,11 +73,21 @@ struct RentalEvent {
 // handover and after a release.
 // doctor: the same measured, on a live rental's node, without the load tests unless the tenant
 // allows them (scheduler/doctor.h).
-enum class TaskKind { kProvision, kInstallAccess, kRevokeAccess, kWipe, kBurnIn, kDoctor };
+enum class TaskKind {
+  kProvision,
+  kInstallAccess,
+  kRevokeAccess,
+  kWipe,
+  kBurnIn,
+  kDoctor,
+  kNotice,
+  kReboot
+};
 enum class TaskState { kQueued, kDelivered, kSucceeded, kFailed };
 
-inline constexpr std::array<std::string_view, 6> kTaskKindNames{
-    "provision", "install_access", "revoke_access", "wipe", "burn_in", "doctor"};
+inline constexpr std::array<std::string_view, 8> kTaskKindNames{
+    "provision", "install_access", "revoke_access", "wipe",
+    "burn_in",   "doctor",         "notice",        "reboot"};
 inline constexpr std::array<std::string_view, 4> kTaskStateNames{"queued", "delivered", "succeeded",
                                                                  "failed"};
 

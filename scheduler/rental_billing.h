@@ -5,6 +5,7 @@
 #pragma once
 
 #include "billing/rental_charges.h"
+#include "scheduler/handovers.h"
 #include "scheduler/records.h"
 #include "scheduler/rental_store.h"
 
@@ -16,8 +17,12 @@ namespace gpurent::scheduler {
 std::optional<billing::Ending> billing_ending(RentalState from, RentalState to);
 
 // Applies the move to the rental's billing inside the move's transaction: activation starts
-// the days' captures (from the rental's period start), an ending settles it.
+// the days' captures (from the rental's period start), an ending settles it. A rental being
+// handed over again (scheduler/handovers.h) ran already: its days go on being charged through
+// the handover, it ends as an active one would, and its return to active credits the minutes
+// the handover cost by the handover policy, once (recorded on the handover's row).
 void bill_transition(Tx& tx, billing::RentalCharges& charges, RentalStore& rentals,
-                     const std::string& rental_id, RentalState from, RentalState to, Timestamp now);
+                     HandoverStore& handovers, const std::string& rental_id, RentalState from,
+                     RentalState to, Timestamp now);
 
 }  // namespace gpurent::scheduler

@@ -11,7 +11,7 @@ constexpr std::array<RentalStates, kAllRentalStates.size()> kMoves{{
     /* pending */ {S::kScheduled, S::kCancelled},
     /* scheduled */ {S::kScheduled, S::kProvisioning, S::kCancelled},
     /* provisioning */ {S::kScheduled, S::kActive, S::kFailed, S::kReleasing, S::kInterrupted},
-    /* active */ {S::kReleasing, S::kInterrupted},
+    /* active */ {S::kProvisioning, S::kReleasing, S::kInterrupted},
     /* releasing */ {S::kEnded},
     /* ended */ {},
     /* cancelled */ {},

@@ -8,6 +8,8 @@
 //      └──► cancelled ◄┘           │   └► failed  └──► interrupted (the node failed)
 //                                  ├──► releasing (terminated)
 //                                  └──► interrupted
+//   active ──► provisioning: handed over again (scheduler/handovers.h) — to a spare after a
+//   fault or for a maintenance window, or on its node after a reboot or a power action.
 #pragma once
 
 #include "core/state_set.h"

@@ -3,6 +3,7 @@
 #include "scheduler/rentals.h"
 
 #include "core/error.h"
+#include "core/sql.h"
 #include "scheduler/rental_state.h"
 
 namespace gpurent::scheduler {
@@ -134,6 +135,57 @@ RentalRecord Rentals::extend(const Caller& caller, const std::string& id, int mo
   });
   capacity_changed(extended);
   return extended;
+}
+
+RentalRecord Rentals::reboot(const Caller& caller, const std::string& id) {
+  return pool_.transact("rental_reboot", [&](Tx& tx) {
+    auto r = owned(tx, caller, id, true);
+    lifecycle_.reboot(tx, r, caller.actor.user_id, clock_.now());
+    return *rentals_.get(tx, caller.org_id, id);
+  });
+}
+
+namespace {
+constexpr Statement kSetCheckpoint = {
+    "rental_set_checkpoint",
+    "UPDATE rentals SET checkpoint_command = $3, checkpoint_timeout_s = $4 WHERE id = $1"
+    " AND org_id = $2"};
+constexpr Statement kGetCheckpoint = {
+    "rental_get_checkpoint",
+    "SELECT checkpoint_command, checkpoint_timeout_s FROM rentals WHERE id = $1 AND org_id = $2"};
+constexpr std::size_t kMaxCheckpointBytes = 4096;
+constexpr int kMaxCheckpointSeconds = 86400;
+}  // namespace
+
+Rentals::Checkpoint Rentals::set_checkpoint(const Caller& caller, const std::string& id,
+                                            const Checkpoint& c) {
+  if (c.command && (c.command->empty() || c.command->size() > kMaxCheckpointBytes ||
+                    c.command->find('\0') != std::string::npos)) {
+    throw Error::invalid_field("command", "must be 1 to 4096 bytes, without NUL");
+  }
+  if (c.timeout_s < 1 || c.timeout_s > kMaxCheckpointSeconds) {
+    throw Error::invalid_field("timeout_s", "must be 1 to 86400 seconds");
+  }
+  return pool_.transact("rental_set_checkpoint", [&](Tx& tx) {
+    owned(tx, caller, id, true);
+    tx.exec(kSetCheckpoint, id, caller.org_id, c.command, c.timeout_s);
+    return c;
+  });
+}
+
+Rentals::Checkpoint Rentals::checkpoint(const Caller& caller, const std::string& id) {
+  return pool_.read("rental_checkpoint", [&](Tx& tx) {
+    owned(tx, caller, id, false);
+    auto row = tx.exec(kGetCheckpoint, id, caller.org_id)[0];
+    return Checkpoint{optional_field<std::string>(row[0]), row[1].as<int>()};
+  });
+}
+
+std::vector<Handover> Rentals::handovers(const Caller& caller, const std::string& id) {
+  return pool_.read("rental_handovers", [&](Tx& tx) {
+    owned(tx, caller, id, false);
+    return lifecycle_.handovers().of_rental(tx, id);
+  });
 }
 
 IssuedUserCertificate Rentals::certificate(const Caller& caller, const std::string& id,

@@ -79,6 +79,21 @@ class Rentals {
   IssuedUserCertificate certificate(const Caller& caller, const std::string& id,
                                     const identity::SshPublicKey& key);
 
+  // Lifecycle::reboot, on the rental locked: the tenant's soft reboot of its whole node.
+  RentalRecord reboot(const Caller& caller, const std::string& id);
+  // The command the agent runs as the rental's login when a notice reaches its node, and its
+  // time limit (1 s to 24 h); none clears it. invalid_request for an empty, over-long
+  // (4 KiB) or NUL-holding command or a limit out of range.
+  struct Checkpoint {
+    std::optional<std::string> command;
+    int timeout_s = 600;
+  };
+  Checkpoint set_checkpoint(const Caller& caller, const std::string& id,
+                            const Checkpoint& checkpoint);
+  Checkpoint checkpoint(const Caller& caller, const std::string& id);
+  // The rental's handovers (swaps, reboots, power actions), oldest first.
+  std::vector<Handover> handovers(const Caller& caller, const std::string& id);
+
   bool issues_certificates() const { return ssh_ != nullptr; }
 
  private:

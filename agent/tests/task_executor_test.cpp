@@ -1,12 +1,15 @@
 // The agent's task executors with real hooks (shell scripts in a temporary folder) and real
 // files: a hook's output lines, environment, input, exit status, time limit and stop; the
 // access files sshd reads, what may go into them, and a revoke that leaves other rentals'
-// logins alone; provisioning progress from the hook's lines.
+// logins alone; provisioning progress from the hook's lines; notices with their checkpoint
+// commands, and reboots through the hook, simulated, and reported after the node came back.
 #include "agent/task_executor.h"
 #include "agent/access_files.h"
 #include "agent/gpu_backend.h"
 #include "agent/hook_runner.h"
 #include "agent/login_sessions.h"
+#include "agent/notice_file.h"
+#include "agent/task_journal.h"
 #include "agent_proto/burn_in/figures.h"
 #include "core/subprocess.h"
 #include "tests/support/wait_for.h"
@@ -16,6 +19,7 @@
 #include <sys/wait.h>
 
 #include <netinet/in.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -604,6 +608,293 @@ TEST_F(TaskExecutorTest, TheBurnInHookWritesTheToolsOutputsAndTheAgentReportsThe
   ASSERT_TRUE(broke);
   EXPECT_FALSE(broke->ok);
   EXPECT_NE(broke->message.find("burn-in hook exited with 3"), std::string::npos) << broke->message;
+}
+
+const std::string kNoticeId = "ntc_0000000000000000000042";
+
+nlohmann::json notice_payload(const std::string& login) {
+  return {{"notice",
+           {{"id", kNoticeId},
+            {"kind", "maintenance"},
+            {"message", "firmware update"},
+            {"starts_at", "2099-01-10T08:00:00Z"},
+            {"ends_at", "2099-01-10T10:00:00Z"},
+            {"respond_by", nullptr}}},
+          {"login", login}};
+}
+
+// Who a checkpoint can run as here: nobody when the tests are root (root is refused), the
+// tests' own user otherwise.
+std::string checkpoint_login() {
+  if (::geteuid() == 0) return "nobody";
+  passwd* pw = ::getpwuid(::geteuid());
+  return pw ? pw->pw_name : "";
+}
+
+// The notice lands in the notice file, then the rental's checkpoint command runs as its login
+// with the notice in its environment; what it did is the task's result.
+TEST_F(TaskExecutorTest, ANoticeIsWrittenThenTheCheckpointRunsAsTheLogin) {
+  fs::permissions(dir_, fs::perms::all);  // the login writes here
+  fs::path notice_file = dir_ / "run/notice.json";
+  auto executor =
+      make_executor({.access_root = dir_ / "ssh", .notice_file = notice_file}, *backend_);
+  auto payload = notice_payload(checkpoint_login());
+  std::string seen = (dir_ / "seen").string();
+  payload["checkpoint_command"] =
+      "echo \"$(id -un) $GPURENT_NOTICE_ID $GPURENT_NOTICE_KIND\" > " + seen + "; echo saved";
+  payload["checkpoint_timeout_s"] = 30;
+  auto noop = [](int, const std::string&) {};
+  auto out = executor->execute(task(proto::TaskKind::kNotice, payload), noop, stop_.get_token());
+  ASSERT_TRUE(out);
+  EXPECT_TRUE(out->ok) << out->message;
+  EXPECT_EQ(out->message.rfind("notice " + kNoticeId + " written; checkpoint exited 0 after ", 0),
+            0u)
+      << out->message;
+  EXPECT_EQ(slurp(seen), checkpoint_login() + " " + kNoticeId + " maintenance\n");
+  const auto& result = out->result.value();
+  EXPECT_EQ(result["notice_file"], notice_file.string());
+  EXPECT_EQ(result["checkpoint"]["ran"], true);
+  EXPECT_EQ(result["checkpoint"]["exit_code"], 0);
+  EXPECT_EQ(result["checkpoint"]["output_tail"], "saved\n");
+  auto notices = read_notice_file(notice_file);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].id, kNoticeId);
+  EXPECT_EQ(notices[0].message, "firmware update");
+
+  // Without a command, or for a login the node has not, the notice is delivered all the same.
+  auto plain = executor->execute(task(proto::TaskKind::kNotice, notice_payload("gpu-aaaa")), noop,
+                                 stop_.get_token());
+  ASSERT_TRUE(plain && plain->ok) << plain->message;
+  EXPECT_EQ(plain->message,
+            "notice " + kNoticeId + " written; checkpoint skipped: no checkpoint command");
+  EXPECT_EQ(plain->result.value()["checkpoint"]["ran"], false);
+  auto missing = notice_payload("gpu-nosuchlogin");
+  missing["checkpoint_command"] = "touch " + (dir_ / "ran").string();
+  auto skipped =
+      executor->execute(task(proto::TaskKind::kNotice, missing), noop, stop_.get_token());
+  ASSERT_TRUE(skipped && skipped->ok) << skipped->message;
+  EXPECT_EQ(skipped->result.value()["checkpoint"]["skipped"],
+            "no login gpu-nosuchlogin on this node");
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+
+  // A login another rental's access files name is never run as.
+  install_access(dir_ / "ssh", access_grant_from("rnt_other", {{"user", "gpu-bbbb"}}));
+  auto foreign = notice_payload("gpu-bbbb");
+  foreign["checkpoint_command"] = "true";
+  auto refused =
+      executor->execute(task(proto::TaskKind::kNotice, foreign), noop, stop_.get_token());
+  ASSERT_TRUE(refused && refused->ok) << refused->message;
+  EXPECT_EQ(refused->result.value()["checkpoint"]["skipped"],
+            "login gpu-bbbb belongs to another rental");
+}
+
+TEST_F(TaskExecutorTest, AMalformedNoticeFailsTheTaskSayingWhy) {
+  auto executor =
+      make_executor({.access_root = dir_ / "ssh", .notice_file = dir_ / "notice.json"}, *backend_);
+  auto noop = [](int, const std::string&) {};
+  auto with = [](const char* field, const nlohmann::json& value) {
+    auto p = notice_payload("gpu-aaaa");
+    p["checkpoint_command"] = "true";
+    p[field] = value;
+    return p;
+  };
+  auto bad_kind = notice_payload("gpu-aaaa");
+  bad_kind["notice"]["kind"] = "outage";
+  auto bad_time = notice_payload("gpu-aaaa");
+  bad_time["notice"]["starts_at"] = "next tuesday";
+  auto no_login = notice_payload("gpu-aaaa");
+  no_login.erase("login");
+  no_login["checkpoint_command"] = "true";
+  const std::pair<nlohmann::json, std::string> cases[] = {
+      {nlohmann::json::object(), "notice: notice is required"},
+      {{{"notice", "ntc_0000000000000000000042"}}, "notice: notice must be an object"},
+      {bad_kind, "notice: notice.kind must be maintenance, fault or moved"},
+      {bad_time, "notice: notice.starts_at must be an RFC 3339 time"},
+      {with("login", "root\nx"), "notice: login must be a login name"},
+      {with("login", 0), "notice: login must be a login name"},
+      {with("checkpoint_command", 5), "notice: checkpoint_command must be a string"},
+      {with("checkpoint_command", std::string(9000, 'x')), "notice: checkpoint_command must be"},
+      {with("checkpoint_timeout_s", 0), "notice: checkpoint_timeout_s must be"},
+      {with("checkpoint_timeout_s", 86401), "notice: checkpoint_timeout_s must be"},
+      {with("checkpoint_timeout_s", "600"), "notice: checkpoint_timeout_s must be"},
+      {with("checkpoint_timeout_s", 1.5), "notice: checkpoint_timeout_s must be"},
+      {with("checkpoint_timeout_s", 18446744073709551615ull), "notice: checkpoint_timeout_s"},
+      {no_login, "notice: login is required with a checkpoint_command"},
+  };
+  for (const auto& [payload, expected] : cases) {
+    auto out = executor->execute(task(proto::TaskKind::kNotice, payload), noop, stop_.get_token());
+    ASSERT_TRUE(out) << payload.dump();
+    EXPECT_FALSE(out->ok) << payload.dump();
+    EXPECT_EQ(out->message.rfind(expected, 0), 0u) << out->message << " for " << payload.dump();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "notice.json")) << "nothing malformed is written";
+
+  // A null command is none, the timeout's default holds.
+  auto nulls = notice_payload("gpu-aaaa");
+  nulls["checkpoint_command"] = nullptr;
+  nulls["checkpoint_timeout_s"] = nullptr;
+  auto out = executor->execute(task(proto::TaskKind::kNotice, nulls), noop, stop_.get_token());
+  ASSERT_TRUE(out);
+  EXPECT_TRUE(out->ok) << out->message;
+}
+
+TEST_F(TaskExecutorTest, ASimulatedNodeTakesNoticesButRunsNoCheckpoint) {
+  auto noop = [](int, const std::string&) {};
+  auto payload = notice_payload(checkpoint_login());
+  payload["checkpoint_command"] = "touch " + (dir_ / "ran").string();
+  auto with_file = make_simulated_executor(
+      {.access_root = dir_ / "ssh", .notice_file = dir_ / "notice.json"}, *backend_);
+  auto out = with_file->execute(task(proto::TaskKind::kNotice, payload), noop, stop_.get_token());
+  ASSERT_TRUE(out && out->ok) << out->message;
+  EXPECT_EQ(out->message, "notice " + kNoticeId +
+                              " written; checkpoint skipped: this node runs no checkpoint "
+                              "commands (simulated)");
+  EXPECT_EQ(read_notice_file(dir_ / "notice.json").size(), 1u);
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+
+  auto without = make_simulated_executor({.access_root = dir_ / "ssh"}, *backend_);
+  out = without->execute(task(proto::TaskKind::kNotice, payload), noop, stop_.get_token());
+  ASSERT_TRUE(out && out->ok) << out->message;
+  EXPECT_EQ(out->message.rfind("notice " + kNoticeId + " delivered (no notice file)", 0), 0u);
+  EXPECT_EQ(out->result.value()["notice_file"], nullptr);
+}
+
+TEST_F(TaskExecutorTest, ASimulatedRebootWaitsItsDelay) {
+  auto noop = [](int, const std::string&) {};
+  auto executor = make_simulated_executor(
+      {.access_root = dir_ / "ssh", .reboot_delay = milliseconds(50)}, *backend_);
+  auto started = steady_clock::now();
+  auto out = executor->execute(task(proto::TaskKind::kReboot, nlohmann::json::object()), noop,
+                               stop_.get_token());
+  ASSERT_TRUE(out);
+  EXPECT_TRUE(out->ok);
+  EXPECT_EQ(out->message, "simulated reboot");
+  EXPECT_GE(steady_clock::now() - started, milliseconds(50));
+
+  // Stopping the agent leaves it unfinished.
+  auto slow = make_simulated_executor(
+      {.access_root = dir_ / "ssh", .reboot_delay = std::chrono::seconds(30)}, *backend_);
+  stop_.request_stop();
+  EXPECT_FALSE(slow->execute(task(proto::TaskKind::kReboot, nlohmann::json::object()), noop,
+                             stop_.get_token()));
+}
+
+class RebootTest : public TaskExecutorTest {
+ protected:
+  void SetUp() override {
+    TaskExecutorTest::SetUp();
+    std::ofstream(dir_ / "boot_id") << "boot-before\n";
+  }
+  ExecutorOptions options(std::vector<std::string> hook, RebootNotes* notes) const {
+    return {.access_root = dir_ / "ssh",
+            .reboot_hook = std::move(hook),
+            .reboot_timeout = std::chrono::seconds(20),
+            .reboot_settle = milliseconds(0),
+            .reboot_notes = notes,
+            .boot_id_file = dir_ / "boot_id"};
+  }
+  std::optional<TaskOutcome> reboot(TaskExecutor& executor) {
+    return executor.execute(
+        task(proto::TaskKind::kReboot, nlohmann::json::object()), [](int, const std::string&) {},
+        stop_.get_token());
+  }
+};
+
+// The hook's status is the task's when the node did not go down; the journal has the boot
+// the reboot started in before the hook runs.
+TEST_F(RebootTest, TheHooksStatusDecidesWhenTheNodeStaysUp) {
+  TaskJournal journal(dir_ / "tasks.json", 10, "boot-before");
+  journal.begin("tsk_0000000000000000000001");
+  std::string seen = (dir_ / "seen").string();
+  auto hook = script("reboot", "echo \"$GPURENT_TASK_KIND $GPURENT_BOOT_ID\" > " + seen + "\n" +
+                                   "grep -c reboot_boot_id " + (dir_ / "tasks.json").string() +
+                                   " >> " + seen);
+  auto ok = reboot(*make_executor(options({hook}, &journal), *backend_));
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(ok->ok) << ok->message;
+  EXPECT_EQ(ok->message, "reboot requested: the reboot hook exited 0");
+  EXPECT_EQ(ok->result.value()["boot_id_before"], "boot-before");
+  EXPECT_EQ(slurp(seen), "reboot boot-before\n1\n") << "noted before the hook ran";
+
+  auto yes = reboot(*make_executor(options({"true"}, nullptr), *backend_));
+  ASSERT_TRUE(yes);
+  EXPECT_TRUE(yes->ok) << yes->message;
+  auto no = reboot(*make_executor(options({"false"}, nullptr), *backend_));
+  ASSERT_TRUE(no);
+  EXPECT_FALSE(no->ok);
+  EXPECT_EQ(no->message, "reboot hook exited with 1");
+}
+
+// `systemctl reboot` returns at once and the shutdown then stops the agent: a stop while the
+// task waits for the node to go down leaves it unfinished, for the journal to report.
+TEST_F(RebootTest, AStopAfterTheHookLeavesTheTaskToTheJournal) {
+  auto o = options({"true"}, nullptr);
+  o.reboot_settle = std::chrono::seconds(30);
+  auto executor = make_executor(o, *backend_);
+  std::thread stopper([this] {
+    std::this_thread::sleep_for(milliseconds(200));
+    stop_.request_stop();
+  });
+  auto started = steady_clock::now();
+  auto out = reboot(*executor);
+  stopper.join();
+  EXPECT_FALSE(out) << out->message;
+  EXPECT_LT(steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+// After the restart, a reboot task the agent did not finish succeeded if the boot id
+// changed, and was interrupted if the node never rebooted.
+TEST_F(RebootTest, AfterTheRestartAChangedBootIdIsAReboot) {
+  const std::string id = "tsk_0000000000000000000001";
+  for (const auto& [after, ok] :
+       {std::pair<std::string, bool>{"boot-after", true}, {"boot-before", false}}) {
+    fs::path file = dir_ / ("tasks-" + after + ".json");
+    {
+      TaskJournal journal(file, 10, "boot-before");
+      journal.begin(id);
+      auto executor = make_executor(options({script("hang", "sleep 30")}, &journal), *backend_);
+      std::stop_source stop;
+      std::thread stopper([&] {
+        std::this_thread::sleep_for(milliseconds(200));
+        stop.request_stop();
+      });
+      auto out = executor->execute(
+          task(proto::TaskKind::kReboot, nlohmann::json::object()), [](int, const std::string&) {},
+          stop.get_token());
+      stopper.join();
+      ASSERT_FALSE(out) << "the agent stopped while the hook ran";
+      EXPECT_EQ(journal.seen(id), TaskJournal::Seen::kRunning);
+    }
+    TaskJournal restarted(file, 10, after);
+    auto result = restarted.result_of(id);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->ok, ok) << result->message;
+    if (ok) {
+      EXPECT_EQ(result->message, "rebooted: boot id changed");
+      EXPECT_EQ(result->result.value(),
+                (nlohmann::json{{"boot_id_before", "boot-before"}, {"boot_id_after", after}}));
+    } else {
+      EXPECT_NE(result->message.find("did not reboot"), std::string::npos) << result->message;
+    }
+    EXPECT_EQ(restarted.unacked_results().size(), 1u) << "sent on the next connection";
+  }
+}
+
+TEST_F(RebootTest, AnUnknownBootIdProvesNothing) {
+  EXPECT_EQ(read_boot_id(dir_ / "boot_id"), "boot-before");
+  EXPECT_EQ(read_boot_id(dir_ / "missing"), "");
+  EXPECT_FALSE(read_boot_id().empty()) << "this machine's own, from /proc";
+  const std::string id = "tsk_0000000000000000000001";
+  {
+    TaskJournal journal(dir_ / "tasks.json", 10, "");
+    journal.begin(id);
+    journal.reboot_started(id, "");  // the node's boot id could not be read
+  }
+  TaskJournal restarted(dir_ / "tasks.json", 10, "boot-after");
+  auto result = restarted.result_of(id);
+  ASSERT_TRUE(result);
+  EXPECT_FALSE(result->ok);
+  EXPECT_EQ(result->message, "interrupted: the agent stopped while the task ran");
 }
 
 }  // namespace gpurent::agent::task_executor_test

@@ -262,7 +262,7 @@ TEST(MessagesTest, EveryTaskKindRoundTrips) {
     t.kind = *kind;
     EXPECT_EQ(decode(encode(message(t))), message(t));
   }
-  EXPECT_FALSE(parse_task_kind("reboot"));
+  EXPECT_FALSE(parse_task_kind("power_cycle"));
   EXPECT_FALSE(parse_task_kind("Provision"));
 }
 
@@ -675,8 +675,8 @@ std::vector<Refused> refusals() {
       {"task id missing", without("task", "/task_id"), "task.task_id", "is required"},
       {"task id of a rental", with("task", "/task_id", kRental), "task.task_id",
        "an id like \"tsk_...\""},
-      {"unknown kind", with("task", "/kind", "reboot"), "task.kind",
-       "unknown task kind \"reboot\""},
+      {"unknown kind", with("task", "/kind", "power_cycle"), "task.kind",
+       "unknown task kind \"power_cycle\""},
       {"kind in capitals", with("task", "/kind", "WIPE"), "task.kind", "unknown task kind"},
       {"rental id null", with("task", "/rental_id", nullptr), "task.rental_id",
        "must be a string, not a null"},

@@ -78,12 +78,14 @@ void add_maintenance_routes(Router& router, MaintenanceRoutesState& state) {
                                        {"from_node_id", m.from_node_id},
                                        {"to_node_id", m.to_node_id}});
                     }
-                    return json_response(201, {{"items", items}, {"moved", moved}});
+                    return json_response(
+                        201, {{"items", items}, {"moved", moved}, {"notified", planned.notified}});
                   },
               .platform_admin = true,
               .summary = "Plan maintenance windows {node_ids, start, end, reason}: each holds its "
-                         "node's GPUs; the scheduled rentals in the way move to other GPUs, or "
-                         "409 names those that cannot (platform admins).",
+                         "node's GPUs; the scheduled rentals in the way move to other GPUs, and "
+                         "the tenants of those that stay are notified with choices (409 within "
+                         "the notice lead time) (platform admins).",
               .tag = "admin"});
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/maintenance",

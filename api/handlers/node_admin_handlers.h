@@ -35,6 +35,10 @@ class NodeWork {
   virtual std::string request_burn_in(Tx& tx, const std::string& node_id, int gpu_count) = 0;
   // The node's latest burn-ins as the node view shows them, newest first.
   virtual nlohmann::json node_burn_ins(Tx& tx, const std::string& node_id) = 0;
+  // Whether active rentals run on the node (an admin may restart it over its BMC then).
+  virtual bool serves_rentals(Tx& tx, const std::string& node_id) = 0;
+  // The node's BMC took a restart: its active rentals are handed over again.
+  virtual void node_restarted(Tx& tx, const std::string& node_id, const std::string& action) = 0;
 };
 
 struct NodeAdminRoutesState {

@@ -32,6 +32,10 @@ billing::RentalChargesOptions billing_options(const Config& config) {
   auto sla = billing::parse_sla_policy(config.sla_credit_policy);
   if (!sla) throw ConfigError("config sla_credit_policy: " + config.sla_credit_policy);
   o.sla = *sla;
+  auto handover = billing::parse_sla_policy(config.handover_credit_policy);
+  if (!handover)
+    throw ConfigError("config handover_credit_policy: " + config.handover_credit_policy);
+  o.handover = *handover;
   o.time_zone = config.billing_time_zone;
   return o;
 }

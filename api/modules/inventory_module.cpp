@@ -28,10 +28,16 @@ InventoryModule::InventoryModule(const ModuleContext& ctx, InventoryStores& stor
                             .prices = &price_store_,
                             .cache = &catalog_cache_,
                             .copy = &catalog_copy_},
-      node_power_(ctx.pool, ctx.clock,
-                  {.secret_key = ctx.config.bmc_secret_key,
-                   .allow_plain_http = ctx.config.bmc_allow_plain_http,
-                   .timeout = ctx.config.bmc_timeout}),
+      node_power_(
+          ctx.pool, ctx.clock,
+          {.secret_key = ctx.config.bmc_secret_key,
+           .allow_plain_http = ctx.config.bmc_allow_plain_http,
+           .timeout = ctx.config.bmc_timeout},
+          {.serves = [&work](Tx& tx,
+                             const std::string& node) { return work.serves_rentals(tx, node); },
+           .restarted = [&work](
+                            Tx& tx, const std::string& node,
+                            const std::string& action) { work.node_restarted(tx, node, action); }}),
       bmc_routes_{.power = &node_power_} {
   // Any change to the catalog or the prices, made by any replica or by hand, reaches every
   // replica's documents and bookings' copy through a trigger's NOTIFY; after a reconnection

@@ -47,7 +47,8 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       doctor_(ctx.pool, rentals_, tasks_),
       telemetry_(ctx.pool, ctx.clock, rentals_),
       notices_(ctx.clock),
-      maintenance_(ctx.pool, ctx.clock, rentals_, lifecycle_, notices_, &capacity_),
+      maintenance_(ctx.pool, ctx.clock, rentals_, lifecycle_, notices_, &capacity_,
+                   ctx.config.maintenance_notice),
       rental_routes_{.pool = &ctx.pool,
                      .clock = &ctx.clock,
                      .rentals = &customer_rentals_,
@@ -59,6 +60,7 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_},
       maintenance_routes_{.pool = &ctx.pool, .maintenance = &maintenance_},
       notice_routes_{.pool = &ctx.pool, .notices = &notices_, .rentals = &rentals_},
+      tenant_operation_routes_{.rentals = &customer_rentals_, .maintenance = &maintenance_},
       // A database outage or a cancelled statement throws (the worker logs it): the next run
       // tries again, and every step it did not finish was rolled back whole.
       lifecycle_worker_("rental lifecycle run", ctx.config.lifecycle_interval, [this] {
@@ -83,9 +85,20 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
   rentals_.on_transition([this, &charges = peers.charges](Tx& tx, const std::string& id,
                                                           scheduler::RentalState from,
                                                           scheduler::RentalState to) {
-    scheduler::bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
+    scheduler::bill_transition(tx, charges, rentals_, handovers_, id, from, to, clock_.now());
   });
   for (const auto& job : peers.lifecycle_jobs) lifecycle_.add_job(job.name, job.run);
+  // Tenants told of swaps and interruptions; every notice of a rental on its node reaches the
+  // node's agent (the notice file, the checkpoint command).
+  lifecycle_.notify_with(&notices_);
+  notices_.on_created(
+      [this](Tx& tx, const scheduler::RentalNotice& n) { lifecycle_.notice_to_node(tx, n); });
+  // Maintenance notices unanswered by a window's start get the default, before the run's
+  // steps start anything on the window's nodes.
+  lifecycle_.add_job(
+      "maintenance_defaults",
+      [this](PgPool&, Timestamp now, const std::atomic<bool>*) { maintenance_.apply_due(now); },
+      /*before_steps=*/true);
   // The tenants' telemetry kept with their rentals, every half minute on each replica (a node
   // reports a sample a minute): the lifecycle worker runs it, one thread per replica.
   lifecycle_.add_job("rental_telemetry", [this](PgPool& pool, Timestamp now,
@@ -97,6 +110,14 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
     telemetry_kept_at_ = now;
     pool.transact("rental_telemetry_keep", [&](Tx& tx) { return telemetry_.keep(tx, now).first; });
   });
+}
+
+bool SchedulerModule::serves_rentals(Tx& tx, const std::string& node_id) {
+  for (const auto& id : rentals_.running_on(tx, node_id)) {
+    auto r = rentals_.get_any(tx, id);
+    if (r && r->state == scheduler::RentalState::kActive) return true;
+  }
+  return false;
 }
 
 nlohmann::json SchedulerModule::node_burn_ins(Tx& tx, const std::string& node_id) {
@@ -144,6 +165,7 @@ void SchedulerModule::add_routes(http::Router& router) {
   http::add_advisor_routes(router, advisor_routes_);
   http::add_maintenance_routes(router, maintenance_routes_);
   http::add_notice_routes(router, notice_routes_);
+  http::add_tenant_operation_routes(router, tenant_operation_routes_);
 }
 
 void SchedulerModule::add_metrics(http::Metrics& metrics) {

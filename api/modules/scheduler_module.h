@@ -8,6 +8,7 @@
 #include "api/handlers/node_admin_handlers.h"
 #include "api/handlers/notice_handlers.h"
 #include "api/handlers/rental_handlers.h"
+#include "api/handlers/tenant_operation_handlers.h"
 #include "api/modules/module.h"
 #include "api/modules/module_context.h"
 #include "billing/rental_charges.h"
@@ -64,6 +65,10 @@ class SchedulerModule final : public Module,
     return lifecycle_.node_burn_in(tx, node_id, gpu_count, "admin")->id;
   }
   nlohmann::json node_burn_ins(Tx& tx, const std::string& node_id) override;
+  bool serves_rentals(Tx& tx, const std::string& node_id) override;
+  void node_restarted(Tx& tx, const std::string& node_id, const std::string& action) override {
+    lifecycle_.power_cycled(tx, node_id, action, clock_.now());
+  }
   // The invoices' lines' energy (scheduler/rental_telemetry.h).
   std::map<std::string, double> energy_kwh(Tx& tx, const std::string& org_id,
                                            const std::vector<std::string>& rental_ids,
@@ -131,11 +136,13 @@ class SchedulerModule final : public Module,
   scheduler::RentalTelemetry telemetry_;
   std::optional<Timestamp> telemetry_kept_at_;  // the lifecycle worker's thread only
   scheduler::NoticeStore notices_;
+  scheduler::HandoverStore handovers_;
   scheduler::Maintenance maintenance_;
   http::RentalRoutesState rental_routes_;
   http::AdvisorRoutesState advisor_routes_;
   http::MaintenanceRoutesState maintenance_routes_;
   http::NoticeRoutesState notice_routes_;
+  http::TenantOperationRoutesState tenant_operation_routes_;
   // Last: stopped before what its ticks use is destroyed. Its stopping() is read by
   // run_once between its steps.
   PeriodicWorker lifecycle_worker_;

@@ -126,6 +126,8 @@ const std::map<std::string, std::string>& other_values() {
       {"bmc_secret_key", "a bmc secret key of at least 32 characters"},
       {"bmc_allow_plain_http", "true"},
       {"bmc_timeout", "3s"},
+      {"handover_credit_policy", "whole_block"},
+      {"maintenance_notice", "48h"},
       {"webhook_max_attempts", "3"},
       {"webhook_backoff", "200ms"},
       {"webhook_backoff_max", "2s"},

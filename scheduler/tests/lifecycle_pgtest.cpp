@@ -422,10 +422,11 @@ TEST_F(LifecycleTest, ExtendInEachState) {
 
 // A node failing under its rentals: the running ones are interrupted with the reason, their
 // GPUs let go at once and the agent asked to revoke access; one not started yet moves to
-// another node on the next run; one already releasing goes on.
+// another node on the next run; one already releasing goes on. (No spare fits the active one:
+// n2 has one GPU. handover_pgtest.cpp has the swap.)
 TEST_F(LifecycleTest, ANodeFailingInterruptsWhatRunsOnIt) {
   std::string n1 = node("n1");
-  std::string n2 = node("n2");
+  std::string n2 = node("n2", "H100-SXM5-80GB", 1);
   std::string active = book(a_, n1, {0, 1}, from_now(H(1), H(25)));
   std::string starting = book(b_, n1, {2}, from_now(H(1), H(25)));
   std::string later = book(a_, n1, {3}, from_now(H(48), H(72)));
@@ -555,8 +556,9 @@ TEST_F(LifecycleTest, MoneyFollowsTheLifecyclesMoves) {
   billing::InvoiceStore invoices(clock_, "RUB", 2000);
   billing::RentalCharges charges(clock_, ledger, invoices, {});
   billing::TopUps top_ups(clock_, ledger);
+  HandoverStore handovers;
   rentals_.on_transition([&](Tx& tx, const std::string& id, RentalState from, RentalState to) {
-    bill_transition(tx, charges, rentals_, id, from, to, clock_.now());
+    bill_transition(tx, charges, rentals_, handovers, id, from, to, clock_.now());
   });
   transact([&](Tx& tx) {
     return top_ups.credit(tx, a_.org_id, Money(10'000'000, "RUB"), billing::CreditKind::kTopUp,

@@ -25,7 +25,7 @@ class WipeGateTest : public LifecycleTest {
   void watch_moves() {
     rentals_.on_transition([this](Tx& tx, const std::string& id, RentalState from, RentalState to) {
       moves_.push_back({id, from, to});
-      bill_transition(tx, charges_, rentals_, id, from, to, clock_.now());
+      bill_transition(tx, charges_, rentals_, lifecycle_.handovers(), id, from, to, clock_.now());
     });
     transact([&](Tx& tx) {
       return top_ups_.credit(tx, a_.org_id, Money(100'000'000, "RUB"), billing::CreditKind::kTopUp,

@@ -1,7 +1,7 @@
 // Maintenance windows against a real PostgreSQL (scheduler/maintenance.h): a window planned
 // days ahead moves the scheduled rentals it collides with to other GPUs for the same period,
-// holds its node's GPUs so no booking takes them, refuses (changing nothing) when a rental
-// has started or cannot move, and frees the GPUs when cancelled.
+// holds its node's GPUs so no booking takes them, refuses (changing nothing) within the notice
+// lead time when a rental has started or cannot move, and frees the GPUs when cancelled.
 #include "scheduler/maintenance.h"
 #include "scheduler/tests/lifecycle_fixture.h"
 
@@ -86,25 +86,30 @@ TEST_F(MaintenanceTest, AWindowFiveDaysAheadMovesTheRentalsInItsWayAndHoldsTheNo
   EXPECT_EQ(listed[0].created_by, admin_.user_id);
 }
 
-TEST_F(MaintenanceTest, AStartedRentalOrOneThatCannotMoveRefusesThePlanAndNothingChanges) {
+// Within the notice lead time (72 h) a rental that has started, or one that cannot move,
+// refuses the plan and nothing changes; with the lead time they stay, notified
+// (handover_pgtest.cpp follows that path).
+TEST_F(MaintenanceTest, WithinTheNoticeAStartedRentalOrOneThatCannotMoveRefusesThePlan) {
   std::string n1 = node("n1");
   std::string running = book(a_, n1, {0, 1}, from_now(H(0), H(24)));
   transact([&](Tx& tx) {
     return rentals_.transition(tx, running, RentalState::kScheduled, RentalState::kProvisioning,
                                "test");
   });
-  std::string later = book(b_, n1, {2, 3}, from_now(H(24 * 5), H(24 * 6)));
-  auto details = expect_conflict({n1}, from_now(H(12), H(24 * 5 + 1)));
+  std::string later = book(b_, n1, {2, 3}, from_now(H(48), H(72)));
+  auto details = expect_conflict({n1}, from_now(H(12), H(24 * 2 + 1)));
   EXPECT_NE(details.find(running), std::string::npos) << details;
+  EXPECT_NE(details.find(later), std::string::npos) << details;
   EXPECT_EQ(rental(later).node_id, n1) << "rolled back whole";
   EXPECT_EQ(held_by_windows(n1), 0);
 
   // Only n1 has H100s free: the scheduled rental has nowhere to go.
-  details = expect_conflict({n1}, from_now(H(24 * 5), H(24 * 5 + 1)));
+  details = expect_conflict({n1}, from_now(H(48), H(49)));
   EXPECT_NE(details.find(later), std::string::npos) << details;
   EXPECT_EQ(rental(later).node_id, n1);
   EXPECT_EQ(rental(later).state, RentalState::kScheduled);
   EXPECT_EQ(held_by_windows(n1), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM allocations WHERE rental_id = '" + later + "'"), 2);
 }
 
 TEST_F(MaintenanceTest, CancellingFreesTheGpusAndBadRequestsAreNamed) {

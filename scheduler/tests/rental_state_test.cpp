@@ -38,6 +38,7 @@ const std::set<std::pair<S, S>> kLegalMoves = {
     {S::kProvisioning, S::kFailed},       // the attempts ran out
     {S::kProvisioning, S::kReleasing},    // terminated
     {S::kProvisioning, S::kInterrupted},  // its node failed
+    {S::kActive, S::kProvisioning},       // handed over again: a swap, a reboot, a power action
     {S::kActive, S::kReleasing},          // its end, or terminated
     {S::kActive, S::kInterrupted},        // its node failed
     {S::kReleasing, S::kEnded},           // the wipe succeeded
@@ -73,7 +74,9 @@ TEST(RentalStateMachine, ReachableStatesFollowTheMovesAndEndInAFinalState) {
       {S::kProvisioning,
        {S::kScheduled, S::kProvisioning, S::kActive, S::kReleasing, S::kEnded, S::kCancelled,
         S::kFailed, S::kInterrupted}},
-      {S::kActive, {S::kReleasing, S::kEnded, S::kInterrupted}},
+      {S::kActive,
+       {S::kScheduled, S::kProvisioning, S::kActive, S::kReleasing, S::kEnded, S::kCancelled,
+        S::kFailed, S::kInterrupted}},
       {S::kReleasing, {S::kEnded}},
       {S::kEnded, {}},
       {S::kCancelled, {}},

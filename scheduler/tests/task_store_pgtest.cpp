@@ -186,7 +186,8 @@ TEST_F(TaskStoreTest, DeliveredTasksStayOpenUntilTheirOutcomeIsRecordedOnce) {
 
 TEST(TaskNames, RoundTripAndRefuseUnknownNames) {
   for (auto kind :
-       {TaskKind::kProvision, TaskKind::kInstallAccess, TaskKind::kRevokeAccess, TaskKind::kWipe}) {
+       {TaskKind::kProvision, TaskKind::kInstallAccess, TaskKind::kRevokeAccess, TaskKind::kWipe,
+        TaskKind::kBurnIn, TaskKind::kDoctor, TaskKind::kNotice, TaskKind::kReboot}) {
     EXPECT_EQ(parse_task_kind(to_string(kind)), kind);
   }
   for (auto state :
@@ -194,7 +195,9 @@ TEST(TaskNames, RoundTripAndRefuseUnknownNames) {
     EXPECT_EQ(parse_task_state(to_string(state)), state);
   }
   EXPECT_EQ(to_string(TaskKind::kInstallAccess), "install_access");
-  EXPECT_FALSE(parse_task_kind("reboot"));
+  EXPECT_EQ(to_string(TaskKind::kReboot), "reboot");
+  EXPECT_FALSE(parse_task_kind("power_cycle"));
+  EXPECT_FALSE(parse_task_kind("Reboot"));
   EXPECT_FALSE(parse_task_state("Queued"));
 }
 

@@ -60,10 +60,15 @@ TEST_F(MaintenanceE2E, AWindowMovesTheRentalInItsWayAndHoldsTheNode) {
                  {"end", in_hours(24 * 8)},
                  {"reason", "replace a PSU"}};
 
-  // With nowhere else to go, the plan is refused and names the rental.
-  auto refused = post("/v1/admin/maintenance", window, session(admin_));
+  // With nowhere else to go, and less than the 72 hours' notice its tenant is owed, the plan
+  // is refused and names the rental (with the notice, it would stay and be told:
+  // tests/e2e/tenant_notice_e2etest.cpp).
+  json soon = window;
+  soon["start"] = in_hours(48);
+  auto refused = post("/v1/admin/maintenance", soon, session(admin_));
   ASSERT_EQ(refused.status, 409) << refused.body;
   EXPECT_EQ(refused.json()["error"]["details"]["rentals"][0]["id"], rental);
+  EXPECT_EQ(refused.json()["error"]["details"]["notice_hours"], 72);
   EXPECT_EQ(get("/v1/rentals/" + rental, session(owner)).json()["node_id"], n1);
 
   std::string n2 = add_node("gpu-2");

@@ -228,6 +228,7 @@ class SshdNodeTest : public RentalFleetTest {
       words.push_back(extra);
     }
     words.push_back(work_ + "/hostkeys");
+    words.insert(words.end(), extra_agent_args_.begin(), extra_agent_args_.end());
     return words;
   }
 
@@ -318,6 +319,8 @@ class SshdNodeTest : public RentalFleetTest {
   std::string pki_dir_;
   std::string work_;
   int port_ = 0;
+  // Added to the agent's command line (a test's own options: where its notice file goes).
+  std::vector<std::string> extra_agent_args_;
   std::set<std::string> logins_;
   std::unique_ptr<ChildProcess> sshd_;
   std::unique_ptr<ChildProcess> agent_;
