@@ -160,6 +160,83 @@ TEST_F(CliSshdE2E, GpurentSshLogsInToTheActiveRentalAndRemovesItsKey) {
   EXPECT_NE(spoofed.err.find("Host key verification failed"), std::string::npos) << spoofed.err;
 }
 
+// A fault under the active rental moves it to a spare (issue "Operations that respect the
+// tenant"): node 1's agent reports XID 79, the server swaps the rental to node 2 — its own
+// sshd at 127.0.0.2 with its own host key, its own real agent — under the same id, and
+// `gpurent ssh` reaches node 2 with its host checked against the served known_hosts only,
+// node 1's sshd gone.
+TEST_F(CliSshdE2E, AfterAFaultGpurentSshReachesTheSpareWithItsHostTrusted) {
+  if (geteuid() != 0) GTEST_SKIP() << "the shipped access hook's useradd needs root";
+  prepare_sshd();
+  start_sshd();
+  // Both nodes are this one machine and share its accounts: node 1's revoke would remove the
+  // login node 2 has just made, which on two machines it could not. Its hook skips revokes.
+  std::string hook1 = write("node1-access-hook",
+                            "#!/bin/sh\n[ \"$GPURENT_ACCESS_ACTION\" = revoke ] && exit 0\nexec " +
+                                kit("gpurent-access-hook") + "\n");
+  fs::permissions(hook1, fs::perms(0755));
+  std::string n1 = agent_node_for(main_side(), agent_, hook1);
+  Login owner = account("owner@example.com", "Acme");
+  std::string token = this->token(session(owner), {"rentals:read", "rentals:write"}).second;
+  auto e = env("http://127.0.0.1:" + std::to_string(port()), token);
+  auto booked = run_cli({"--json", "rent", "--gpu-model", kModel, "--gpu-count", "2", "--days", "2",
+                         "--image", image_id_},
+                        e, work_);
+  ASSERT_EQ(booked.exit_code, 0) << booked.err;
+  std::string id = json::parse(booked.out)["id"];
+  ASSERT_TRUE(drive_until(owner, id, "active")) << agent_->log();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto before = run_cli({"ssh", id, "--", "echo", "before"}, e, work_);
+  ASSERT_EQ(before.exit_code, 0) << before.err << read_file_text(work_ + "/sshd.log");
+  login_of(get("/v1/rentals/" + id, session(owner)).json()["ssh"]);
+
+  // The spare: its own folder, loopback address, sshd and host key, and agent.
+  NodeSide spare{work_ + "/spare", "127.0.0.2", free_tcp_port()};
+  fs::create_directories(spare.dir);
+  fs::permissions(spare.dir, fs::perms(0755));
+  prepare_sshd_for(spare);
+  auto spare_sshd = start_sshd_for(spare);
+  std::unique_ptr<ChildProcess> spare_agent;
+  std::string n2 = agent_node_for(spare, spare_agent, kit("gpurent-access-hook"));
+
+  // The fault: node 1's agent, restarted, reports GPU 0 fell off the bus.
+  agent_.reset();
+  extra_agent_args_ = {"--faults", "xid79@0s:gpu0"};
+  start_agent_for(main_side(), agent_, hook1);
+  extra_agent_args_.clear();
+  ASSERT_TRUE(
+      wait_for([&] { return get("/v1/rentals/" + id, session(owner)).json()["node_id"] == n2; },
+               std::chrono::seconds(30)))
+      << agent_->log() << get("/v1/rentals/" + id, session(owner)).body;
+  EXPECT_EQ(node_view(n1)["state"], "failed");
+  ASSERT_TRUE(drive_until(owner, id, "active")) << spare_agent->log();
+  json rental = get("/v1/rentals/" + id, session(owner)).json();
+  EXPECT_EQ(rental["ssh"]["command"], "ssh -p " + std::to_string(spare.port) + " " +
+                                          rental["ssh"]["user"].get<std::string>() + "@127.0.0.2")
+      << rental["ssh"];
+  json handovers = get("/v1/rentals/" + id + "/handovers", session(owner)).json()["items"];
+  ASSERT_EQ(handovers.size(), 1u) << handovers;
+  EXPECT_EQ(handovers[0]["cause"], "fault");
+  EXPECT_EQ(handovers[0]["from_node_id"], n1);
+  EXPECT_EQ(handovers[0]["to_node_id"], n2);
+  EXPECT_EQ(handovers[0]["outcome"], "active");
+  json notices = get("/v1/rentals/" + id + "/notices", session(owner)).json()["items"];
+  ASSERT_FALSE(notices.empty());
+  EXPECT_EQ(notices[0]["kind"], "fault");
+  EXPECT_NE(notices[0]["message"].get<std::string>().find(n2), std::string::npos) << notices;
+
+  // Node 1's sshd is gone: only the spare can answer, and its host must be the one served.
+  sshd_.reset();
+  auto after = run_cli({"ssh", id, "--", "echo", "after", "$(id -un)"}, e, work_);
+  EXPECT_EQ(after.exit_code, 0) << after.err << read_file_text(spare.dir + "/sshd.log");
+  EXPECT_EQ(after.out, "after " + rental["ssh"]["user"].get<std::string>() + "\n") << after.err;
+  EXPECT_NE(read_file_text(spare.dir + "/sshd.log")
+                .find("Accepted publickey for " + rental["ssh"]["user"].get<std::string>()),
+            std::string::npos);
+  spare_agent.reset();
+  spare_sshd.reset();
+}
+
 TEST_F(CliSshdE2E, HttpsIsVerifiedAgainstTheSystemOrTheGivenCa) {
   // The agent listener speaks TLS with a certificate from the platform's private CA; it has
   // no /v1/rentals, so an answer at all (404, exit 7) means the TLS session was made.

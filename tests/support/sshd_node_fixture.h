@@ -154,8 +154,20 @@ class SshdNodeTest : public RentalFleetTest {
     if (!work_.empty()) std::filesystem::remove_all(work_);
   }
 
+  // One node's part of this machine: its folder (its /etc/gpurent/ssh, state, host keys,
+  // sshd's files), the loopback address and the port its sshd listens on. The main node's is
+  // the test's folder at 127.0.0.1; a test with a second node (a spare) gives it a folder of
+  // its own and another loopback address.
+  struct NodeSide {
+    std::string dir;
+    std::string address = "127.0.0.1";
+    int port = 0;
+  };
+  NodeSide main_side() const { return {work_, "127.0.0.1", port_}; }
+
   // The node's /etc/gpurent/ssh: the agent's access root, which the drop-in names.
-  std::string access_root() const { return work_ + "/etc/gpurent/ssh"; }
+  std::string access_root() const { return access_root_of(work_); }
+  static std::string access_root_of(const std::string& dir) { return dir + "/etc/gpurent/ssh"; }
   // The shipped node kit in the checkout.
   static std::string kit(const std::string& file) {
     return source_dir() + "/agent/node-kit/" + file;
@@ -166,36 +178,43 @@ class SshdNodeTest : public RentalFleetTest {
   // are moved from /etc/gpurent/ssh to the test's access root. `edit_drop_in` may change the
   // drop-in's text further (a test that breaks sshd's trust on purpose).
   void prepare_sshd(const std::function<std::string(std::string)>& edit_drop_in = nullptr) {
-    namespace fs = std::filesystem;
     port_ = free_tcp_port();
-    fs::create_directories(work_ + "/hostkeys");
+    prepare_sshd_for(main_side(), edit_drop_in);
+  }
+  void prepare_sshd_for(const NodeSide& side,
+                        const std::function<std::string(std::string)>& edit_drop_in = nullptr) {
+    namespace fs = std::filesystem;
+    const std::string& dir = side.dir;
+    fs::create_directories(dir + "/hostkeys");
     auto made = run_subprocess({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@node",
-                                "-f", work_ + "/hostkeys/ssh_host_ed25519_key"});
+                                "-f", dir + "/hostkeys/ssh_host_ed25519_key"});
     ASSERT_EQ(made.exit_code, 0) << made.output;
     std::string drop_in = read_file_text(kit("sshd-gpurent.conf"));
     ASSERT_NE(drop_in.find("/etc/gpurent/ssh/"), std::string::npos) << drop_in;
-    drop_in = replace_all(drop_in, "/etc/gpurent/ssh", access_root());
+    drop_in = replace_all(drop_in, "/etc/gpurent/ssh", access_root_of(dir));
     if (edit_drop_in) drop_in = edit_drop_in(drop_in);
-    fs::create_directories(work_ + "/sshd_config.d");
-    std::ofstream(work_ + "/sshd_config.d/gpurent.conf") << drop_in;
-    std::ofstream(work_ + "/sshd_config")
-        << "Include " << work_ << "/sshd_config.d/*.conf\n"
-        << "Port " << port_ << "\nListenAddress 127.0.0.1\n"
-        << "HostKey " << work_ << "/hostkeys/ssh_host_ed25519_key\n"
-        << "PidFile " << work_ << "/sshd.pid\n"
+    fs::create_directories(dir + "/sshd_config.d");
+    std::ofstream(dir + "/sshd_config.d/gpurent.conf") << drop_in;
+    std::ofstream(dir + "/sshd_config")
+        << "Include " << dir << "/sshd_config.d/*.conf\n"
+        << "Port " << side.port << "\nListenAddress " << side.address << "\n"
+        << "HostKey " << dir << "/hostkeys/ssh_host_ed25519_key\n"
+        << "PidFile " << dir << "/sshd.pid\n"
         << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
         << "LogLevel VERBOSE\n";
   }
 
   // sshd as a node runs it; the access hook reloads it once install_access wrote its files.
-  void start_sshd() {
+  void start_sshd() { sshd_ = start_sshd_for(main_side()); }
+  std::unique_ptr<ChildProcess> start_sshd_for(const NodeSide& side) {
     std::filesystem::create_directories("/run/sshd");  // sshd's privilege separation folder
-    sshd_ = std::make_unique<ChildProcess>(
-        "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", work_ + "/sshd_config"},
-        work_ + "/sshd.log");
-    ASSERT_TRUE(wait_for([&] {
-      return read_file_text(work_ + "/sshd.log").find("listening") != std::string::npos;
-    })) << read_file_text(work_ + "/sshd.log");
+    auto sshd = std::make_unique<ChildProcess>(
+        "/usr/sbin/sshd", std::vector<std::string>{"-D", "-e", "-f", side.dir + "/sshd_config"},
+        side.dir + "/sshd.log");
+    EXPECT_TRUE(wait_for([&] {
+      return read_file_text(side.dir + "/sshd.log").find("listening") != std::string::npos;
+    })) << read_file_text(side.dir + "/sshd.log");
+    return sshd;
   }
 
   // The agent's command line: the shipped unit's ExecStart with the node's paths moved into
@@ -203,16 +222,20 @@ class SshdNodeTest : public RentalFleetTest {
   // and a provisioning of 100 ms, sshd at its port (the unit's 127.0.0.1:22). Every replacement
   // must find its word, so a change of the unit shows here rather than being tested around.
   std::vector<std::string> unit_command(const std::string& url) {
+    return unit_command_for(url, main_side(), kit("gpurent-access-hook"));
+  }
+  std::vector<std::string> unit_command_for(const std::string& url, const NodeSide& side,
+                                            const std::string& access_hook) {
     auto words = unit_exec_start(read_file_text(source_dir() + "/agent/gpurent-agent.service"));
     std::map<std::string, std::string> moved{
         {"/usr/bin/gpurent-agent", agent_path()},
         {"${GPURENT_AGENT_URL}", url},
-        {"/var/lib/gpurent-agent", work_ + "/state"},
-        {"/etc/gpurent/ssh", access_root()},
-        {"/usr/lib/gpurent/access-hook", kit("gpurent-access-hook")},
+        {"/var/lib/gpurent-agent", side.dir + "/state"},
+        {"/etc/gpurent/ssh", access_root_of(side.dir)},
+        {"/usr/lib/gpurent/access-hook", access_hook},
         {"nvidia-smi", "simulated"},
         {"10s", "1s"},
-        {"127.0.0.1:22", "127.0.0.1:" + std::to_string(port_)}};
+        {"127.0.0.1:22", side.address + ":" + std::to_string(side.port)}};
     std::set<std::string> found;
     for (auto& w : words) {
       if (auto it = moved.find(w); it != moved.end()) {
@@ -227,7 +250,7 @@ class SshdNodeTest : public RentalFleetTest {
                               "nvswitch", "--provision-delay", "100ms", "--ssh-host-keys"}) {
       words.push_back(extra);
     }
-    words.push_back(work_ + "/hostkeys");
+    words.push_back(side.dir + "/hostkeys");
     words.insert(words.end(), extra_agent_args_.begin(), extra_agent_args_.end());
     return words;
   }
@@ -235,30 +258,41 @@ class SshdNodeTest : public RentalFleetTest {
   // The node on 127.0.0.1 at sshd's port (the node's ssh_port), enrolled as README says and
   // served by the agent the unit starts, under its umask, reporting sshd's host key.
   std::string agent_node() {
-    auto [node_id, token] = create_enrolling_node("127.0.0.1");
-    auto ported = patch("/v1/admin/nodes/" + node_id, {{"ssh_port", port_}}, session(admin_));
+    return agent_node_for(main_side(), agent_, kit("gpurent-access-hook"));
+  }
+  // The same for `side`, its agent kept in `agent`, its access hook `access_hook`.
+  std::string agent_node_for(const NodeSide& side, std::unique_ptr<ChildProcess>& agent,
+                             const std::string& access_hook) {
+    auto [node_id, token] = create_enrolling_node(side.address);
+    auto ported = patch("/v1/admin/nodes/" + node_id, {{"ssh_port", side.port}}, session(admin_));
     EXPECT_EQ(ported.status, 200) << ported.body;
     std::string url = "https://127.0.0.1:" + std::to_string(server_->agent_port());
     auto enrolled = run_subprocess({agent_path(), "enroll", "--url", url, "--token", token,
                                     "--ca-file", pki_dir_ + "/ca.crt", "--state-dir",
-                                    work_ + "/state", "--log-format", "text"});
+                                    side.dir + "/state", "--log-format", "text"});
     EXPECT_EQ(enrolled.exit_code, 0) << enrolled.output;
-    // What the unit gives the agent and its hooks: UMask=0077; the hook's home for logins
-    // (local scratch) and sshd's pid file are where this machine has them.
+    start_agent_for(side, agent, access_hook);
+    EXPECT_TRUE(wait_for([&] {
+      nlohmann::json n = node_view(node_id);
+      return n["state"] == "available" && n["health"] == "ok";
+    })) << agent->log();
+    return node_id;
+  }
+  // The enrolled node's agent (again), as the unit starts it. What the unit gives the agent
+  // and its hooks: UMask=0077; the hook's home for logins (local scratch) and sshd's pid file
+  // are where this machine has them.
+  void start_agent_for(const NodeSide& side, std::unique_ptr<ChildProcess>& agent,
+                       const std::string& access_hook) {
+    std::string url = "https://127.0.0.1:" + std::to_string(server_->agent_port());
     std::vector<std::string> args{"GPURENT_SCRATCH=" + work_ + "/scratch",
-                                  "GPURENT_SSHD_PID_FILE=" + work_ + "/sshd.pid",
+                                  "GPURENT_SSHD_PID_FILE=" + side.dir + "/sshd.pid",
                                   "/bin/sh",
                                   "-c",
                                   "umask 0077 && exec \"$@\"",
                                   "agent"};
-    auto command = unit_command(url);
+    auto command = unit_command_for(url, side, access_hook);
     args.insert(args.end(), command.begin(), command.end());
-    agent_ = std::make_unique<ChildProcess>("/usr/bin/env", args, work_ + "/agent.log");
-    EXPECT_TRUE(wait_for([&] {
-      nlohmann::json n = node_view(node_id);
-      return n["state"] == "available" && n["health"] == "ok";
-    })) << agent_->log();
-    return node_id;
+    agent = std::make_unique<ChildProcess>("/usr/bin/env", args, side.dir + "/agent.log");
   }
 
   // A copy of key pair `name` the test may use (ssh wants its private key 0600 and its own).
