@@ -1,7 +1,8 @@
 // An admin's power actions through the API and a node's BMC (bmc/node_power.h), against the
 // Redfish responder the tests start over HTTPS with its certificate pinned: the settings are
 // kept with the password sealed and never shown, a node that rents is refused, a node in
-// maintenance is reset through the BMC, wrong credentials and a wrong certificate are a 409
+// maintenance is reset through the BMC, a node serving an active rental may be restarted (and
+// the rental checked again), wrong credentials and a wrong certificate are a 409
 // naming the kind, a hung BMC a 503, and customers are refused.
 #include "tests/support/redfish_responder.h"
 #include "tests/support/rental_fleet_fixture.h"
@@ -83,6 +84,51 @@ TEST_F(BmcE2E, AnAdminResetsANodeInMaintenanceThroughItsBmc) {
   Login owner = account("owner@example.com", "Acme");
   EXPECT_EQ(power(node, "off", owner).status, 403);
   EXPECT_EQ(get("/v1/admin/nodes/" + node + "/bmc", session(owner)).status, 403);
+}
+
+// A hung node's tenant needs a reset (brev-cli#448): an admin may restart a node that serves
+// an active rental through its BMC, whatever its state — never cut its power — and the rental
+// is handed over in place: provisioning until the agent has checked the access again, then
+// active, the minutes credited.
+TEST_F(BmcE2E, ARestartOfANodeServingARentalChecksItsAccessAgainBeforeItIsActive) {
+  std::string node = add_node("gpu-1");
+  ASSERT_EQ(put("/v1/admin/nodes/" + node + "/bmc",
+                settings("responder-secret", bmc_.certificate_fingerprint()), session(admin_))
+                .status,
+            200);
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = book_now(owner, 8);
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string id = booked.json()["id"];
+  advance(1);
+  run_lifecycle();
+  complete_queued(id);
+  advance(61);
+  run_lifecycle();
+  ASSERT_EQ(get("/v1/rentals/" + id, session(owner)).json()["state"], "active");
+
+  auto off = power(node, "off", admin_);
+  EXPECT_EQ(off.status, 409) << off.body;
+  EXPECT_EQ(off.json()["error"]["code"], "invalid_state");
+  EXPECT_TRUE(bmc_.accepted_resets().empty());
+
+  auto restarted = power(node, "force_restart", admin_);
+  ASSERT_EQ(restarted.status, 200) << restarted.body;
+  EXPECT_EQ(bmc_.accepted_resets(), (std::vector<std::string>{"ForceRestart"}));
+  EXPECT_EQ(get("/v1/rentals/" + id, session(owner)).json()["state"], "provisioning");
+  // Only the access check: the node kept its image.
+  advance(180);
+  EXPECT_EQ(complete_queued(id), (std::vector<std::string>{"install_access"}));
+  advance(61);
+  run_lifecycle();
+  EXPECT_EQ(get("/v1/rentals/" + id, session(owner)).json()["state"], "active");
+  json handovers = get("/v1/rentals/" + id + "/handovers", session(owner)).json()["items"];
+  ASSERT_EQ(handovers.size(), 1u) << handovers;
+  EXPECT_EQ(handovers[0]["cause"], "power");
+  EXPECT_EQ(handovers[0]["from_node_id"], node);
+  EXPECT_EQ(handovers[0]["to_node_id"], node);
+  EXPECT_EQ(handovers[0]["outcome"], "active");
+  EXPECT_GT(handovers[0]["credited_minor"].get<long long>(), 0) << handovers;
 }
 
 TEST_F(BmcE2E, WrongCredentialsAWrongCertificateAndAHungBmcAreNamed) {

@@ -71,6 +71,11 @@ TEST_F(TenantNoticeE2E, TheAgentWritesTheNoticeFileAndRunsTheCheckpointAsTheLogi
                  session(owner));
   ASSERT_EQ(set.status, 200) << set.body;
 
+  auto subscribed =
+      post("/v1/webhooks", {{"url", "https://hooks.example.com/in"}, {"events", {"rental.notice"}}},
+           session(owner));
+  ASSERT_EQ(subscribed.status, 201) << subscribed.body;
+
   // A window four days into the rental's seven: more than the 72 hours' notice. Nothing else
   // can take a running rental, so it stays, and its tenant is told.
   Timestamp start = *parse_rfc3339(view["period"]["start"].get<std::string>());
@@ -89,6 +94,15 @@ TEST_F(TenantNoticeE2E, TheAgentWritesTheNoticeFileAndRunsTheCheckpointAsTheLogi
   EXPECT_EQ(notice["kind"], "maintenance");
   EXPECT_EQ(notice["choices"], json::array({"other_node", "cancel"}));
   EXPECT_EQ(notice["respond_by"], format_rfc3339(window_start));
+
+  // The org's webhook is told too.
+  auto deliveries = get(
+      "/v1/webhooks/" + subscribed.json()["id"].get<std::string>() + "/deliveries", session(owner));
+  ASSERT_EQ(deliveries.status, 200) << deliveries.body;
+  bool sent = false;
+  json sent_items = deliveries.json()["items"];
+  for (const auto& d : sent_items) sent = sent || d["event_type"] == "rental.notice";
+  EXPECT_TRUE(sent) << deliveries.body;
 
   // The agent has it at once: the file, then the checkpoint as the login.
   json task;
