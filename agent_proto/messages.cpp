@@ -546,7 +546,7 @@ Body read_heartbeat(const json& root, const std::string& path, int) {
   return hb;
 }
 
-Body read_task(const json& root, const std::string& path, int) {
+Body read_task(const json& root, const std::string& path, int version) {
   Members m(root, path, {"task_id", "kind", "rental_id", "payload", "deadline"}, true);
   Task t;
   t.task_id = read_task_id(m.need("task_id"), m.at("task_id"));
@@ -554,6 +554,10 @@ Body read_task(const json& root, const std::string& path, int) {
   auto parsed = parse_task_kind(kind);
   if (!parsed) fail(m.at("kind"), "unknown task kind \"" + quote(kind) + "\"");
   t.kind = *parsed;
+  if (!reads_task_kind(t.kind, version)) {
+    fail(m.at("kind"),
+         "\"" + kind + "\" is not part of protocol version " + std::to_string(version));
+  }
   if (const auto* rental = m.find("rental_id")) {
     t.rental_id = read_typed_id(*rental, m.at("rental_id"), id_prefix::kRental);
   }
@@ -666,7 +670,12 @@ json write_body(const Heartbeat& hb, int, const std::string& path) {
   return out;
 }
 
-json write_body(const Task& t, int, const std::string& path) {
+json write_body(const Task& t, int version, const std::string& path) {
+  if (!reads_task_kind(t.kind, version)) {
+    fail(member_path(path, "kind"), "\"" + std::string(to_string(t.kind)) +
+                                        "\" is not part of protocol version " +
+                                        std::to_string(version));
+  }
   json out = json::object();
   out["task_id"] = t.task_id;
   out["kind"] = to_string(t.kind);

@@ -23,11 +23,14 @@ namespace gpurent::agent_proto {
 
 // What this build writes. The control plane is upgraded before its agents, so it also reads
 // the previous version: an agent one release behind keeps working through a rollout.
-inline constexpr int kProtocolVersion = 3;
-inline constexpr int kOldestAcceptedVersion = 2;
+inline constexpr int kProtocolVersion = 4;
+inline constexpr int kOldestAcceptedVersion = 3;
 // Members that a version introduced; an older message must not carry them.
 inline constexpr int kSshHostKeysSince = 2;
 inline constexpr int kSshProbeKeySince = 3;
+// Task kinds a version introduced: an older agent cannot read them, so the server never sends
+// them to it (it fails such a task instead, api/modules/agent_module.cpp).
+inline constexpr int kNoticeAndRebootTasksSince = 4;
 
 // The version both sides speak after an agent offers `offered` in its hello: the offer
 // itself when this side reads it, otherwise none (the server answers an error and closes).
@@ -130,6 +133,11 @@ inline constexpr std::array<std::string_view, 9> kTaskKindNames{
     "burn_in",   "doctor",         "notice",        "reboot"};
 std::string_view to_string(TaskKind kind);
 std::optional<TaskKind> parse_task_kind(std::string_view name);
+// Whether an agent speaking `version` reads tasks of `kind`.
+constexpr bool reads_task_kind(TaskKind kind, int version) {
+  return (kind != TaskKind::kNotice && kind != TaskKind::kReboot) ||
+         version >= kNoticeAndRebootTasksSince;
+}
 
 // Server -> agent. Delivered at least once; the agent runs each task_id once.
 struct Task {

@@ -93,6 +93,12 @@ ApiResponse ApiClient::post(const std::string& target, const nlohmann::json& bod
   return send(std::move(r), true);
 }
 
+ApiResponse ApiClient::put(const std::string& target, const nlohmann::json& body) {
+  HttpRequest r{.method = "PUT", .target = target, .body = body.dump()};
+  r.headers.emplace_back("Content-Type", "application/json");
+  return send(std::move(r), false);
+}
+
 ApiResponse ApiClient::del(const std::string& target) {
   return send(HttpRequest{.method = "DELETE", .target = target}, false);
 }

@@ -68,6 +68,9 @@ class ApiClient {
                   std::chrono::milliseconds read_timeout = std::chrono::seconds(30));
   ApiResponse post(const std::string& target, const nlohmann::json& body,
                    std::chrono::milliseconds read_timeout = std::chrono::seconds(30));
+  // PUT replaces a resource with the body: the same request twice has one effect, so it is
+  // retried as a GET is, without an Idempotency-Key.
+  ApiResponse put(const std::string& target, const nlohmann::json& body);
   ApiResponse del(const std::string& target);
 
   // How many attempts the last request took (tests and the progress line).

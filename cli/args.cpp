@@ -104,9 +104,40 @@ const std::vector<CommandSpec>& commands() {
        1},
       {"notices",
        "",
-       "What the platform told the org about its rentals: moves for maintenance, coming "
-       "windows, faults; newest first.",
+       "What the platform told the org about its rentals, choices awaiting an answer; newest "
+       "first.",
        {{"rental", "RENTAL_ID", "only this rental's"}}},
+      {"notices answer",
+       "<notice-id>",
+       "Answer a maintenance notice that offers choices; it is applied at once.",
+       {{"rental", "RENTAL_ID", "the notice's rental (required)"},
+        {"choice", "CHOICE",
+         "one the notice offers: other_node (another node now), shift (start after the "
+         "window) or cancel (required)"}},
+       1,
+       1},
+      {"reboot",
+       "<rental-id>",
+       "Reboot an active rental's whole node; with --wait, wait until it is active again.",
+       {{"wait", nullptr, "wait until the rental is active again (progress on stderr)"},
+        {"timeout", "DURATION", "how long --wait waits: 90s, 15m, 1h (default 30m)"}},
+       1,
+       1},
+      {"checkpoint",
+       "<rental-id>",
+       "The command run as the rental's login when a notice reaches its node: show, set, clear.",
+       {{"set", "COMMAND",
+         "run this shell command line (sh -c) on a notice, so a job can save its state"},
+        {"timeout", "DURATION", "with --set: the command's time limit, 1s to 24h (default 10m)"},
+        {"clear", nullptr, "run nothing on a notice"}},
+       1,
+       1},
+      {"handovers",
+       "<rental-id>",
+       "A rental's moves to a spare node, reboots and power actions, and their credits.",
+       {},
+       1,
+       1},
       {"ssh",
        "<rental-id> [-- ssh arguments and command]",
        "Log in to an active rental with a fresh key and a certificate for it.",
@@ -284,6 +315,14 @@ ParsedArgs parse_args(const std::vector<std::string>& argv) {
       } else {
         spec = find_command(name);
         if (!spec) throw UsageError("unknown command \"" + arg + "\"; see gpurent --help");
+        // A command that has sub-commands of its own as well ("notices", "notices answer"):
+        // the next word is one when a sub-command has that name, else the command stands.
+        if (i + 1 < argv.size()) {
+          if (const CommandSpec* sub = find_command(name + " " + argv[i + 1])) {
+            spec = sub;
+            ++i;
+          }
+        }
       }
       out.command = spec->name;
       continue;
@@ -367,6 +406,14 @@ std::string command_help(const std::string& command) {
       << (*spec->arguments ? " " : "") << spec->arguments << "\n\n"
       << spec->summary << "\n";
   if (!spec->options.empty()) out << "\nOptions:\n" << option_lines(spec->options);
+  const std::string prefix = std::string(spec->name) + " ";
+  bool first_sub = true;
+  for (const auto& c : commands()) {
+    std::string name = c.name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    out << (first_sub ? "\nSub-commands:\n" : "") << "  " << name << "  " << c.summary << "\n";
+    first_sub = false;
+  }
   out << "\nGlobal options (--url, --token, --json, …) and exit codes: gpurent --help\n";
   return out.str();
 }

@@ -298,6 +298,33 @@ int cmd_doctor(CommandContext& ctx) {
   return verdict == "failed" ? kExitUnhealthy : kExitOk;
 }
 
+// A notice that offers choices and has neither an answer nor the default applied yet.
+bool awaits_answer(const json& n) {
+  return !n.value("choices", json::array()).empty() && n.value("choice", json()).is_null() &&
+         n.value("applied_at", json()).is_null();
+}
+
+std::string joined(const json& words, const std::string& separator) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : separator) + cell(w);
+  return out;
+}
+
+// What a notice waits for, or what became of it: the choices and by when, the answer given,
+// or the default applied when none came; "-" for a notice that asks for nothing.
+std::string notice_answer(const json& n) {
+  if (!n.value("choice", json()).is_null()) {
+    return "answered " + cell(n.value("choice", json())) + " at " +
+           cell(n.value("chosen_at", json()));
+  }
+  const json choices = n.value("choices", json::array());
+  if (choices.empty()) return "-";
+  if (!n.value("applied_at", json()).is_null()) {
+    return "no answer: default applied at " + cell(n.value("applied_at", json()));
+  }
+  return "choose " + joined(choices, ", ") + " by " + cell(n.value("respond_by", json()));
+}
+
 int cmd_notices(CommandContext& ctx) {
   auto rental = ctx.args.get("rental");
   json page =
@@ -307,13 +334,137 @@ int cmd_notices(CommandContext& ctx) {
     print_json(ctx, page);
     return kExitOk;
   }
-  Table t({"WHEN", "KIND", "RENTAL", "MESSAGE"});
-  for (const auto& n : page.value("items", json::array())) {
-    t.add({cell(n.value("effective_at", json())), cell(n.value("kind", json())),
-           cell(n.value("rental_id", json())), cell(n.value("message", json()))});
+  const json items = page.value("items", json::array());
+  Table t({"ID", "WHEN", "KIND", "RENTAL", "ANSWER", "MESSAGE"});
+  for (const auto& n : items) {
+    t.add({cell(n.value("id", json())), cell(n.value("effective_at", json())),
+           cell(n.value("kind", json())), cell(n.value("rental_id", json())), notice_answer(n),
+           cell(n.value("message", json()))});
+  }
+  if (t.empty()) {
+    ctx.err << "No notices.\n";
+    return kExitOk;
+  }
+  t.print(ctx.out);
+  for (const auto& n : items) {
+    if (!awaits_answer(n)) continue;
+    ctx.err << "Answer by " << cell(n.value("respond_by", json())) << ": gpurent notices answer "
+            << cell(n.value("id", json())) << " --rental " << cell(n.value("rental_id", json()))
+            << " --choice " << joined(n.value("choices", json::array()), "|") << "\n";
+  }
+  return kExitOk;
+}
+
+// Which choices a notice offers is the server's to say (400 invalid_request otherwise): the
+// CLI keeps no list of its own.
+int cmd_notices_answer(CommandContext& ctx) {
+  const auto& a = ctx.args;
+  const std::string rental = required(a, "rental");
+  const std::string choice = required(a, "choice");
+  json n = ctx.api
+               .post("/v1/rentals/" + url_encode(rental) + "/notices/" +
+                         url_encode(a.positionals[0]) + "/choice",
+                     {{"choice", choice}})
+               .json();
+  if (ctx.json) {
+    print_json(ctx, n);
+    return kExitOk;
+  }
+  print_fields(ctx.out, {{"id", cell(n.value("id", json()))},
+                         {"rental", cell(n.value("rental_id", json()))},
+                         {"kind", cell(n.value("kind", json()))},
+                         {"answer", notice_answer(n)},
+                         {"applied", cell(n.value("applied_at", json()))}});
+  ctx.err << "Applied. gpurent show " << cell(n.value("rental_id", json()))
+          << " shows the rental as it is now.\n";
+  return kExitOk;
+}
+
+int cmd_reboot(CommandContext& ctx) {
+  const auto& a = ctx.args;
+  long long timeout_s = kDefaultWaitSeconds;
+  if (auto t = a.get("timeout")) timeout_s = parse_duration_seconds("timeout", *t);
+  if (a.has("timeout") && !a.has("wait")) throw UsageError("--timeout needs --wait", a.command);
+  json rental =
+      ctx.api.post("/v1/rentals/" + url_encode(a.positionals[0]) + "/reboot", json::object())
+          .json();
+  ctx.err << "Rebooting " << rental.value("id", "") << ": " << rental.value("state", "")
+          << " until the node is back and the access is checked again\n";
+  int code = kExitOk;
+  if (a.has("wait")) code = wait_for_state(ctx, rental, "active", timeout_s);
+  if (ctx.json)
+    print_json(ctx, rental);
+  else
+    print_rental(ctx, rental);
+  return code;
+}
+
+int cmd_checkpoint(CommandContext& ctx) {
+  const auto& a = ctx.args;
+  const std::string path = "/v1/rentals/" + url_encode(a.positionals[0]) + "/checkpoint";
+  if (a.has("set") && a.has("clear")) {
+    throw UsageError("checkpoint takes --set or --clear, not both", a.command);
+  }
+  if (a.has("timeout") && !a.has("set")) throw UsageError("--timeout goes with --set", a.command);
+  json c;
+  if (auto command = a.get("set")) {
+    if (command->empty()) throw UsageError("--set needs a command; --clear runs none", a.command);
+    json body{{"command", *command}};
+    // The limits are the server's (400 invalid_request names timeout_s).
+    if (auto t = a.get("timeout")) body["timeout_s"] = parse_duration_seconds("timeout", *t);
+    c = ctx.api.put(path, body).json();
+    ctx.err << "Set: the node's agent runs it as the rental's login when a notice reaches "
+               "the node.\n";
+  } else if (a.has("clear")) {
+    auto cleared = ctx.api.del(path);
+    // A retried DELETE that found nothing has no body: ask what there is now.
+    c = cleared.body.empty() ? ctx.api.get(path).json() : cleared.json();
+    ctx.err << "Cleared: nothing runs on a notice.\n";
+  } else {
+    c = ctx.api.get(path).json();
+  }
+  if (ctx.json) {
+    print_json(ctx, c);
+    return kExitOk;
+  }
+  const json command = c.value("command", json());
+  const json timeout = c.value("timeout_s", json());
+  print_fields(ctx.out,
+               {{"command", command.is_null() ? "- (none)" : cell(command)},
+                {"timeout", timeout.is_number_integer() ? format_duration(timeout.get<long long>())
+                                                        : cell(timeout)}});
+  return kExitOk;
+}
+
+int cmd_handovers(CommandContext& ctx) {
+  const std::string& id = ctx.args.positionals[0];
+  json page = ctx.api.get("/v1/rentals/" + url_encode(id) + "/handovers").json();
+  if (ctx.json) {
+    print_json(ctx, page);
+    return kExitOk;
+  }
+  const json items = page.value("items", json::array());
+  // Credits come as minor units of the rental's currency, which the rental names.
+  std::string currency;
+  for (const auto& h : items) {
+    if (h.value("credited_minor", json()).is_null()) continue;
+    json r = get_rental(ctx, id);
+    currency =
+        r.value("price", json::object()).value("per_day", json::object()).value("currency", "");
+    break;
+  }
+  Table t({"STARTED", "CAUSE", "FROM", "TO", "ENDED", "OUTCOME", "CREDITED", "REASON"});
+  for (const auto& h : items) {
+    const json credited = h.value("credited_minor", json());
+    t.add({cell(h.value("started_at", json())), cell(h.value("cause", json())),
+           cell(h.value("from_node_id", json())), cell(h.value("to_node_id", json())),
+           cell(h.value("ended_at", json())), cell(h.value("outcome", json())),
+           credited.is_null() ? "-"
+                              : format_money({{"amount_minor", credited}, {"currency", currency}}),
+           cell(h.value("reason", json()))});
   }
   if (t.empty())
-    ctx.err << "No notices.\n";
+    ctx.err << "No handovers.\n";
   else
     t.print(ctx.out);
   return kExitOk;
@@ -582,6 +733,10 @@ int run_command(CommandContext& ctx) {
   if (c == "ssh") return run_ssh(ctx);
   if (c == "doctor") return cmd_doctor(ctx);
   if (c == "notices") return cmd_notices(ctx);
+  if (c == "notices answer") return cmd_notices_answer(ctx);
+  if (c == "reboot") return cmd_reboot(ctx);
+  if (c == "checkpoint") return cmd_checkpoint(ctx);
+  if (c == "handovers") return cmd_handovers(ctx);
   if (c == "keys list") return cmd_keys_list(ctx);
   if (c == "keys add") return cmd_keys_add(ctx);
   if (c == "keys delete") return cmd_delete(ctx, "/v1/ssh-keys", "SSH key");

@@ -14,7 +14,7 @@ namespace gpurent::cli {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method;  // GET, POST, DELETE
+  std::string method;  // GET, POST, PUT, DELETE
   std::string target;  // path and query, e.g. "/v1/rentals?state=active"
   HeaderList headers;
   std::string body;

@@ -48,6 +48,12 @@ std::string format_money(const nlohmann::json& money) {
   return currency.empty() ? out : out + " " + currency;
 }
 
+std::string format_duration(long long seconds) {
+  if (seconds != 0 && seconds % 3600 == 0) return std::to_string(seconds / 3600) + "h";
+  if (seconds != 0 && seconds % 60 == 0) return std::to_string(seconds / 60) + "m";
+  return std::to_string(seconds) + "s";
+}
+
 std::string cell(const nlohmann::json& value) {
   if (value.is_null()) return "-";
   if (value.is_string()) return value.get<std::string>();

@@ -12,6 +12,9 @@ namespace gpurent::cli {
 // {"amount_minor": 12345000, "currency": "RUB"} → "123,450.00 RUB"; "-" for null.
 std::string format_money(const nlohmann::json& money);
 
+// Seconds as the CLI's duration options take them: 600 → "10m", 7200 → "2h", 90 → "90s".
+std::string format_duration(long long seconds);
+
 // A JSON value as a cell: strings bare, null as "-", booleans yes/no, numbers as written.
 std::string cell(const nlohmann::json& value);
 

@@ -60,7 +60,8 @@ class HandoverStore {
   std::vector<Handover> of_rental(Tx& tx, const std::string& rental_id);
 };
 
-// {id, cause, reason, from_node_id, to_node_id, started_at, ended_at, outcome, credited}
+// {id, cause, reason, from_node_id, to_node_id, started_at, ended_at, outcome,
+//  credited_minor}
 nlohmann::json handover_json(const Handover& h);
 
 }  // namespace gpurent::scheduler

@@ -2,6 +2,7 @@
 #include "scheduler/lifecycle.h"
 
 #include "agent_proto/burn_in/figures.h"
+#include "core/db_errors.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/pg_array.h"
@@ -505,7 +506,11 @@ bool Lifecycle::check_provisioning(Tx& tx, const RentalRecord& r, Timestamp now)
                                         : "access ready")) {
         return false;
       }
-      if (handover) end_handover(tx, r.id, "active", now);
+      if (handover) {
+        end_handover(tx, r.id, "active", now);
+      } else {
+        notices_to_new_tenant(tx, r, now);
+      }
       return true;
     }
     case ProvisioningStep::kRetry: {
@@ -822,6 +827,8 @@ bool Lifecycle::swap(Tx& tx, const RentalRecord& r, HandoverCause cause, const s
   auto moved = rentals_.get_any(tx, r.id);
   if (!moved || !moved->node_id) return false;
   handovers_.open(tx, r.id, cause, why, from, *moved->node_id, r.attempts + 1, now);
+  // A window on the node it left no longer concerns it.
+  if (notices_) notices_->settle_unanswered(tx, r.id, now);
   rentals_.transition(tx, r.id, RentalState::kActive, RentalState::kProvisioning,
                       "swapped from node " + from + " to node " + *moved->node_id + ": " + why);
   int attempt = rentals_.add_attempt(tx, r.id);
@@ -854,6 +861,19 @@ bool Lifecycle::shift(Tx& tx, const RentalRecord& r, Timestamp new_start, const 
   return true;
 }
 
+bool Lifecycle::restore_on_node(Tx& tx, const RentalRecord& r) {
+  if (!r.node_id) return false;
+  auto attempt = tx.attempt("restore_on_node", [&](Tx& sub) {
+    sub.exec(kDropOnNode, r.id, *r.node_id);
+    rentals_.allocate(sub, r.id, *r.node_id, r.gpu_indices,
+                      {r.period.start, r.period.end + booking_.options().cleaning_window});
+    return true;
+  });
+  if (attempt) return true;
+  if (attempt.failure() != DbFailure::kExclusionViolation) throw attempt.violation();
+  return false;
+}
+
 void Lifecycle::hand_over_in_place(Tx& tx, const RentalRecord& r, HandoverCause cause,
                                    const std::string& why,
                                    const std::optional<std::string>& by_user, Timestamp now) {
@@ -882,10 +902,11 @@ void Lifecycle::reboot(Tx& tx, const RentalRecord& r, const std::optional<std::s
   }
   auto gpus = tx.exec(kNodeGpuCount, *r.node_id)[0][0].as<long long>();
   if (gpus != r.gpu_count) {
-    throw Error(ErrorCode::kConflict,
-                "The rental shares its node with others; only a rental of the whole node can "
-                "reboot it.",
-                {{"gpu_count", r.gpu_count}, {"node_gpu_count", gpus}});
+    throw Error(
+        ErrorCode::kInvalidState,
+        "The rental shares its node with others; only a rental of the whole node can "
+        "reboot it.",
+        {{"state", to_string(r.state)}, {"gpu_count", r.gpu_count}, {"node_gpu_count", gpus}});
   }
   hand_over_in_place(tx, r, HandoverCause::kReboot, "rebooted by the tenant", by_user, now);
 }
@@ -903,12 +924,24 @@ std::vector<std::string> Lifecycle::power_cycled(Tx& tx, const std::string& node
   return out;
 }
 
-void Lifecycle::notice_to_node(Tx& tx, const RentalNotice& n) {
-  auto r = rentals_.get_any(tx, n.rental_id);
-  if (!r || !r->node_id ||
-      (r->state != RentalState::kActive && r->state != RentalState::kProvisioning)) {
-    return;
+void Lifecycle::notices_to_new_tenant(Tx& tx, const RentalRecord& r, Timestamp now) {
+  // Notices given before it started had no login to run a checkpoint as; its node has them
+  // now, with the login made.
+  if (!notices_) return;
+  constexpr int kNoticesRead = 20;
+  for (const auto& n : notices_->list(tx, r.org_id, r.id, kNoticesRead)) {
+    if (n.kind == "maintenance" && !n.applied_at && n.respond_by && *n.respond_by > now) {
+      notice_to_node(tx, n);
+    }
   }
+}
+
+void Lifecycle::notice_to_node(Tx& tx, const RentalNotice& n) {
+  // Only to a rental handed over on its node: before that its login does not exist there for
+  // the checkpoint (a rental notified earlier gets it at its handover, notices_to_new_tenant),
+  // and a swap's own notice is not about the spare it goes to.
+  auto r = rentals_.get_any(tx, n.rental_id);
+  if (!r || !r->node_id || r->state != RentalState::kActive) return;
   // Several tenants may share the node and read its file: what it says names no rental.
   std::string text =
       n.kind == "maintenance"

@@ -116,10 +116,15 @@ class Lifecycle {
   // "shift". False, with its allocations gone (the caller rolls back), when nothing fits.
   bool shift(Tx& tx, const RentalRecord& locked, Timestamp new_start, const std::string& why);
 
+  // A rental that gave up its GPUs on its node from a maintenance window's start (it stayed,
+  // notified) has them back for its whole period: the window was cancelled. False, with
+  // nothing changed, when someone else booked them meanwhile.
+  bool restore_on_node(Tx& tx, const RentalRecord& locked);
+
   // The tenant's soft reboot of an active rental that holds its whole node: a reboot task for
   // the agent, then the access check again before it is `active` (no credit: the tenant's
-  // own). Throws invalid_state for another state or a handover in progress, conflict for a
-  // rental that shares its node.
+  // own). Throws invalid_state for another state, a handover in progress, or a rental that
+  // shares its node (details.node_gpu_count).
   void reboot(Tx& tx, const RentalRecord& locked, const std::optional<std::string>& by_user,
               Timestamp now);
 
@@ -129,8 +134,8 @@ class Lifecycle {
   std::vector<std::string> power_cycled(Tx& tx, const std::string& node_id,
                                         const std::string& action, Timestamp now);
 
-  // A notice reached a rental that is on its node (provisioning or active): the agent writes
-  // it into the node's notice file and runs the rental's checkpoint command as its login.
+  // A notice reached an active rental: its node's agent writes it into the node's notice file
+  // and runs the rental's checkpoint command as its login.
   void notice_to_node(Tx& tx, const RentalNotice& notice);
 
   // A rental has a step due now (a task of its provisioning has finished, reported after
@@ -268,6 +273,9 @@ class Lifecycle {
   // would have had it.
   bool interrupt_handover(Tx& tx, const RentalRecord& r, const std::vector<AgentTask>& open,
                           const std::string& why, Timestamp now);
+  // A rental that became active for the first time: the maintenance notices it got before,
+  // still unanswered, reach its node now.
+  void notices_to_new_tenant(Tx& tx, const RentalRecord& r, Timestamp now);
   // Hands an active rental over again on its own node (a reboot, a power action).
   void hand_over_in_place(Tx& tx, const RentalRecord& r, HandoverCause cause,
                           const std::string& why, const std::optional<std::string>& by_user,

@@ -330,10 +330,31 @@ MaintenanceWindow Maintenance::cancel(const std::string& id) {
   return pool_.transact("maintenance_cancel", [&](Tx& tx) {
     auto found = tx.exec(kWindowGet, id);
     if (found.empty()) throw Error(ErrorCode::kNotFound, "No such maintenance window.");
-    if (tx.exec(kWindowCancel, id, sql_timestamp(clock_.now()))[0][0].as<int>() == 0) {
+    const Timestamp now = clock_.now();
+    if (tx.exec(kWindowCancel, id, sql_timestamp(now))[0][0].as<int>() == 0) {
       throw Error(ErrorCode::kInvalidState, "The window is cancelled already.");
     }
-    capacity_changed({found[0][1].as<std::string>()});
+    const std::string node = found[0][1].as<std::string>();
+    // The rentals that stayed get their GPUs back for their whole period, and their tenants
+    // are told nothing changes; one whose GPUs were booked meanwhile keeps its notice (it
+    // still has to leave at that time).
+    for (const auto& n : notices_.unanswered_of_window(tx, id)) {
+      auto r = rentals_.lock_any(tx, n.rental_id);
+      if (!r || r->node_id != node ||
+          !RentalStates{RentalState::kScheduled, RentalState::kProvisioning, RentalState::kActive}
+               .contains(r->state) ||
+          !lifecycle_.restore_on_node(tx, *r)) {
+        continue;
+      }
+      notices_.mark_applied(tx, n.id, now);
+      notices_.add(tx, r->id, r->org_id, "maintenance",
+                   "The maintenance of node " + node + " announced in notice " + n.id +
+                       " is cancelled: rental " + r->id +
+                       " keeps its node for its whole period, "
+                       "and nothing is asked of you.",
+                   n.effective_at, id);
+    }
+    capacity_changed({node});
     return maintenance_window_of(tx.exec(kWindowGet, id)[0]);
   });
 }

@@ -98,7 +98,9 @@ class Maintenance {
   // none, interrupted and credited; a provisioning one interrupted. How many were applied.
   int apply_due(Timestamp now, int limit = 200);
 
-  // Frees the window's GPUs and marks it cancelled; not_found for an unknown id, invalid_state
+  // Frees the window's GPUs and marks it cancelled; the rentals that stayed get their GPUs
+  // back for their whole period (when nobody booked them meanwhile) and their unanswered
+  // notices are settled, with a notice saying so. not_found for an unknown id, invalid_state
   // for one cancelled already.
   MaintenanceWindow cancel(const std::string& id);
 

@@ -36,6 +36,15 @@ constexpr Statement kNoticeDue = {"notice_due",
                                   " ORDER BY respond_by, id LIMIT $2 FOR UPDATE SKIP LOCKED"};
 constexpr Statement kNoticeApplied = {
     "notice_applied", "UPDATE rental_notices SET applied_at = $2::timestamptz WHERE id = $1"};
+constexpr Statement kNoticeOfWindow = {
+    "notice_of_window",
+    "SELECT " NOTICE_COLUMNS
+    " FROM rental_notices WHERE maintenance_id = $1"
+    " AND applied_at IS NULL AND cardinality(choices) > 0 ORDER BY id FOR UPDATE"};
+constexpr Statement kNoticeSettle = {
+    "notice_settle",
+    "UPDATE rental_notices SET applied_at = $3::timestamptz WHERE rental_id = $1 AND kind = $2"
+    " AND applied_at IS NULL"};
 #undef NOTICE_COLUMNS
 
 std::optional<Timestamp> optional_time(const pqxx::field& f) {
@@ -136,6 +145,17 @@ std::vector<RentalNotice> NoticeStore::due_unanswered(Tx& tx, Timestamp now, int
   std::vector<RentalNotice> out;
   for (const auto& row : tx.exec(kNoticeDue, sql_timestamp(now), limit))
     out.push_back(notice_of(row));
+  return out;
+}
+
+void NoticeStore::settle_unanswered(Tx& tx, const std::string& rental_id, Timestamp now) {
+  tx.exec(kNoticeSettle, rental_id, std::string("maintenance"), sql_timestamp(now));
+}
+
+std::vector<RentalNotice> NoticeStore::unanswered_of_window(Tx& tx,
+                                                            const std::string& maintenance_id) {
+  std::vector<RentalNotice> out;
+  for (const auto& row : tx.exec(kNoticeOfWindow, maintenance_id)) out.push_back(notice_of(row));
   return out;
 }
 

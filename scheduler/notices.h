@@ -64,6 +64,11 @@ class NoticeStore {
   // (rows another transaction holds skipped).
   std::vector<RentalNotice> due_unanswered(Tx& tx, Timestamp now, int limit);
   void mark_applied(Tx& tx, const std::string& notice_id, Timestamp now);
+  // The window's notices still unanswered, locked.
+  std::vector<RentalNotice> unanswered_of_window(Tx& tx, const std::string& maintenance_id);
+  // The rental left the node its maintenance notices were about (a swap): those still
+  // unanswered are settled, so no default is applied to it at the window's start.
+  void settle_unanswered(Tx& tx, const std::string& rental_id, Timestamp now);
 
   // The org's notices, newest first, at most `limit`; of one rental when `rental_id` is set
   // (nothing for another org's rental: tenants cannot tell them apart).

@@ -32,7 +32,7 @@ void bill_transition(Tx& tx, billing::RentalCharges& charges, RentalStore& renta
         auto lost = std::chrono::duration_cast<std::chrono::seconds>(now - handover->started_at);
         auto credited =
             charges.credit_handover(tx, rental_id, handover->id, lost, handover->started_at, now);
-        handovers.set_credited(tx, handover->id, credited);
+        if (credited > 0) handovers.set_credited(tx, handover->id, credited);
       }
       return;
     }

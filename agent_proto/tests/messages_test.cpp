@@ -247,10 +247,34 @@ TEST(MessagesTest, AbsentOptionalsAndEmptyListsRoundTrip) {
 
 TEST(MessagesTest, WireFormIsCompactJsonWithTheEnvelope) {
   EXPECT_EQ(encode(message(Ack{"m-1"}, "m-2")),
-            R"({"acked_id":"m-1","id":"m-2","protocol_version":3,"type":"ack"})");
+            R"({"acked_id":"m-1","id":"m-2","protocol_version":4,"type":"ack"})");
   EXPECT_EQ(encode(message(TaskProgress{kTaskA, 0, ""}, "7")),
-            R"({"id":"7","message":"","percent":0,"protocol_version":3,"task_id":")" + kTaskA +
+            R"({"id":"7","message":"","percent":0,"protocol_version":4,"task_id":")" + kTaskA +
                 R"(","type":"task_progress"})");
+}
+
+// Notice and reboot tasks came with version 4: a version 3 agent is never sent one, and a
+// version 3 message carrying one is refused either way.
+TEST(MessagesTest, NoticeAndRebootTasksAreNotPartOfVersion3) {
+  for (auto kind : {TaskKind::kNotice, TaskKind::kReboot}) {
+    EXPECT_FALSE(reads_task_kind(kind, 3));
+    EXPECT_TRUE(reads_task_kind(kind, 4));
+    Task t = sample_task();
+    t.kind = kind;
+    EXPECT_THROW(encode(message(t, "m-1", 3)), ProtocolError);
+    auto text = encode(message(t));
+    auto old = json::parse(text);
+    old["protocol_version"] = 3;
+    try {
+      decode(old.dump());
+      ADD_FAILURE() << "accepted " << old.dump();
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.path(), "task.kind") << e.what();
+      EXPECT_THAT(e.what(), HasSubstr("not part of protocol version 3"));
+    }
+  }
+  EXPECT_TRUE(reads_task_kind(TaskKind::kProvision, 3));
+  EXPECT_TRUE(reads_task_kind(TaskKind::kBurnIn, 3));
 }
 
 TEST(MessagesTest, EveryTaskKindRoundTrips) {
@@ -331,8 +355,8 @@ TEST(MessagesTest, NegotiationAcceptsTheCurrentAndThePreviousVersion) {
     std::optional<int> accepted;
   };
   for (auto [offered, accepted] : {Row{INT_MIN, std::nullopt}, Row{-1, std::nullopt},
-                                   Row{0, std::nullopt}, Row{1, std::nullopt}, Row{2, 2}, Row{3, 3},
-                                   Row{4, std::nullopt}, Row{INT_MAX, std::nullopt}}) {
+                                   Row{0, std::nullopt}, Row{2, std::nullopt}, Row{3, 3}, Row{4, 4},
+                                   Row{5, std::nullopt}, Row{INT_MAX, std::nullopt}}) {
     EXPECT_EQ(negotiate(offered), accepted) << offered;
   }
   static_assert(negotiate(kProtocolVersion) == kProtocolVersion);
@@ -362,8 +386,8 @@ TEST(MessagesTest, AVersionOutsideTheRangeIsRefusedWithTheReason) {
     const char* reason;
   };
   for (auto [version, reason] :
-       {Row{1, "no longer accepted"}, Row{0, "no longer accepted"}, Row{-7, "no longer accepted"},
-        Row{4, "newer than"}, Row{INT_MAX, "newer than"}}) {
+       {Row{2, "no longer accepted"}, Row{1, "no longer accepted"}, Row{0, "no longer accepted"},
+        Row{-7, "no longer accepted"}, Row{5, "newer than"}, Row{INT_MAX, "newer than"}}) {
     SCOPED_TRACE(version);
     try {
       decode(with("heartbeat", "/protocol_version", version));
@@ -372,43 +396,24 @@ TEST(MessagesTest, AVersionOutsideTheRangeIsRefusedWithTheReason) {
       EXPECT_EQ(e.offered(), version);
       EXPECT_EQ(e.path(), "heartbeat.protocol_version");
       EXPECT_THAT(e.what(), HasSubstr(reason));
-      EXPECT_THAT(e.what(), HasSubstr("versions 2 to 3"));
+      EXPECT_THAT(e.what(), HasSubstr("versions 3 to 4"));
     }
   }
-  EXPECT_THROW(encode(message(Ack{"m-0"}, "m-1", 4)), UnsupportedVersion);
+  EXPECT_THROW(encode(message(Ack{"m-0"}, "m-1", 5)), UnsupportedVersion);
   EXPECT_THROW(encode(message(Ack{"m-0"}, "m-1", 1)), UnsupportedVersion);
 }
 
 TEST(MessagesTest, AnUnknownTypeOfAnUnacceptedVersionIsAVersionProblem) {
   // A newer agent's new message type says what is really wrong: the version.
-  EXPECT_THROW(decode(R"({"type":"telemetry_v4","protocol_version":4,"id":"1"})"),
+  EXPECT_THROW(decode(R"({"type":"telemetry_v5","protocol_version":5,"id":"1"})"),
                UnsupportedVersion);
 }
 
-TEST(MessagesTest, TheSshProbeKeyIsAVersionThreeMember) {
-  // A version 2 hello cannot carry it, either way.
+TEST(MessagesTest, TheSshProbeKeyIsOptionalInEveryAcceptedVersion) {
+  // Version 2, which could not carry it, is no longer accepted at all.
   auto v2 = message(sample_hello(), "m-1", 2);
-  auto e = [&] {
-    try {
-      encode(v2);
-    } catch (const ProtocolError& e) {
-      return e;
-    }
-    return ProtocolError("?", "encoded");
-  }();
-  EXPECT_EQ(e.path(), "hello.ssh_probe_key");
-  EXPECT_THAT(e.what(), HasSubstr("not part of protocol version 2"));
-
   std::get<Hello>(v2.body).ssh_probe_key.reset();
-  auto text = encode(v2);
-  EXPECT_FALSE(json::parse(text).contains("ssh_probe_key"));
-  EXPECT_EQ(decode(text), v2);
-  auto with_key = json::parse(text);
-  with_key["ssh_probe_key"] = kProbeKey;
-  auto refused = refusal(with_key.dump());
-  EXPECT_EQ(refused.path(), "hello.ssh_probe_key");
-  EXPECT_THAT(refused.what(), HasSubstr("not part of protocol version 2"));
-
+  EXPECT_THROW(encode(v2), UnsupportedVersion);
   // Optional in version 3: a hello without it (an agent with no sshd to probe) is read.
   auto v3 = message(sample_hello());
   std::get<Hello>(v3.body).ssh_probe_key.reset();
@@ -547,9 +552,9 @@ std::vector<Refused> refusals() {
        "must be an integer"},
       {"version 2.0", with("ack", "/protocol_version", 2.0), "ack.protocol_version",
        "must be an integer"},
-      {"version 1e300", replaced("ack", R"("protocol_version":3)", R"("protocol_version":1e300)"),
+      {"version 1e300", replaced("ack", R"("protocol_version":4)", R"("protocol_version":1e300)"),
        "ack.protocol_version", "must be an integer"},
-      {"version -0", replaced("ack", R"("protocol_version":3)", R"("protocol_version":-0)"),
+      {"version -0", replaced("ack", R"("protocol_version":4)", R"("protocol_version":-0)"),
        "ack.protocol_version", "version 0 is no longer accepted"},
       {"version 2^63", with("ack", "/protocol_version", 9223372036854775808ull),
        "ack.protocol_version", "is not a protocol version"},
@@ -558,7 +563,7 @@ std::vector<Refused> refusals() {
       {"version -2^31-1", with("ack", "/protocol_version", -2147483649ll), "ack.protocol_version",
        "is not a protocol version"},
       {"version 2^64",
-       replaced("ack", R"("protocol_version":3)", R"("protocol_version":18446744073709551616)"),
+       replaced("ack", R"("protocol_version":4)", R"("protocol_version":18446744073709551616)"),
        "ack.protocol_version", "must be an integer"},
       {"id missing", without("ack", "/id"), "ack.id", "is required"},
       {"id empty", with("ack", "/id", ""), "ack.id", "must not be empty"},
@@ -634,8 +639,7 @@ std::vector<Refused> refusals() {
        "hello.ssh_probe_key", "base64"},
       {"probe key a list", with("hello", "/ssh_probe_key", json::array({kProbeKey})),
        "hello.ssh_probe_key", "must be a string"},
-      {"probe key in a version 2 hello", with("hello", "/protocol_version", 2),
-       "hello.ssh_probe_key", "not part of protocol version 2"},
+
       {"recent task id malformed", with("hello", "/recent_task_ids/0", "task-1"),
        "hello.recent_task_ids[0]", "an id like \"tsk_...\""},
       {"recent task id twice", with("hello", "/recent_task_ids/1", kTaskA),

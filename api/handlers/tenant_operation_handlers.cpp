@@ -8,6 +8,7 @@
 #include "api/responses.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "core/money.h"
 
 namespace gpurent::http {
 namespace {
@@ -120,8 +121,13 @@ void add_tenant_operation_routes(Router& router, TenantOperationRoutesState& sta
                   [&state](const Request& req, const Principal& p) {
                     nlohmann::json items = nlohmann::json::array();
                     for (const auto& h :
-                         state.rentals->handovers(caller_of(req, p), rental_of(req)))
-                      items.push_back(scheduler::handover_json(h));
+                         state.rentals->handovers(caller_of(req, p), rental_of(req))) {
+                      auto item = scheduler::handover_json(h);
+                      item["credited"] = h.credited_minor
+                                             ? Money(*h.credited_minor, state.currency).to_json()
+                                             : nlohmann::json(nullptr);
+                      items.push_back(std::move(item));
+                    }
                     return json_response(200, {{"items", items}});
                   },
               .needs_org = true,

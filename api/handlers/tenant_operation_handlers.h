@@ -15,6 +15,7 @@ namespace gpurent::http {
 struct TenantOperationRoutesState {
   scheduler::Rentals* rentals = nullptr;
   scheduler::Maintenance* maintenance = nullptr;
+  std::string currency;  // the platform's: what handovers' credits are in
 };
 
 void add_tenant_operation_routes(Router& router, TenantOperationRoutesState& state);

@@ -364,10 +364,18 @@ void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivere
     channel->close("the server lost track of the tasks it was sending; reconnect");
     throw;
   }
+  // An agent of the previous release cannot read the kinds this one introduced: such a task
+  // fails here, as if its agent had refused it, rather than break the agent's channel.
+  std::vector<std::pair<std::string, int>> unreadable;
   for (const auto& t : tasks) {
     auto kind = proto::parse_task_kind(scheduler::to_string(t.kind));
     if (!kind) continue;
     std::lock_guard lock(mutex_);
+    int version = version_for(versions_, node_id);
+    if (!proto::reads_task_kind(*kind, version)) {
+      unreadable.emplace_back(t.id, version);
+      continue;
+    }
     channel->send(proto::encode(
         {.id = "srv-" + std::to_string(++sent_),
          .protocol_version = version_for(versions_, node_id),
@@ -376,6 +384,14 @@ void AgentModule::deliver_tasks(const std::string& node_id, bool resend_delivere
                              .rental_id = t.rental_id,
                              .payload = t.payload,
                              .deadline = t.deadline.value_or(clock_.now() + kTaskDeadline)}}));
+  }
+  for (const auto& [id, version] : unreadable) {
+    fleet_.task_reported(node_id, {.task_id = id,
+                                   .ok = false,
+                                   .message = "the node's agent speaks protocol version " +
+                                              std::to_string(version) + ", and this task needs " +
+                                              std::to_string(proto::kNoticeAndRebootTasksSince) +
+                                              ": upgrade the agent"});
   }
 }
 

@@ -60,7 +60,9 @@ SchedulerModule::SchedulerModule(const ModuleContext& ctx, const SchedulerPeers&
       advisor_routes_{.pool = &ctx.pool, .catalog = &catalog_, .views = &views_},
       maintenance_routes_{.pool = &ctx.pool, .maintenance = &maintenance_},
       notice_routes_{.pool = &ctx.pool, .notices = &notices_, .rentals = &rentals_},
-      tenant_operation_routes_{.rentals = &customer_rentals_, .maintenance = &maintenance_},
+      tenant_operation_routes_{.rentals = &customer_rentals_,
+                               .maintenance = &maintenance_,
+                               .currency = ctx.config.currency},
       // A database outage or a cancelled statement throws (the worker logs it): the next run
       // tries again, and every step it did not finish was rolled back whole.
       lifecycle_worker_("rental lifecycle run", ctx.config.lifecycle_interval, [this] {

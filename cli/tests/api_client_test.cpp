@@ -162,6 +162,21 @@ TEST_F(CliApiClient, ADeleteRetriedAfterALostAnswerFindsItsWorkDone) {
   EXPECT_THROW(api.del("/v1/ssh-keys/key_2"), ApiError);
 }
 
+TEST_F(CliApiClient, APutIsRetriedAsItStandsWithoutAKey) {
+  transport.then(TransportError("the connection ended before an answer"));
+  transport.then(answer(200, R"({"command":"save","timeout_s":60})"));
+  auto api = client();
+  auto r = api.put("/v1/rentals/rnt_1/checkpoint", {{"command", "save"}, {"timeout_s", 60}});
+  EXPECT_EQ(r.json()["timeout_s"], 60);
+  ASSERT_EQ(transport.seen.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(transport.seen[i].method, "PUT");
+    EXPECT_EQ(transport.seen[i].body, R"({"command":"save","timeout_s":60})");
+    EXPECT_EQ(transport.header(i, "Content-Type"), "application/json");
+    EXPECT_EQ(transport.header(i, "Idempotency-Key"), "") << "a PUT needs none";
+  }
+}
+
 TEST(CliIdempotencyKey, FreshAndWellFormedEachTime) {
   std::string a = new_idempotency_key();
   std::string b = new_idempotency_key();

@@ -39,6 +39,34 @@ TEST(CliArgs, SubCommandsAndPositionals) {
   EXPECT_EQ(i.get("output"), "/tmp/x.csv");
 }
 
+TEST(CliArgs, NoticesIsACommandAndHasASubCommand) {
+  auto list = parse({"notices", "--rental", "rnt_1"});
+  EXPECT_EQ(list.command, "notices");
+  EXPECT_EQ(list.get("rental"), "rnt_1");
+  EXPECT_EQ(parse({"--json", "notices"}).command, "notices");
+  auto answer =
+      parse({"notices", "answer", "ntc_1", "--rental", "rnt_1", "--choice=shift", "--json"});
+  EXPECT_EQ(answer.command, "notices answer");
+  EXPECT_EQ(answer.positionals, std::vector<std::string>{"ntc_1"});
+  EXPECT_EQ(answer.get("choice"), "shift");
+  EXPECT_TRUE(answer.has("json"));
+  EXPECT_NE(command_help("notices").find("notices answer"), std::string::npos)
+      << "the command's help names its sub-command";
+  EXPECT_NE(command_help("notices answer").find("--choice"), std::string::npos);
+}
+
+TEST(CliArgs, RebootCheckpointAndHandoversTakeTheRentalsId) {
+  auto reboot = parse({"reboot", "rnt_1", "--wait", "--timeout", "10m"});
+  EXPECT_EQ(reboot.command, "reboot");
+  EXPECT_EQ(reboot.positionals, std::vector<std::string>{"rnt_1"});
+  EXPECT_TRUE(reboot.has("wait"));
+  auto set = parse({"checkpoint", "rnt_1", "--set", "python save.py --fast", "--timeout", "5m"});
+  EXPECT_EQ(set.get("set"), "python save.py --fast");
+  EXPECT_EQ(set.get("timeout"), "5m");
+  EXPECT_TRUE(parse({"checkpoint", "rnt_1", "--clear"}).has("clear"));
+  EXPECT_EQ(parse({"handovers", "rnt_1"}).command, "handovers");
+}
+
 TEST(CliArgs, SshPassesEverythingAfterTheIdThrough) {
   auto a = parse({"ssh", "rnt_1", "--", "-L", "8888:localhost:8888", "nvidia-smi", "-q"});
   EXPECT_EQ(a.command, "ssh");
@@ -88,6 +116,13 @@ TEST(CliArgs, UsageErrorsNameWhatIsWrong) {
       {{"rent", "--days", "1", "--days", "2"}, "--days given twice"},
       {{"balance", "--", "x"}, "balance takes nothing after --"},
       {{"-x"}, "unknown option -x"},
+      {{"notices", "answer"}, "notices answer needs <notice-id>"},
+      {{"notices", "answer", "ntc_1", "--colour", "red"},
+       "unknown option --colour for notices answer"},
+      {{"notices", "ntc_1"}, "unexpected argument \"ntc_1\""},
+      {{"reboot"}, "reboot needs <rental-id>"},
+      {{"handovers", "rnt_1", "rnt_2"}, "unexpected argument \"rnt_2\""},
+      {{"checkpoint", "rnt_1", "--clear=yes"}, "--clear takes no value"},
   };
   for (const auto& c : cases) {
     try {

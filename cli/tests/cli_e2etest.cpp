@@ -564,13 +564,15 @@ TEST_F(CliE2E, TheConfigFileIsUsedBelowTheEnvironmentAndRefusedWhenOthersCanRead
 
 namespace gpurent::testing::cli_e2e {
 
+// RFC 3339, `days` from now (the server's test clock starts at the real time).
+std::string in_days(int days) {
+  return gpurent::format_rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now() + std::chrono::hours(24 * days)));
+}
+
 // `gpurent notices`: a maintenance window moved the org's rental; the CLI lists the notice, one
 // rental's with --rental, as JSON with --json, and another org's rental is exit 7.
 TEST_F(CliE2E, NoticesListWhatTheMaintenanceOfANodeDidToTheOrgsRentals) {
-  auto in_days = [](int days) {
-    return gpurent::format_rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(
-        std::chrono::system_clock::now() + std::chrono::hours(24 * days)));
-  };
   auto booked = cli(rent_args(8, {"--start", in_days(5).substr(0, 10), "--json"}));
   ASSERT_EQ(booked.exit_code, 0) << booked.err;
   std::string rental = nlohmann::json::parse(booked.out)["id"];
@@ -600,6 +602,172 @@ TEST_F(CliE2E, NoticesListWhatTheMaintenanceOfANodeDidToTheOrgsRentals) {
   Login other = account("other@example.com", "Other");
   std::string theirs = token(session(other), {"rentals:read"}).second;
   EXPECT_EQ(cli({"notices", "--rental", rental}, env(theirs)).exit_code, 7);
+}
+
+// A window over a booked rental with no other node to go to: it stays, its tenant is asked,
+// and answers with `gpurent notices answer` — refused for another org (7), for a choice that
+// is not one (1), for another node when none is free (4), then a shift past the window, once.
+TEST_F(CliE2E, NoticesAnswerAWindowOverARentalThatCannotMove) {
+  auto booked = cli(rent_args(8, {"--start", in_days(5).substr(0, 10), "--json"}));
+  ASSERT_EQ(booked.exit_code, 0) << booked.err;
+  std::string rental = booked.json_out()["id"];
+  std::string node = get("/v1/rentals/" + rental, session(owner_)).json()["node_id"];
+  const std::string window_end = in_days(8);
+  auto planned = post(
+      "/v1/admin/maintenance",
+      {{"node_ids", {node}}, {"start", in_days(4)}, {"end", window_end}, {"reason", "firmware"}},
+      session(admin_));
+  ASSERT_EQ(planned.status, 201) << planned.body;
+  EXPECT_EQ(planned.json()["moved"], json::array()) << planned.body;
+  EXPECT_EQ(planned.json()["notified"], json::array({rental})) << planned.body;
+
+  auto listed = cli({"notices"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("choose other_node, shift, cancel by "), std::string::npos)
+      << listed.out;
+  auto notices = get("/v1/rentals/" + rental + "/notices", session(owner_)).json()["items"];
+  ASSERT_EQ(notices.size(), 1u) << notices;
+  std::string notice = notices[0]["id"];
+  EXPECT_NE(listed.err.find("gpurent notices answer " + notice + " --rental " + rental +
+                            " --choice other_node|shift|cancel"),
+            std::string::npos)
+      << listed.err;
+
+  Login other = account("other@example.com", "Other");
+  std::string theirs = token(session(other), {"rentals:read", "rentals:write"}).second;
+  auto answer = [&](const std::string& choice, const std::string& as = "") {
+    return cli({"--json", "notices", "answer", notice, "--rental", rental, "--choice", choice},
+               env(as));
+  };
+  EXPECT_EQ(answer("cancel", theirs).exit_code, 7) << "another org's rental is unknown";
+  auto sideways = answer("sideways");
+  EXPECT_EQ(sideways.exit_code, 1) << sideways.err;
+  EXPECT_NE(sideways.err.find("invalid_request"), std::string::npos) << sideways.err;
+  auto elsewhere = answer("other_node");
+  EXPECT_EQ(elsewhere.exit_code, 4) << elsewhere.err;
+  EXPECT_NE(elsewhere.err.find("insufficient_capacity"), std::string::npos) << elsewhere.err;
+  EXPECT_EQ(get("/v1/rentals/" + rental, session(owner_)).json()["node_id"], node)
+      << "a refused answer changes nothing";
+
+  auto shifted = answer("shift");
+  ASSERT_EQ(shifted.exit_code, 0) << shifted.err;
+  json answered = shifted.json_out();
+  EXPECT_EQ(answered["id"], notice);
+  EXPECT_EQ(answered["choice"], "shift");
+  EXPECT_TRUE(answered["applied_at"].is_string()) << answered;
+  json after = get("/v1/rentals/" + rental, session(owner_)).json();
+  EXPECT_EQ(after["state"], "scheduled");
+  EXPECT_EQ(after["period"]["start"], window_end) << "it starts once the window is over";
+
+  auto again = answer("cancel");
+  EXPECT_EQ(again.exit_code, 1) << "answered already: " << again.err;
+  EXPECT_NE(again.err.find("invalid_state"), std::string::npos) << again.err;
+  auto shown = cli({"notices", "--rental", rental});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("answered shift at "), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.err.find("gpurent notices answer"), std::string::npos) << shown.err;
+}
+
+// A rental of the whole node: not rebootable before it is active (exit 1); its checkpoint
+// command set, shown and cleared; rebooted with --wait until active again, which its
+// handovers list; another org's rental unknown to each command (7); and a window over it
+// while it runs, which it may leave for another node (none free: 4) or end, but not shift (1).
+TEST_F(CliE2E, RebootCheckpointHandoversAndANoticeOverARunningRental) {
+  auto booked = cli({"--json", "rent", "--gpu-model", kModel, "--gpu-count", "8", "--days", "5",
+                     "--image", image_id_});
+  ASSERT_EQ(booked.exit_code, 0) << booked.err;
+  std::string id = booked.json_out()["id"];
+  auto early = cli({"reboot", id});
+  EXPECT_EQ(early.exit_code, 1) << early.err;
+  EXPECT_NE(early.err.find("invalid_state"), std::string::npos) << early.err;
+  make_active(id);
+  std::string node = get("/v1/rentals/" + id, session(owner_)).json()["node_id"];
+
+  auto none = cli({"checkpoint", id});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("command: - (none)"), std::string::npos) << none.out;
+  auto set = cli({"--json", "checkpoint", id, "--set", "cd ~ && ./save.sh", "--timeout", "15m"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.json_out(), json({{"command", "cd ~ && ./save.sh"}, {"timeout_s", 900}}));
+  auto shown = cli({"checkpoint", id});
+  EXPECT_NE(shown.out.find("command: cd ~ && ./save.sh\ntimeout: 15m"), std::string::npos)
+      << shown.out;
+  auto too_long = cli({"checkpoint", id, "--set", "./save.sh", "--timeout", "48h"});
+  EXPECT_EQ(too_long.exit_code, 1) << "the server's limit: " << too_long.err;
+  EXPECT_NE(too_long.err.find("timeout_s"), std::string::npos) << too_long.err;
+  EXPECT_EQ(cli({"checkpoint", id, "--set", "x", "--clear"}).exit_code, 2);
+  auto cleared = cli({"--json", "checkpoint", id, "--clear"});
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  EXPECT_TRUE(cleared.json_out()["command"].is_null()) << cleared.out;
+  EXPECT_TRUE(
+      get("/v1/rentals/" + id + "/checkpoint", session(owner_)).json()["command"].is_null());
+
+  // The reboot, waited for while the node's agent (here the test) does it.
+  CliRun reboot({"reboot", id, "--wait", "--timeout", "120s", "--json"}, env());
+  ASSERT_TRUE(wait_for(
+      [&] { return get("/v1/rentals/" + id, session(owner_)).json()["state"] == "provisioning"; }));
+  auto kinds = complete_queued(id);
+  ASSERT_FALSE(kinds.empty());
+  EXPECT_EQ(kinds[0], "reboot");
+  ASSERT_TRUE(wait_for(
+      [&] {
+        complete_queued(id);
+        advance(61);
+        run_lifecycle();
+        return get("/v1/rentals/" + id, session(owner_)).json()["state"] == "active";
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(200)));
+  auto rebooted = reboot.finish();
+  ASSERT_EQ(rebooted.exit_code, 0) << rebooted.err << rebooted.out;
+  EXPECT_EQ(rebooted.json_out()["state"], "active") << rebooted.out;
+  EXPECT_NE(rebooted.err.find("Rebooting " + id + ": provisioning"), std::string::npos)
+      << rebooted.err;
+  EXPECT_NE(rebooted.err.find(id + ": active"), std::string::npos) << rebooted.err;
+
+  auto handovers = cli({"--json", "handovers", id});
+  ASSERT_EQ(handovers.exit_code, 0) << handovers.err;
+  json items = handovers.json_out()["items"];
+  ASSERT_EQ(items.size(), 1u) << handovers.out;
+  EXPECT_EQ(items[0]["cause"], "reboot");
+  EXPECT_EQ(items[0]["from_node_id"], node);
+  EXPECT_EQ(items[0]["to_node_id"], node);
+  EXPECT_EQ(items[0]["outcome"], "active");
+  EXPECT_TRUE(items[0]["credited_minor"].is_null()) << "a tenant's own reboot is not credited";
+  auto table = cli({"handovers", id});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("reboot"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(node), std::string::npos) << table.out;
+
+  Login other = account("other@example.com", "Other");
+  std::string theirs = token(session(other), {"rentals:read", "rentals:write"}).second;
+  for (const auto& args : std::vector<std::vector<std::string>>{{"reboot", id},
+                                                                {"checkpoint", id},
+                                                                {"checkpoint", id, "--set", "x"},
+                                                                {"handovers", id}}) {
+    EXPECT_EQ(cli(args, env(theirs)).exit_code, 7) << args[0] << " " << args.back();
+  }
+
+  auto planned = post(
+      "/v1/admin/maintenance",
+      {{"node_ids", {node}}, {"start", in_days(4)}, {"end", in_days(6)}, {"reason", "firmware"}},
+      session(admin_));
+  ASSERT_EQ(planned.status, 201) << planned.body;
+  EXPECT_EQ(planned.json()["notified"], json::array({id})) << planned.body;
+  auto notices = cli({"--json", "notices", "--rental", id});
+  ASSERT_EQ(notices.exit_code, 0) << notices.err;
+  json notice = notices.json_out()["items"][0];
+  EXPECT_EQ(notice["choices"], json::array({"other_node", "cancel"})) << notice;
+  auto answer = [&](const std::string& choice) {
+    return cli({"notices", "answer", notice["id"], "--rental", id, "--choice", choice});
+  };
+  auto shift = answer("shift");
+  EXPECT_EQ(shift.exit_code, 1) << "not offered to a running rental: " << shift.err;
+  EXPECT_NE(shift.err.find("invalid_request"), std::string::npos) << shift.err;
+  EXPECT_EQ(answer("other_node").exit_code, 4) << "no other node";
+  auto ended = answer("cancel");
+  ASSERT_EQ(ended.exit_code, 0) << ended.err;
+  EXPECT_NE(ended.out.find("answered cancel at "), std::string::npos) << ended.out;
+  EXPECT_EQ(get("/v1/rentals/" + id, session(owner_)).json()["state"], "releasing");
 }
 
 }  // namespace gpurent::testing::cli_e2e

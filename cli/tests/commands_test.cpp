@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <map>
 #include <sstream>
 
 namespace gpurent::cli::commands_test {
@@ -128,6 +129,226 @@ TEST_F(CliCommands, RentBooksOnceWithTheKeyThenWaits) {
                     "--timeout", "5m"}),
                UsageError)
       << "--timeout without --wait";
+}
+
+TEST_F(CliCommands, RebootPostsOnceThenWaitsUntilActiveAgain) {
+  server_.states = {"provisioning", "provisioning", "active"};
+  EXPECT_EQ(run({"reboot", "rnt_1", "--wait", "--timeout", "5m"}), kExitOk) << err_.str();
+  ASSERT_EQ(server_.seen.size(), 3u);
+  EXPECT_EQ(server_.seen[0].method, "POST");
+  EXPECT_EQ(server_.seen[0].target, "/v1/rentals/rnt_1/reboot");
+  EXPECT_EQ(server_.seen[1].target, "/v1/rentals/rnt_1/wait?state=active&timeout_s=60");
+  EXPECT_EQ(json::parse(out_.str())["state"], "active");
+  EXPECT_NE(err_.str().find("Rebooting rnt_1: provisioning"), std::string::npos) << err_.str();
+  // Without --wait: the one request, the rental as it answered.
+  server_.seen.clear();
+  server_.states = {"provisioning"};
+  out_.str("");
+  EXPECT_EQ(run({"reboot", "rnt_1"}), kExitOk);
+  EXPECT_EQ(server_.seen.size(), 1u);
+  EXPECT_EQ(json::parse(out_.str())["state"], "provisioning");
+  EXPECT_THROW(run({"reboot", "rnt_1", "--timeout", "5m"}), UsageError) << "--timeout, no --wait";
+}
+
+// Answers each request from a table of "METHOD target" → (status, body), and keeps them.
+class ScriptedApi : public Transport {
+ public:
+  std::map<std::string, std::pair<int, json>> answers;
+  std::vector<HttpRequest> seen;
+
+  HttpResponse send(const HttpRequest& r) override {
+    seen.push_back(r);
+    auto it = answers.find(r.method + " " + r.target);
+    if (it == answers.end()) {
+      return HttpResponse{.status = 404,
+                          .body = R"({"error":{"code":"not_found","message":"No such rental.",
+                                      "details":{}}})"};
+    }
+    return HttpResponse{.status = it->second.first, .body = it->second.second.dump()};
+  }
+};
+
+class CliScriptedCommands : public ::testing::Test {
+ protected:
+  int run(const std::vector<std::string>& argv, bool as_json = false) {
+    out_.str("");
+    err_.str("");
+    api_.seen.clear();
+    args_ = parse_args(argv);
+    ApiClient api(api_, "gpr_t", RetryPolicy{.max_attempts = 1}, err_, "gpurent-cli-k",
+                  ClientHooks{.sleep = [](milliseconds) {}, .random01 = [] { return 0.0; }});
+    CommandContext ctx{.args = args_, .api = api, .out = out_, .err = err_, .json = as_json};
+    return run_command(ctx);
+  }
+  // The exit code of the ApiError the command ends in (-1 when it ends otherwise).
+  int refused(const std::vector<std::string>& argv) {
+    try {
+      run(argv);
+    } catch (const ApiError& e) {
+      return e.exit_code();
+    }
+    return -1;
+  }
+
+  ScriptedApi api_;
+  ParsedArgs args_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+json notice(const std::string& id, json choices, json choice, json applied_at) {
+  return {{"id", id},
+          {"rental_id", "rnt_1"},
+          {"kind", "maintenance"},
+          {"message", "Node nd_1 of rental rnt_1 is under maintenance."},
+          {"effective_at", "2027-01-10T08:00:00Z"},
+          {"ends_at", "2027-01-11T08:00:00Z"},
+          {"maintenance_id", "mnt_1"},
+          {"created_at", "2027-01-01T08:00:00Z"},
+          {"choices", std::move(choices)},
+          {"respond_by", "2027-01-10T08:00:00Z"},
+          {"choice", choice},
+          {"chosen_at", choice.is_null() ? json() : json("2027-01-02T09:00:00Z")},
+          {"applied_at", std::move(applied_at)}};
+}
+
+TEST_F(CliScriptedCommands, NoticesShowTheChoicesAwaitedAndTheAnswersGiven) {
+  const json all = json::array({"other_node", "shift", "cancel"});
+  api_.answers["GET /v1/notices"] = {
+      200,
+      {{"items", json::array({notice("ntc_waits", all, nullptr, nullptr),
+                              notice("ntc_answered", all, "shift", "2027-01-02T09:00:00Z"),
+                              notice("ntc_lapsed", all, nullptr, "2027-01-10T08:00:00Z"),
+                              notice("ntc_told", json::array(), nullptr, nullptr)})}}};
+  EXPECT_EQ(run({"notices"}), kExitOk);
+  const std::string out = out_.str();
+  auto line_of = [&](const std::string& id) {
+    auto at = out.find(id);
+    return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_NE(line_of("ntc_waits").find("choose other_node, shift, cancel by 2027-01-10T08:00:00Z"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(line_of("ntc_answered").find("answered shift at 2027-01-02T09:00:00Z"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(line_of("ntc_lapsed").find("no answer: default applied at 2027-01-10T08:00:00Z"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(line_of("ntc_told").find("  -  "), std::string::npos) << out;
+  // How to answer, for the one that waits only.
+  EXPECT_NE(err_.str().find("Answer by 2027-01-10T08:00:00Z: gpurent notices answer ntc_waits "
+                            "--rental rnt_1 --choice other_node|shift|cancel"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_EQ(err_.str().find("ntc_answered"), std::string::npos) << err_.str();
+  // --json: the API's answer as it came.
+  EXPECT_EQ(run({"notices"}, true), kExitOk);
+  EXPECT_EQ(json::parse(out_.str()), api_.answers["GET /v1/notices"].second);
+}
+
+TEST_F(CliScriptedCommands, NoticesAnswerPostsTheChoiceAndEndsInTheContractsExitCodes) {
+  const json all = json::array({"other_node", "shift", "cancel"});
+  const std::string target = "/v1/rentals/rnt_1/notices/ntc_1/choice";
+  api_.answers["POST " + target] = {200, notice("ntc_1", all, "shift", "2027-01-02T09:00:00Z")};
+  EXPECT_EQ(run({"notices", "answer", "ntc_1", "--rental", "rnt_1", "--choice", "shift"}), kExitOk);
+  ASSERT_EQ(api_.seen.size(), 1u);
+  EXPECT_EQ(api_.seen[0].method, "POST");
+  EXPECT_EQ(json::parse(api_.seen[0].body), json({{"choice", "shift"}}));
+  EXPECT_NE(out_.str().find("answer:  answered shift at 2027-01-02T09:00:00Z"), std::string::npos)
+      << out_.str();
+
+  auto error = [](int status, const std::string& code) {
+    return std::pair<int, json>{
+        status, {{"error", {{"code", code}, {"message", "m"}, {"details", json::object()}}}}};
+  };
+  api_.answers["POST " + target] = error(409, "insufficient_capacity");
+  EXPECT_EQ(refused({"notices", "answer", "ntc_1", "--rental", "rnt_1", "--choice", "other_node"}),
+            kExitNoCapacity);
+  api_.answers["POST " + target] = error(409, "invalid_state");
+  EXPECT_EQ(refused({"notices", "answer", "ntc_1", "--rental", "rnt_1", "--choice", "cancel"}),
+            kExitApiError);
+  api_.answers["POST " + target] = error(400, "invalid_request");
+  EXPECT_EQ(refused({"notices", "answer", "ntc_1", "--rental", "rnt_1", "--choice", "sideways"}),
+            kExitApiError)
+      << "which choices a notice offers is the server's to say";
+  EXPECT_EQ(refused({"notices", "answer", "ntc_1", "--rental", "rnt_2", "--choice", "cancel"}),
+            kExitNotFound);
+  EXPECT_THROW(run({"notices", "answer", "ntc_1", "--choice", "cancel"}), UsageError);
+  EXPECT_THROW(run({"notices", "answer", "ntc_1", "--rental", "rnt_1"}), UsageError);
+  EXPECT_TRUE(api_.seen.empty()) << "nothing sent without --rental and --choice";
+}
+
+TEST_F(CliScriptedCommands, CheckpointShowsSetsAndClears) {
+  const std::string target = "/v1/rentals/rnt_1/checkpoint";
+  api_.answers["GET " + target] = {200, {{"command", nullptr}, {"timeout_s", 600}}};
+  EXPECT_EQ(run({"checkpoint", "rnt_1"}), kExitOk);
+  EXPECT_EQ(out_.str(), "command: - (none)\ntimeout: 10m\n");
+
+  api_.answers["PUT " + target] = {200, {{"command", "~/bin/save --all"}, {"timeout_s", 900}}};
+  EXPECT_EQ(run({"checkpoint", "rnt_1", "--set", "~/bin/save --all", "--timeout", "15m"}), kExitOk);
+  ASSERT_EQ(api_.seen.size(), 1u);
+  EXPECT_EQ(api_.seen[0].method, "PUT");
+  EXPECT_EQ(json::parse(api_.seen[0].body),
+            json({{"command", "~/bin/save --all"}, {"timeout_s", 900}}));
+  EXPECT_EQ(out_.str(), "command: ~/bin/save --all\ntimeout: 15m\n");
+  // Without --timeout the server's default stands.
+  EXPECT_EQ(run({"checkpoint", "rnt_1", "--set", "~/bin/save --all"}), kExitOk);
+  EXPECT_EQ(json::parse(api_.seen[0].body), json({{"command", "~/bin/save --all"}}));
+
+  api_.answers["DELETE " + target] = {200, {{"command", nullptr}, {"timeout_s", 600}}};
+  EXPECT_EQ(run({"checkpoint", "rnt_1", "--clear"}, true), kExitOk);
+  EXPECT_EQ(api_.seen[0].method, "DELETE");
+  EXPECT_EQ(json::parse(out_.str()), json({{"command", nullptr}, {"timeout_s", 600}}));
+
+  for (const auto& argv : std::vector<std::vector<std::string>>{
+           {"checkpoint", "rnt_1", "--set", "x", "--clear"},
+           {"checkpoint", "rnt_1", "--timeout", "5m"},
+           {"checkpoint", "rnt_1", "--set", ""},
+           {"checkpoint", "rnt_1", "--set", "x", "--timeout", "ten"}}) {
+    EXPECT_THROW(run(argv), UsageError) << argv.back();
+    EXPECT_TRUE(api_.seen.empty()) << argv.back();
+  }
+}
+
+TEST_F(CliScriptedCommands, HandoversListCausesNodesAndCreditsInTheRentalsCurrency) {
+  api_.answers["GET /v1/rentals/rnt_1/handovers"] = {
+      200,
+      {{"items", json::array({{{"id", "hnd_1"},
+                               {"cause", "reboot"},
+                               {"reason", "rebooted by the tenant"},
+                               {"from_node_id", "nd_a"},
+                               {"to_node_id", "nd_a"},
+                               {"started_at", "2027-01-02T09:00:00Z"},
+                               {"ended_at", "2027-01-02T09:04:00Z"},
+                               {"outcome", "active"},
+                               {"credited_minor", nullptr}},
+                              {{"id", "hnd_2"},
+                               {"cause", "fault"},
+                               {"reason", "node nd_a failed"},
+                               {"from_node_id", "nd_a"},
+                               {"to_node_id", "nd_b"},
+                               {"started_at", "2027-01-03T09:00:00Z"},
+                               {"ended_at", nullptr},
+                               {"outcome", nullptr},
+                               {"credited_minor", 123450}}})}}};
+  api_.answers["GET /v1/rentals/rnt_1"] = {
+      200,
+      {{"id", "rnt_1"},
+       {"price", {{"per_day", {{"amount_minor", 5200000}, {"currency", "RUB"}}}}}}};
+  EXPECT_EQ(run({"handovers", "rnt_1"}), kExitOk);
+  const std::string out = out_.str();
+  EXPECT_EQ(out.rfind("STARTED", 0), 0u) << out;
+  EXPECT_NE(out.find("reboot  nd_a  nd_a  2027-01-02T09:04:00Z  active"), std::string::npos) << out;
+  EXPECT_NE(out.find("1,234.50 RUB"), std::string::npos) << out;
+  EXPECT_NE(out.find("node nd_a failed"), std::string::npos) << out;
+
+  // Nothing credited: the rental is not asked for its currency.
+  api_.answers["GET /v1/rentals/rnt_1/handovers"] = {200, {{"items", json::array()}}};
+  EXPECT_EQ(run({"handovers", "rnt_1"}), kExitOk);
+  EXPECT_EQ(api_.seen.size(), 1u);
+  EXPECT_NE(err_.str().find("No handovers."), std::string::npos);
+  EXPECT_EQ(refused({"handovers", "rnt_9"}), kExitNotFound);
 }
 
 }  // namespace gpurent::cli::commands_test

@@ -24,6 +24,15 @@ TEST(CliOutput, MoneyAsPeopleReadIt) {
   EXPECT_EQ(cell(8), "8");
 }
 
+TEST(CliOutput, DurationsAsTheOptionsTakeThem) {
+  EXPECT_EQ(format_duration(600), "10m");
+  EXPECT_EQ(format_duration(7200), "2h");
+  EXPECT_EQ(format_duration(86400), "24h");
+  EXPECT_EQ(format_duration(90), "90s");
+  EXPECT_EQ(format_duration(3660), "61m");
+  EXPECT_EQ(format_duration(0), "0s");
+}
+
 TEST(CliOutput, TablesAlignOnCharactersNotBytes) {
   Table t({"ID", "NAME"});
   t.add({"rnt_1", "обучение"});

@@ -1,8 +1,10 @@
 // The hello's version and probe key against a real gpurentd: the server answers each agent
 // in the protocol version its hello offered (an agent one release behind reads only its
 // own), and keeps the agent's SSH probe key from each hello on the node (shown in the admin
-// view), cleared by a hello without one.
+// view), cleared by a hello without one; an agent one release behind is never sent a task
+// kind it cannot read.
 #include "agent_proto/messages.h"
+#include "core/time.h"
 #include "tests/support/agent_client.h"
 #include "tests/support/rental_fleet_fixture.h"
 #include "tests/support/test_keys.h"
@@ -142,6 +144,67 @@ TEST_F(AgentHelloE2E, EachHelloSetsOrClearsTheNodesProbeKey) {
     exchange(*agent, hello(), proto::kProtocolVersion);
   }
   EXPECT_TRUE(node_view(a.node_id)["ssh_probe_key"].is_null()) << "a hello without one clears it";
+}
+
+// A notice task came with version 4: an agent of the previous release (version 3) is never
+// sent one — it would break its channel — and the task fails at once, saying the agent must be
+// upgraded; the tenant still has the notice through the API.
+TEST_F(AgentHelloE2E, AVersion3AgentIsSentNoNoticeTaskAndTheTaskFailsSayingWhy) {
+  Agent a = enrolled("gpu-hello-3");
+  auto agent = connect(a);
+  exchange(*agent, hello(), 3);
+  exchange(*agent, heartbeat(), 3);
+  Login owner = account("owner@example.com", "Acme");
+  auto booked = post("/v1/rentals",
+                     {{"gpu_model", kModel},
+                      {"gpu_count", 8},
+                      {"start", "now"},
+                      {"days", 5},
+                      {"image_id", image_id_}},
+                     session(owner));
+  ASSERT_EQ(booked.status, 201) << booked.body;
+  std::string id = booked.json()["id"];
+  // Handed over as the agent would: its tasks reported done through the test route.
+  auto finish_all = [&] {
+    for (int round = 0; round < 5; ++round) {
+      for (const auto& t : tasks_of(id)) {
+        if (t["state"] != "queued" && t["state"] != "delivered") continue;
+        post("/v1/test/tasks/" + t["id"].get<std::string>() + "/complete",
+             {{"ok", true}, {"message", "done"}});
+      }
+      advance(61);
+      run_lifecycle();
+    }
+  };
+  advance(1);
+  run_lifecycle();
+  finish_all();
+  json rental = get("/v1/rentals/" + id, session(owner)).json();
+  ASSERT_EQ(rental["state"], "active") << rental;
+
+  Timestamp start = *parse_rfc3339(rental["period"]["start"].get<std::string>());
+  auto planned = post("/v1/admin/maintenance",
+                      {{"node_ids", {a.node_id}},
+                       {"start", format_rfc3339(start + std::chrono::hours(24 * 4))},
+                       {"end", format_rfc3339(start + std::chrono::hours(24 * 4 + 1))},
+                       {"reason", "firmware"}},
+                      session(admin_));
+  ASSERT_EQ(planned.status, 201) << planned.body;
+  json notice_task;
+  ASSERT_TRUE(wait_for([&] {
+    for (const auto& t : tasks_of(id)) {
+      if (t["kind"] == "notice" && t["state"] == "failed") notice_task = t;
+    }
+    return !notice_task.is_null();
+  })) << tasks_of(id);
+  EXPECT_NE(notice_task.dump().find("speaks protocol version 3"), std::string::npos) << notice_task;
+  // Nothing the agent got names a notice task.
+  while (auto text = agent->read(std::chrono::milliseconds(300))) {
+    json m = json::parse(*text);
+    EXPECT_NE(m.value("kind", ""), "notice") << *text;
+    EXPECT_EQ(m.value("protocol_version", 0), 3) << *text;
+  }
+  EXPECT_EQ(get("/v1/rentals/" + id + "/notices", session(owner)).json()["items"].size(), 1u);
 }
 
 }  // namespace gpurent::testing::agent_hello_e2e

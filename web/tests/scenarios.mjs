@@ -196,6 +196,9 @@ export const scenarios = [
       await page.locator(".state-line").getByText("ended").waitFor({ timeout: 30000 });
       const still = await api.expect(200, "GET", `/v1/rentals/${tomorrowId}`, undefined, customer);
       assert.equal(still.state, "scheduled", "the other booking is untouched");
+      // Cancelled (its GPUs free at once), so a later scenario finds a whole H100 node free now:
+      // the node of the terminated one is kept for its cleaning window.
+      await api.expect(200, "POST", `/v1/rentals/${tomorrowId}/terminate`, {}, customer);
     },
   },
   {
@@ -421,6 +424,122 @@ export const scenarios = [
         await page.getByLabel("Язык").selectOption("en");
       } finally {
         await api.expect(200, "DELETE", `/v1/admin/maintenance/${planned.items[0].id}`, undefined, stack.admin);
+      }
+    },
+  },
+  {
+    name: "a maintenance window over a rental that cannot move asks its customer to choose, and the rental's page answers it, in English and in Russian",
+    pages: ["rental"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const customer = await api.customer(stack, { fundsMinor: 10 * MILLION_ROUBLES });
+      const booked = await api.expect(201, "POST", "/v1/rentals", { gpu_model: H100, gpu_count: 8,
+        start: isoDay(15), days: 1, image_id: stack.imageId }, customer);
+      // A window over both H100 nodes: nowhere else for the rental to go, so it stays and its
+      // customer is asked (the window starts more than the 72 hours' notice ahead).
+      const iso = (ms) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
+      const start = iso(Date.parse(booked.period.start) - 86400000);
+      const end = iso(Date.parse(booked.period.end) + 86400000);
+      const planned = await api.expect(201, "POST", "/v1/admin/maintenance", {
+        node_ids: [stack.nodes["hgx-h100-a"].id, stack.nodes["hgx-h100-b"].id], start, end,
+        reason: "browser test: power feed" }, stack.admin);
+      try {
+        assert.deepEqual(planned.moved, [], JSON.stringify(planned));
+        assert.deepEqual(planned.notified, [booked.id], JSON.stringify(planned));
+        await tab.signIn(customer.email, PASSWORD);
+        await tab.visit(`#/rentals/${encodeURIComponent(booked.id)}`);
+        await page.getByRole("heading", { level: 2, name: "Notices" }).waitFor();
+        const choices = page.getByRole("group", { name: /^Choose by / });
+        await choices.waitFor();
+        for (const name of ["Move to another node", "Start after the window", "Cancel the rental"]) {
+          await choices.getByRole("button", { name, exact: true }).waitFor();
+        }
+        await tab.check("rental-notice-choices");
+        await page.getByLabel("Language").selectOption("ru");
+        const russian = page.getByRole("group", { name: /^Выберите до / });
+        await russian.waitFor();
+        await tab.check("rental-notice-choices-ru");
+        // Answered in Russian, after the browser's confirmation: applied at once.
+        page.once("dialog", (dialog) => dialog.accept());
+        await russian.getByRole("button", { name: "Начать после окна" }).click();
+        await page.getByRole("status").filter({ hasText: "Ответ применён: Начать после окна." }).waitFor();
+        await page.getByTestId("notice-answer").filter({ hasText: "Ваш ответ: Начать после окна" }).waitFor();
+        assert.equal(await page.getByRole("group", { name: /^Выберите до / }).count(), 0, "nothing left to answer");
+        await tab.check("rental-notice-answered-ru");
+        await page.getByLabel("Язык").selectOption("en");
+        await page.getByTestId("notice-answer").filter({ hasText: "Your answer: Start after the window" }).waitFor();
+        await tab.check("rental-notice-answered");
+        const notices = await api.expect(200, "GET", `/v1/rentals/${booked.id}/notices`, undefined, customer);
+        assert.equal(notices.items[0].choice, "shift", JSON.stringify(notices.items[0]));
+        const shifted = await api.expect(200, "GET", `/v1/rentals/${booked.id}`, undefined, customer);
+        assert.equal(shifted.state, "scheduled");
+        assert.equal(shifted.period.start, end, "it starts once the window is over");
+      } finally {
+        for (const w of planned.items) {
+          await api.expect(200, "DELETE", `/v1/admin/maintenance/${w.id}`, undefined, stack.admin);
+        }
+        // Whatever state the scenario left it in: a failure above is the one to report.
+        await api.call("POST", `/v1/rentals/${booked.id}/terminate`, {}, customer);
+      }
+    },
+  },
+  {
+    name: "a customer sets a checkpoint command, reboots an active rental of a whole node, sees the reboot among its handovers and clears the command, in English and in Russian",
+    pages: ["rental"],
+    async run({ tab, api, stack }) {
+      const { page } = tab;
+      const customer = await api.customer(stack, { fundsMinor: 10 * MILLION_ROUBLES });
+      const booked = await api.expect(201, "POST", "/v1/rentals", { gpu_model: H100, gpu_count: 8,
+        start: "now", days: 1, image_id: stack.imageId }, customer);
+      try {
+        await stack.waitRental(customer, booked.id, "active", 45000);
+        await tab.signIn(customer.email, PASSWORD);
+        await tab.visit(`#/rentals/${encodeURIComponent(booked.id)}`);
+        await page.getByRole("heading", { level: 2, name: "Checkpoint before a notice" }).waitFor();
+        await page.getByTestId("checkpoint-command").filter({ hasText: "No command: nothing runs on a notice." }).waitFor();
+        await page.getByLabel("Command").fill("cd ~/job && ./save.sh");
+        await page.getByLabel("Time limit, seconds").fill("900");
+        await page.getByRole("button", { name: "Save command" }).click();
+        await page.getByRole("status").filter({ hasText: "Checkpoint command saved." }).waitFor();
+        await page.getByTestId("checkpoint-command").filter({ hasText: "cd ~/job && ./save.sh" }).waitFor();
+        await page.getByText("Runs on a notice, for at most 900 s:").waitFor();
+        assert.deepEqual(await api.expect(200, "GET", `/v1/rentals/${booked.id}/checkpoint`, undefined, customer),
+          { command: "cd ~/job && ./save.sh", timeout_s: 900 });
+        await tab.check("rental-checkpoint");
+
+        // The reboot, after the browser's confirmation: provisioning until the node is back.
+        await page.getByRole("heading", { level: 2, name: "Manage the rental" }).waitFor();
+        page.once("dialog", (dialog) => dialog.accept());
+        await page.getByRole("button", { name: "Reboot", exact: true }).click();
+        await page.getByRole("status").filter({ hasText: "Rebooting: the rental is back once the node is up." }).waitFor();
+        await stack.waitRental(customer, booked.id, "active", 45000);
+        await page.locator(".state-line").getByText("active").waitFor({ timeout: 30000 });
+        const handovers = page.getByRole("table", { name: "This rental's handovers: moves to a spare node, reboots and power actions" });
+        await handovers.waitFor();
+        await handovers.getByRole("cell", { name: "Reboot", exact: true }).waitFor();
+        await handovers.getByRole("cell", { name: `${booked.node_id} (same node)` }).waitFor();
+        await tab.check("rental-handovers");
+        const listed = await api.expect(200, "GET", `/v1/rentals/${booked.id}/handovers`, undefined, customer);
+        assert.equal(listed.items.length, 1, JSON.stringify(listed));
+        assert.equal(listed.items[0].cause, "reboot");
+        assert.equal(listed.items[0].outcome, "active");
+
+        await page.getByLabel("Language").selectOption("ru");
+        await page.getByRole("heading", { level: 2, name: "Переносы и перезагрузки" }).waitFor();
+        await page.getByRole("table", { name: /^Передачи аренды/ }).getByRole("cell", { name: "Перезагрузка", exact: true }).waitFor();
+        await page.getByRole("heading", { level: 2, name: "Управление арендой" }).waitFor();
+        await page.getByRole("button", { name: "Перезагрузить", exact: true }).waitFor();
+        await tab.check("rental-handovers-ru");
+        await page.getByRole("button", { name: "Удалить команду" }).click();
+        await page.getByRole("status").filter({ hasText: "Команда удалена." }).waitFor();
+        await page.getByTestId("checkpoint-command").filter({ hasText: "Команды нет" }).waitFor();
+        await tab.check("rental-checkpoint-cleared-ru");
+        await page.getByLabel("Язык").selectOption("en");
+        const cleared = await api.expect(200, "GET", `/v1/rentals/${booked.id}/checkpoint`, undefined, customer);
+        assert.equal(cleared.command, null);
+      } finally {
+        // Whatever state the scenario left it in: a failure above is the one to report.
+        await api.call("POST", `/v1/rentals/${booked.id}/terminate`, {}, customer);
       }
     },
   },

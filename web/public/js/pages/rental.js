@@ -1,11 +1,13 @@
 // One rental: where it is on its way to ready (live, by long poll), how to log in (the SSH
-// command to copy, the host's known_hosts lines, a certificate for a public key), the signed
-// handover report (what the platform measured before handing the node over), its events, and
-// extend or terminate.
-import { all, get, post, newIdempotencyKey } from "../api.js";
+// command to copy, the host's known_hosts lines, a certificate for a public key), its notices
+// (and the answer one awaits), the signed handover report (what the platform measured before
+// handing the node over), its events; extend, reboot or terminate it, the checkpoint command
+// its node runs on a notice, and its handovers (moves to a spare, reboots, power actions).
+import { all, del, get, post, put, newIdempotencyKey } from "../api.js";
 import { strings, t, money, dateTime } from "../i18n.js";
 import { badge, busy, copyText, field, h, page, replace, svg, table, toast } from "../ui.js";
 import { days, period, progress, shape, title } from "../rentals-view.js";
+import { fieldError } from "../rows.js";
 
 strings({
   en: { "r.facts": "Details", "r.gpus": "GPUs", "r.period": "Period", "r.days": "Length", "r.price": "Price",
@@ -17,6 +19,29 @@ strings({
         "r.public_key": "Public key", "r.get_cert": "Get certificate", "r.cert_saved": "Certificate valid {from} – {to}",
         "r.download": "Download certificate",
         "r.notices": "Notices", "r.notice_at": "Takes effect {at}",
+        "r.notice_choose": "Choose by {at}:", "r.notice_awaits": "Awaiting your organisation's answer by {at}.",
+        "r.notice_answered": "Your answer: {choice} ({at}).", "r.notice_lapsed": "No answer came in time; the default was applied {at}.",
+        "r.choice.other_node": "Move to another node", "r.choice.shift": "Start after the window", "r.choice.cancel": "Cancel the rental",
+        "r.choice_confirm": "Answer “{choice}”? It is applied at once and cannot be changed.",
+        "r.choice_done": "Answer applied: {choice}.",
+        "r.manage": "Manage the rental", "r.reboot": "Reboot",
+        "r.reboot_confirm": "Reboot the node now? Everything running on it stops; the rental is back once the node has restarted and its access is checked again.",
+        "r.rebooting": "Rebooting: the rental is back once the node is up.",
+        "r.reboot_shared": "Only a rental of the whole node can reboot it.",
+        "r.checkpoint": "Checkpoint before a notice",
+        "r.checkpoint_help": "A command the node runs as your login when a notice (maintenance, a move, a fault) reaches it, so your job can save its state first. It runs with sh -c; the notice itself is in /run/gpurent/notice.json.",
+        "r.checkpoint_command": "Command", "r.checkpoint_timeout": "Time limit, seconds",
+        "r.checkpoint_save": "Save command", "r.checkpoint_clear": "Clear command",
+        "r.checkpoint_none": "No command: nothing runs on a notice.",
+        "r.checkpoint_current": "Runs on a notice, for at most {seconds} s:",
+        "r.checkpoint_empty": "Enter a command, or clear it.",
+        "r.checkpoint_saved": "Checkpoint command saved.", "r.checkpoint_cleared": "Checkpoint command cleared.",
+        "r.handovers": "Moves and reboots",
+        "r.handovers_caption": "This rental's handovers: moves to a spare node, reboots and power actions",
+        "r.h_started": "Started", "r.h_cause": "Cause", "r.h_nodes": "Node", "r.h_ended": "Ended",
+        "r.h_outcome": "Outcome", "r.h_credited": "Credited", "r.h_same": "{node} (same node)",
+        "r.h_moved": "{from} → {to}", "r.h_running": "in progress",
+        "cause.fault": "Node fault", "cause.maintenance": "Maintenance", "cause.reboot": "Reboot", "cause.power": "Power action",
         "r.events": "Events", "r.at": "Time", "r.from": "From", "r.to": "To", "r.reason": "Reason",
         "r.events_caption": "What happened to this rental",
         "r.extend": "Extend", "r.extend_days": "More days", "r.extend_submit": "Extend",
@@ -45,6 +70,29 @@ strings({
         "r.public_key": "Открытый ключ", "r.get_cert": "Получить сертификат", "r.cert_saved": "Сертификат действует {from} – {to}",
         "r.download": "Скачать сертификат",
         "r.notices": "Уведомления", "r.notice_at": "Вступает в силу {at}",
+        "r.notice_choose": "Выберите до {at}:", "r.notice_awaits": "Ждёт ответа вашей организации до {at}.",
+        "r.notice_answered": "Ваш ответ: {choice} ({at}).", "r.notice_lapsed": "Ответа не было; применено решение по умолчанию {at}.",
+        "r.choice.other_node": "Перенести на другой узел", "r.choice.shift": "Начать после окна", "r.choice.cancel": "Отменить аренду",
+        "r.choice_confirm": "Ответить «{choice}»? Ответ применяется сразу, изменить его нельзя.",
+        "r.choice_done": "Ответ применён: {choice}.",
+        "r.manage": "Управление арендой", "r.reboot": "Перезагрузить",
+        "r.reboot_confirm": "Перезагрузить узел сейчас? Всё, что на нём работает, остановится; аренда вернётся, когда узел перезапустится и доступ будет снова проверен.",
+        "r.rebooting": "Перезагрузка: аренда вернётся, когда узел поднимется.",
+        "r.reboot_shared": "Перезагрузить узел может только аренда всего узла.",
+        "r.checkpoint": "Сохранение перед уведомлением",
+        "r.checkpoint_help": "Команда, которую узел выполнит от вашего имени, когда до него дойдёт уведомление (обслуживание, перенос, сбой), чтобы задача успела сохранить состояние. Выполняется через sh -c; само уведомление — в /run/gpurent/notice.json.",
+        "r.checkpoint_command": "Команда", "r.checkpoint_timeout": "Ограничение времени, секунд",
+        "r.checkpoint_save": "Сохранить команду", "r.checkpoint_clear": "Удалить команду",
+        "r.checkpoint_none": "Команды нет: при уведомлении ничего не выполняется.",
+        "r.checkpoint_current": "Выполняется при уведомлении, не дольше {seconds} с:",
+        "r.checkpoint_empty": "Введите команду или удалите её.",
+        "r.checkpoint_saved": "Команда сохранена.", "r.checkpoint_cleared": "Команда удалена.",
+        "r.handovers": "Переносы и перезагрузки",
+        "r.handovers_caption": "Передачи аренды: переносы на резервный узел, перезагрузки и действия с питанием",
+        "r.h_started": "Начало", "r.h_cause": "Причина", "r.h_nodes": "Узел", "r.h_ended": "Окончание",
+        "r.h_outcome": "Итог", "r.h_credited": "Возмещено", "r.h_same": "{node} (тот же узел)",
+        "r.h_moved": "{from} → {to}", "r.h_running": "идёт",
+        "cause.fault": "Сбой узла", "cause.maintenance": "Обслуживание", "cause.reboot": "Перезагрузка", "cause.power": "Действие с питанием",
         "r.events": "События", "r.at": "Время", "r.from": "Из", "r.to": "В", "r.reason": "Причина",
         "r.events_caption": "Что происходило с арендой",
         "r.extend": "Продлить", "r.extend_days": "Ещё суток", "r.extend_submit": "Продлить",
@@ -86,7 +134,7 @@ export async function render(ctx) {
 
   async function refresh() {
     rental = await get(`/v1/rentals/${id}`);
-    await Promise.all([loadEvents(), loadNotices(), loadReport(), loadTelemetry()]);
+    await Promise.all([loadEvents(), loadNotices(), loadReport(), loadTelemetry(), loadCheckpoint(), loadHandovers()]);
     draw();
   }
 
@@ -130,6 +178,8 @@ export async function render(ctx) {
           h("dt", {}, t("r.node")), h("dd", {}, rental.node_id || "—"),
           h("dt", {}, t("r.image")), h("dd", {}, imageName(rental.image?.id)))),
       actions(),
+      checkpointSection,
+      handoversSection,
       reportSection,
       telemetrySection,
       eventsSection);
@@ -181,12 +231,14 @@ export async function render(ctx) {
   }
 
   // What the server says the rental allows in its state (allowed_actions): the panel keeps
-  // no copy of the state machine.
+  // no copy of the state machine. A reboot is not among them yet: an active rental offers it,
+  // and the server refuses it (409 conflict) for one that shares its node.
   function actions() {
     const allowed = rental.allowed_actions || [];
     const canExtend = allowed.includes("extend");
     const canTerminate = allowed.includes("terminate");
-    if ((!canExtend && !canTerminate) || !ctx.session.can("rentals:write")) return null;
+    const canReboot = rental.state === "active";
+    if ((!canExtend && !canTerminate && !canReboot) || !ctx.session.can("rentals:write")) return null;
     let form = null;
     if (canExtend) {
       form = h("form", { class: "row", novalidate: true },
@@ -202,6 +254,21 @@ export async function render(ctx) {
         }, form);
       });
     }
+    const reboot = canReboot ? h("button", { type: "button", onclick: (e) => {
+      if (!confirm(t("r.reboot_confirm"))) return;
+      busy(e.currentTarget, async () => {
+        try {
+          rental = await post(`/v1/rentals/${id}/reboot`, {}, { idempotencyKey: newIdempotencyKey() });
+        } catch (err) {
+          if (err.code !== "conflict") throw err;
+          toast(t("r.reboot_shared"), "error");
+          return;
+        }
+        toast(t("r.rebooting"));
+        await refresh();
+        follow();
+      });
+    } }, t("r.reboot")) : null;
     const terminate = canTerminate ? h("button", { type: "button", class: "danger", onclick: (e) => {
       if (!confirm(t("r.terminate_confirm"))) return;
       busy(e.currentTarget, async () => {
@@ -212,8 +279,8 @@ export async function render(ctx) {
       });
     } }, t("r.terminate")) : null;
     return h("section", { class: "card", "aria-labelledby": "r-actions" },
-      h("h2", { id: "r-actions" }, t(canExtend ? "r.extend" : "r.terminate")), form,
-      terminate ? h("p", {}, terminate) : null);
+      h("h2", { id: "r-actions" }, t("r.manage")), form,
+      reboot || terminate ? h("p", { class: "toolbar" }, reboot, terminate) : null);
   }
 
   // Declared before the first draw, which places it.
@@ -231,16 +298,122 @@ export async function render(ctx) {
   }
 
   // What the platform told the tenant about this rental (a move for maintenance, a coming
-  // window), newest first; nothing shown when there is none.
+  // window), newest first; nothing shown when there is none. A maintenance notice over a rental
+  // that stays offers choices until its respond_by: buttons that answer it, applied at once.
   const noticesSection = h("section", { "aria-labelledby": "r-notices", hidden: true });
+  const choiceLabel = (c) => (t(`r.choice.${c}`) === `r.choice.${c}` ? c : t(`r.choice.${c}`));
+  const awaitsAnswer = (n) => (n.choices || []).length > 0 && !n.choice && !n.applied_at;
+  function noticeAnswer(n) {
+    if (n.choice) {
+      return h("p", { id: `notice-${n.id}-answer`, tabindex: "-1", "data-testid": "notice-answer" },
+        t("r.notice_answered", { choice: choiceLabel(n.choice), at: dateTime(n.chosen_at) }));
+    }
+    if ((n.choices || []).length && n.applied_at) {
+      return h("p", { "data-testid": "notice-answer" }, t("r.notice_lapsed", { at: dateTime(n.applied_at) }));
+    }
+    if (!awaitsAnswer(n)) return null;
+    if (!ctx.session.can("rentals:write")) return h("p", {}, t("r.notice_awaits", { at: dateTime(n.respond_by) }));
+    const prompt = `notice-${n.id}-prompt`;
+    return h("div", { class: "notice-choices", role: "group", "aria-labelledby": prompt },
+      h("p", { id: prompt }, t("r.notice_choose", { at: dateTime(n.respond_by) })),
+      n.choices.map((c) => h("button", { type: "button", onclick: (e) => answer(n, c, e.currentTarget) }, choiceLabel(c))));
+  }
+  function answer(n, choice, button) {
+    if (!confirm(t("r.choice_confirm", { choice: choiceLabel(choice) }))) return;
+    busy(button, async () => {
+      await post(`/v1/rentals/${id}/notices/${encodeURIComponent(n.id)}/choice`, { choice },
+        { idempotencyKey: newIdempotencyKey() });
+      toast(t("r.choice_done", { choice: choiceLabel(choice) }));
+      await refresh();
+      document.getElementById(`notice-${n.id}-answer`)?.focus();
+      follow();
+    });
+  }
   async function loadNotices() {
     const notices = await get(`/v1/rentals/${id}/notices`);
     if (ctx.stale()) return;
     noticesSection.hidden = notices.items.length === 0;
     replace(noticesSection, h("h2", { id: "r-notices" }, t("r.notices")),
       h("ul", { class: "notices", "data-testid": "notices" }, notices.items.map((n) =>
-        h("li", { class: "alert info" }, n.message, " ",
-          h("span", { class: "muted" }, t("r.notice_at", { at: dateTime(n.effective_at) }))))));
+        h("li", { class: "alert info", "data-notice": n.id }, n.message, " ",
+          h("span", { class: "muted" }, t("r.notice_at", { at: dateTime(n.effective_at) })),
+          noticeAnswer(n)))));
+  }
+
+  // The command the node's agent runs as the rental's login when a notice reaches the node
+  // (docs/agent-notices.md). Redrawn only when it or what may be done changed, so a refresh
+  // does not wipe what is being typed.
+  const checkpointSection = h("section", { class: "card", "aria-labelledby": "r-checkpoint" });
+  let checkpoint = { command: null, timeout_s: 600 };
+  let checkpointDrawn = null;
+  async function loadCheckpoint() {
+    checkpoint = await get(`/v1/rentals/${id}/checkpoint`);
+    if (ctx.stale()) return;
+    drawCheckpoint();
+  }
+  function drawCheckpoint() {
+    const editable = !rental.final && ctx.session.can("rentals:write");
+    const key = JSON.stringify([checkpoint, editable]);
+    if (key === checkpointDrawn) return;
+    checkpointDrawn = key;
+    checkpointSection.hidden = rental.final && !checkpoint.command;
+    const hadFocus = checkpointSection.contains(document.activeElement);
+    const current = checkpoint.command
+      ? [h("p", {}, t("r.checkpoint_current", { seconds: checkpoint.timeout_s })),
+         h("pre", { class: "copyable", "data-testid": "checkpoint-command" }, checkpoint.command)]
+      : h("p", { "data-testid": "checkpoint-command" }, t("r.checkpoint_none"));
+    if (!editable) {
+      replace(checkpointSection, h("h2", { id: "r-checkpoint" }, t("r.checkpoint")), current);
+      return;
+    }
+    const save = h("button", { type: "submit" }, t("r.checkpoint_save"));
+    const form = h("form", { novalidate: true },
+      field({ label: t("r.checkpoint_command"), name: "command", value: checkpoint.command || "", required: true,
+              attrs: { spellcheck: "false", autocomplete: "off", placeholder: "cd ~/job && ./save.sh" } }),
+      field({ label: t("r.checkpoint_timeout"), name: "timeout_s", type: "number", value: String(checkpoint.timeout_s) }),
+      h("p", { class: "toolbar" }, save, checkpoint.command ? h("button", { type: "button", onclick: (e) =>
+        busy(e.currentTarget, async () => {
+          checkpoint = await del(`/v1/rentals/${id}/checkpoint`);
+          toast(t("r.checkpoint_cleared"));
+          drawCheckpoint();
+        }, form) }, t("r.checkpoint_clear")) : null));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const command = form.querySelector('[name="command"]').value;
+      const timeout = form.querySelector('[name="timeout_s"]').value.trim();
+      busy(save, async () => {
+        if (!command.trim()) throw fieldError("command", t("r.checkpoint_empty"));
+        checkpoint = await put(`/v1/rentals/${id}/checkpoint`,
+          timeout === "" ? { command } : { command, timeout_s: Number(timeout) });
+        toast(t("r.checkpoint_saved"));
+        drawCheckpoint();
+      }, form);
+    });
+    replace(checkpointSection, h("h2", { id: "r-checkpoint" }, t("r.checkpoint")),
+      h("p", { class: "hint" }, t("r.checkpoint_help")), current, form);
+    if (hadFocus) save.focus();
+  }
+
+  // Handovers, oldest first: a move to a spare node after a fault or for a maintenance window,
+  // a reboot, an admin's power action; what each credited, in the rental's currency.
+  const handoversSection = h("section", { "aria-labelledby": "r-handovers", hidden: true });
+  const causeLabel = (c) => (t(`cause.${c}`) === `cause.${c}` ? c : t(`cause.${c}`));
+  async function loadHandovers() {
+    const handovers = await get(`/v1/rentals/${id}/handovers`);
+    if (ctx.stale()) return;
+    const currency = rental.price?.per_day?.currency;
+    handoversSection.hidden = handovers.items.length === 0;
+    replace(handoversSection, h("h2", { id: "r-handovers" }, t("r.handovers")),
+      table(t("r.handovers_caption"), [
+        { label: t("r.h_started"), cell: (x) => dateTime(x.started_at) },
+        { label: t("r.h_cause"), cell: (x) => causeLabel(x.cause) },
+        { label: t("r.h_nodes"), cell: (x) => (x.from_node_id === x.to_node_id
+          ? t("r.h_same", { node: x.from_node_id }) : t("r.h_moved", { from: x.from_node_id, to: x.to_node_id })) },
+        { label: t("r.h_ended"), cell: (x) => (x.ended_at ? dateTime(x.ended_at) : t("r.h_running")) },
+        { label: t("r.h_outcome"), cell: (x) => (x.outcome ? badge(x.outcome) : "—") },
+        { label: t("r.h_credited"), cell: (x) => (x.credited_minor === null || x.credited_minor === undefined
+          ? "—" : money({ amount_minor: x.credited_minor, currency })) },
+      ], handovers.items));
   }
 
   // The signed handover report: its measurements beside the bars they were held to.
@@ -321,7 +494,7 @@ export async function render(ctx) {
             : t("r.gpu_event_xid", { index: e.gpu_index, xid: e.xid, reason: e.reason }))))] : null);
   }
 
-  await Promise.all([loadEvents(), loadNotices(), loadReport(), loadTelemetry()]);
+  await Promise.all([loadEvents(), loadNotices(), loadReport(), loadTelemetry(), loadCheckpoint(), loadHandovers()]);
   draw();
   follow();
   return page(title(rental), root);
