@@ -156,6 +156,17 @@ int cmd_quote(CommandContext& ctx) {
   return kExitOk;
 }
 
+// With `wait`, waits for the rental to be active (its exit code); then prints it, even after a
+// timeout: scripts need its id to release it.
+int waited_and_printed(CommandContext& ctx, json& rental, bool wait, long long timeout_s) {
+  int code = wait ? wait_for_state(ctx, rental, "active", timeout_s) : kExitOk;
+  if (ctx.json)
+    print_json(ctx, rental);
+  else
+    print_rental(ctx, rental);
+  return code;
+}
+
 int cmd_rent(CommandContext& ctx) {
   const auto& a = ctx.args;
   long long timeout_s = kDefaultWaitSeconds;
@@ -174,14 +185,7 @@ int cmd_rent(CommandContext& ctx) {
   ctx.err << "Booked " << id << " (" << gpus_of(rental) << ", " << rental.value("days", 0) << " day"
           << (rental.value("days", 0) == 1 ? "" : "s") << "): " << rental.value("state", "")
           << "\n";
-  int code = kExitOk;
-  if (a.has("wait")) code = wait_for_state(ctx, rental, "active", timeout_s);
-  // Even after a timeout the rental is printed: scripts need its id to release it.
-  if (ctx.json)
-    print_json(ctx, rental);
-  else
-    print_rental(ctx, rental);
-  return code;
+  return waited_and_printed(ctx, rental, a.has("wait"), timeout_s);
 }
 
 int cmd_list(CommandContext& ctx) {
@@ -390,13 +394,7 @@ int cmd_reboot(CommandContext& ctx) {
           .json();
   ctx.err << "Rebooting " << rental.value("id", "") << ": " << rental.value("state", "")
           << " until the node is back and the access is checked again\n";
-  int code = kExitOk;
-  if (a.has("wait")) code = wait_for_state(ctx, rental, "active", timeout_s);
-  if (ctx.json)
-    print_json(ctx, rental);
-  else
-    print_rental(ctx, rental);
-  return code;
+  return waited_and_printed(ctx, rental, a.has("wait"), timeout_s);
 }
 
 int cmd_checkpoint(CommandContext& ctx) {
