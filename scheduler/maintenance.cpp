@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/id.h"
 #include "core/sql.h"
+#include "inventory/node_state.h"
 #include "scheduler/rental_state.h"
 
 #include <algorithm>
@@ -13,6 +14,12 @@
 namespace gpurent::scheduler {
 namespace {
 
+constexpr Statement kWindowSiteExists = {"maintenance_site_exists",
+                                         "SELECT 1 FROM sites WHERE id = $1"};
+// The site's nodes not retired ($2), in a stable order.
+constexpr Statement kWindowSiteNodes = {
+    "maintenance_site_nodes",
+    "SELECT id FROM nodes WHERE site_id = $1 AND state <> ALL ($2::text[]) ORDER BY id"};
 constexpr Statement kWindowNodeExists = {"maintenance_node_exists",
                                          "SELECT 1 FROM nodes WHERE id = $1"};
 // The rentals holding one of the node's GPUs at some time in the window (their cleaning
@@ -104,127 +111,151 @@ PlannedMaintenance Maintenance::plan(const std::vector<std::string>& node_ids, c
   const Timestamp now = clock_.now();
   check_maintenance_request(node_ids, period, reason, now);
   return pool_.transact("maintenance_plan", [&](Tx& tx) {
-    PlannedMaintenance out;
-    nlohmann::json blockers = nlohmann::json::array();
-    std::vector<RentalRecord> movable, staying;
-    for (const auto& node : node_ids) {
-      if (tx.exec(kWindowNodeExists, node).empty()) {
-        throw Error(ErrorCode::kNotFound, "No such node: " + node + ".", {{"node_id", node}});
-      }
-      for (const auto& row : tx.exec(kWindowColliding, node, sql_timestamp(period.start),
-                                     sql_timestamp(period.end))) {
-        auto r = rentals_.lock_any(tx, row[0].as<std::string>());
-        if (!r) continue;
-        if (r->state == RentalState::kScheduled) {
-          movable.push_back(*r);
-        } else if (r->state == RentalState::kActive || r->state == RentalState::kProvisioning) {
-          staying.push_back(*r);
-        } else {
-          blockers.push_back(maintenance_blocker_json(*r));
-        }
-      }
-    }
-    if (!blockers.empty()) {
-      throw Error(ErrorCode::kConflict,
-                  "Rentals being cleaned hold these GPUs during the window; plan it after they "
-                  "end.",
-                  {{"rentals", blockers}});
-    }
-    const std::string why = "maintenance of its node (" + reason + ")";
-    std::vector<RentalRecord> moved_records;
-    for (const auto& r : movable) {
-      if (lifecycle_.move_elsewhere(tx, r, why, now, node_ids, false)) {
-        auto moved = rentals_.get_any(tx, r.id);
-        out.moved.push_back({r.id, *r.node_id, moved ? moved->node_id.value_or("") : ""});
-        moved_records.push_back(r);
-        continue;
-      }
-      // Nowhere else for its period: it keeps its node up to the window (move_elsewhere let
-      // its GPUs go), and its tenant chooses.
-      if (r.period.start < period.start) {
-        rentals_.allocate(tx, r.id, *r.node_id, r.gpu_indices, {r.period.start, period.start});
-      }
-      staying.push_back(r);
-    }
-    if (!staying.empty() && period.start - now < notice_) {
-      nlohmann::json named = nlohmann::json::array();
-      for (const auto& r : staying) named.push_back(maintenance_blocker_json(r));
-      throw Error(ErrorCode::kConflict,
-                  "Rentals that cannot move hold these GPUs during the window, and it starts in "
-                  "less than the " +
-                      std::to_string(notice_.count() / 3600) +
-                      " hours' notice their tenants are owed; plan it later.",
-                  {{"rentals", named}, {"notice_hours", notice_.count() / 3600}});
-    }
-    // A rental that stays holds its node up to the window's start; what happens then is its
-    // tenant's answer, or the default (apply_due).
-    for (const auto& r : staying) {
-      if (r.state != RentalState::kScheduled) {
-        tx.exec(kWindowCutRental, r.id, *r.node_id, sql_timestamp(period.start));
-      }
-    }
-    for (const auto& node : node_ids) {
-      tx.exec(kWindowLockGpus, node, kAllocationLockSpace);
-      MaintenanceWindow w{.id = new_id(id_prefix::kMaintenance),
-                          .node_id = node,
-                          .period = period,
-                          .reason = reason,
-                          .created_by = by_user,
-                          .created_at = now};
-      try {
-        tx.exec(kWindowInsert, w.id, node, sql_timestamp(period.start), sql_timestamp(period.end),
-                reason, by_user, sql_timestamp(now));
-      } catch (const std::exception& e) {
-        if (classify(e) != DbFailure::kExclusionViolation) throw;
-        throw Error(ErrorCode::kConflict,
-                    "A booking took one of node " + node + "'s GPUs meanwhile; try again.",
-                    {{"node_id", node}});
-      }
-      out.windows.push_back(std::move(w));
-    }
-    std::vector<std::string> changed = node_ids;
-    for (const auto& m : out.moved) changed.push_back(m.to_node_id);
-    capacity_changed(changed);
-    auto window_of_node = [&](const std::string& node) {
-      std::optional<std::string> window;
-      for (const auto& w : out.windows) {
-        if (w.node_id == node) window = w.id;
-      }
-      return window;
-    };
-    const std::string when = format_rfc3339(period.start) + " to " + format_rfc3339(period.end);
-    // Each tenant told, once the windows exist: which node, when, and that nothing else changed.
-    for (std::size_t i = 0; i < moved_records.size(); ++i) {
-      const auto& r = moved_records[i];
-      notices_.add(tx, r.id, r.org_id, "moved",
-                   "Rental " + r.id + " moved from node " + out.moved[i].from_node_id +
-                       " to node " + out.moved[i].to_node_id +
-                       " for the same period at the same price: its node is under maintenance "
-                       "from " +
-                       when + " (" + reason + ").",
-                   r.period.start, window_of_node(*r.node_id));
-    }
-    for (const auto& r : staying) {
-      std::vector<std::string> choices =
-          r.state == RentalState::kScheduled
-              ? std::vector<std::string>{"other_node", "shift", "cancel"}
-              : std::vector<std::string>{"other_node", "cancel"};
-      std::string text =
-          "Node " + *r.node_id + " of rental " + r.id + " is under maintenance from " + when +
-          " (" + reason + "). Answer by the window's start: " +
-          (r.state == RentalState::kScheduled
-               ? "another node for the same period, a shift to after the window, or cancel free. "
-                 "With no answer the rental is cancelled free."
-               : "move to another node now, or end the rental (the days not started are not "
-                 "charged). With no answer it moves to a spare at the window's start, or is "
-                 "interrupted and credited when none is free.");
-      notices_.add(tx, r.id, r.org_id, "maintenance", text, period.start,
-                   window_of_node(*r.node_id),
-                   {.ends_at = period.end, .choices = choices, .respond_by = period.start});
-      out.notified.push_back(r.id);
-    }
-    return out;
+    return plan_in(tx, node_ids, period, reason, by_user, now);
   });
+}
+
+PlannedMaintenance Maintenance::plan_site(const std::string& site_id, const Period& period,
+                                          const std::string& reason,
+                                          const std::optional<std::string>& by_user) {
+  const Timestamp now = clock_.now();
+  return pool_.transact("maintenance_plan_site", [&](Tx& tx) {
+    if (tx.exec(kWindowSiteExists, site_id).empty()) {
+      throw Error(ErrorCode::kNotFound, "No such site.", {{"site_id", site_id}});
+    }
+    std::vector<std::string> node_ids;
+    for (const auto& row : tx.exec(kWindowSiteNodes, site_id,
+                                   inventory::NodeStates{inventory::NodeState::kRetired}.sql())) {
+      node_ids.push_back(row[0].as<std::string>());
+    }
+    if (node_ids.empty()) throw Error::invalid_field("site_id", "the site has no node in service");
+    check_maintenance_request(node_ids, period, reason, now);
+    return plan_in(tx, node_ids, period, reason, by_user, now);
+  });
+}
+
+PlannedMaintenance Maintenance::plan_in(Tx& tx, const std::vector<std::string>& node_ids,
+                                        const Period& period, const std::string& reason,
+                                        const std::optional<std::string>& by_user, Timestamp now) {
+  PlannedMaintenance out;
+  nlohmann::json blockers = nlohmann::json::array();
+  std::vector<RentalRecord> movable, staying;
+  for (const auto& node : node_ids) {
+    if (tx.exec(kWindowNodeExists, node).empty()) {
+      throw Error(ErrorCode::kNotFound, "No such node: " + node + ".", {{"node_id", node}});
+    }
+    for (const auto& row :
+         tx.exec(kWindowColliding, node, sql_timestamp(period.start), sql_timestamp(period.end))) {
+      auto r = rentals_.lock_any(tx, row[0].as<std::string>());
+      if (!r) continue;
+      if (r->state == RentalState::kScheduled) {
+        movable.push_back(*r);
+      } else if (r->state == RentalState::kActive || r->state == RentalState::kProvisioning) {
+        staying.push_back(*r);
+      } else {
+        blockers.push_back(maintenance_blocker_json(*r));
+      }
+    }
+  }
+  if (!blockers.empty()) {
+    throw Error(ErrorCode::kConflict,
+                "Rentals being cleaned hold these GPUs during the window; plan it after they "
+                "end.",
+                {{"rentals", blockers}});
+  }
+  const std::string why = "maintenance of its node (" + reason + ")";
+  std::vector<RentalRecord> moved_records;
+  for (const auto& r : movable) {
+    if (lifecycle_.move_elsewhere(tx, r, why, now, node_ids, false)) {
+      auto moved = rentals_.get_any(tx, r.id);
+      out.moved.push_back({r.id, *r.node_id, moved ? moved->node_id.value_or("") : ""});
+      moved_records.push_back(r);
+      continue;
+    }
+    // Nowhere else for its period: it keeps its node up to the window (move_elsewhere let
+    // its GPUs go), and its tenant chooses.
+    if (r.period.start < period.start) {
+      rentals_.allocate(tx, r.id, *r.node_id, r.gpu_indices, {r.period.start, period.start});
+    }
+    staying.push_back(r);
+  }
+  if (!staying.empty() && period.start - now < notice_) {
+    nlohmann::json named = nlohmann::json::array();
+    for (const auto& r : staying) named.push_back(maintenance_blocker_json(r));
+    throw Error(ErrorCode::kConflict,
+                "Rentals that cannot move hold these GPUs during the window, and it starts in "
+                "less than the " +
+                    std::to_string(notice_.count() / 3600) +
+                    " hours' notice their tenants are owed; plan it later.",
+                {{"rentals", named}, {"notice_hours", notice_.count() / 3600}});
+  }
+  // A rental that stays holds its node up to the window's start; what happens then is its
+  // tenant's answer, or the default (apply_due).
+  for (const auto& r : staying) {
+    if (r.state != RentalState::kScheduled) {
+      tx.exec(kWindowCutRental, r.id, *r.node_id, sql_timestamp(period.start));
+    }
+  }
+  for (const auto& node : node_ids) {
+    tx.exec(kWindowLockGpus, node, kAllocationLockSpace);
+    MaintenanceWindow w{.id = new_id(id_prefix::kMaintenance),
+                        .node_id = node,
+                        .period = period,
+                        .reason = reason,
+                        .created_by = by_user,
+                        .created_at = now};
+    try {
+      tx.exec(kWindowInsert, w.id, node, sql_timestamp(period.start), sql_timestamp(period.end),
+              reason, by_user, sql_timestamp(now));
+    } catch (const std::exception& e) {
+      if (classify(e) != DbFailure::kExclusionViolation) throw;
+      throw Error(ErrorCode::kConflict,
+                  "A booking took one of node " + node + "'s GPUs meanwhile; try again.",
+                  {{"node_id", node}});
+    }
+    out.windows.push_back(std::move(w));
+  }
+  std::vector<std::string> changed = node_ids;
+  for (const auto& m : out.moved) changed.push_back(m.to_node_id);
+  capacity_changed(changed);
+  auto window_of_node = [&](const std::string& node) {
+    std::optional<std::string> window;
+    for (const auto& w : out.windows) {
+      if (w.node_id == node) window = w.id;
+    }
+    return window;
+  };
+  const std::string when = format_rfc3339(period.start) + " to " + format_rfc3339(period.end);
+  // Each tenant told, once the windows exist: which node, when, and that nothing else changed.
+  for (std::size_t i = 0; i < moved_records.size(); ++i) {
+    const auto& r = moved_records[i];
+    notices_.add(tx, r.id, r.org_id, "moved",
+                 "Rental " + r.id + " moved from node " + out.moved[i].from_node_id + " to node " +
+                     out.moved[i].to_node_id +
+                     " for the same period at the same price: its node is under maintenance "
+                     "from " +
+                     when + " (" + reason + ").",
+                 r.period.start, window_of_node(*r.node_id));
+  }
+  for (const auto& r : staying) {
+    std::vector<std::string> choices =
+        r.state == RentalState::kScheduled
+            ? std::vector<std::string>{"other_node", "shift", "cancel"}
+            : std::vector<std::string>{"other_node", "cancel"};
+    std::string text =
+        "Node " + *r.node_id + " of rental " + r.id + " is under maintenance from " + when + " (" +
+        reason + "). Answer by the window's start: " +
+        (r.state == RentalState::kScheduled
+             ? "another node for the same period, a shift to after the window, or cancel free. "
+               "With no answer the rental is cancelled free."
+             : "move to another node now, or end the rental (the days not started are not "
+               "charged). With no answer it moves to a spare at the window's start, or is "
+               "interrupted and credited when none is free.");
+    notices_.add(tx, r.id, r.org_id, "maintenance", text, period.start, window_of_node(*r.node_id),
+                 {.ends_at = period.end, .choices = choices, .respond_by = period.start});
+    out.notified.push_back(r.id);
+  }
+  return out;
 }
 
 RentalNotice Maintenance::choose(const std::string& org_id, const std::string& rental_id,

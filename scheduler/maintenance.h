@@ -78,6 +78,13 @@ class Maintenance {
   PlannedMaintenance plan(const std::vector<std::string>& node_ids, const Period& period,
                           const std::string& reason, const std::optional<std::string>& by_user);
 
+  // plan() over every node of the site that is not retired, read in the plan's own
+  // transaction. not_found for an unknown site; invalid_request (site_id) for a site with no
+  // node in service.
+  PlannedMaintenance plan_site(const std::string& site_id, const Period& period,
+                               const std::string& reason,
+                               const std::optional<std::string>& by_user);
+
   // Windows not yet over (and over ones too with `include_past`), of one node or all, by
   // start; cancelled ones only with `include_cancelled`.
   std::vector<MaintenanceWindow> list(Tx& tx, const std::optional<std::string>& node_id,
@@ -114,6 +121,9 @@ class Maintenance {
   CapacityIndex* capacity_;
 
   void capacity_changed(const std::vector<std::string>& nodes);
+  PlannedMaintenance plan_in(Tx& tx, const std::vector<std::string>& node_ids, const Period& period,
+                             const std::string& reason, const std::optional<std::string>& by_user,
+                             Timestamp now);
 };
 
 }  // namespace gpurent::scheduler

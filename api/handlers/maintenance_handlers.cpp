@@ -15,6 +15,7 @@ namespace {
 
 struct PlanRequest {
   std::vector<std::string> node_ids;
+  std::optional<std::string> site_id;  // instead of node_ids: every node of the site
   scheduler::Period period;
   std::string reason;
 };
@@ -29,13 +30,18 @@ PlanRequest read_plan(const Request& req) {
   auto body = parse_json_body(req);
   JsonObjectReader in(body);
   PlanRequest out;
+  out.site_id = in.optional_string("site_id", 64);
   const auto* ids = in.optional_value("node_ids");
-  if (!ids || !ids->is_array()) throw Error::invalid_field("node_ids", "must be an array of ids");
-  for (const auto& id : *ids) {
-    if (!id.is_string() || id.get<std::string>().size() > 64) {
-      throw Error::invalid_field("node_ids", "must hold node ids");
+  if (out.site_id && ids)
+    throw Error::invalid_field("site_id", "give node_ids or site_id, not both");
+  if (!out.site_id) {
+    if (!ids || !ids->is_array()) throw Error::invalid_field("node_ids", "must be an array of ids");
+    for (const auto& id : *ids) {
+      if (!id.is_string() || id.get<std::string>().size() > 64) {
+        throw Error::invalid_field("node_ids", "must hold node ids");
+      }
+      out.node_ids.push_back(id.get<std::string>());
     }
-    out.node_ids.push_back(id.get<std::string>());
   }
   Timestamp start = read_time(in, "start");
   out.period = {start, read_time(in, "end")};
@@ -63,30 +69,34 @@ nlohmann::json maintenance_window_json(const scheduler::MaintenanceWindow& w) {
 }
 
 void add_maintenance_routes(Router& router, MaintenanceRoutesState& state) {
-  router.add({.method = Method::kPost,
-              .pattern = "/v1/admin/maintenance",
-              .handler =
-                  [&state](const Request& req, const Principal& p) {
-                    auto asked = read_plan(req);
-                    auto planned = state.maintenance->plan(asked.node_ids, asked.period,
-                                                           asked.reason, actor_of(req, p).user_id);
-                    nlohmann::json items = nlohmann::json::array(), moved = nlohmann::json::array();
-                    for (const auto& w : planned.windows)
-                      items.push_back(maintenance_window_json(w));
-                    for (const auto& m : planned.moved) {
-                      moved.push_back({{"rental_id", m.rental_id},
-                                       {"from_node_id", m.from_node_id},
-                                       {"to_node_id", m.to_node_id}});
-                    }
-                    return json_response(
-                        201, {{"items", items}, {"moved", moved}, {"notified", planned.notified}});
-                  },
-              .platform_admin = true,
-              .summary = "Plan maintenance windows {node_ids, start, end, reason}: each holds its "
-                         "node's GPUs; the scheduled rentals in the way move to other GPUs, and "
-                         "the tenants of those that stay are notified with choices (409 within "
-                         "the notice lead time) (platform admins).",
-              .tag = "admin"});
+  router.add(
+      {.method = Method::kPost,
+       .pattern = "/v1/admin/maintenance",
+       .handler =
+           [&state](const Request& req, const Principal& p) {
+             auto asked = read_plan(req);
+             auto by = actor_of(req, p).user_id;
+             auto planned =
+                 asked.site_id
+                     ? state.maintenance->plan_site(*asked.site_id, asked.period, asked.reason, by)
+                     : state.maintenance->plan(asked.node_ids, asked.period, asked.reason, by);
+             nlohmann::json items = nlohmann::json::array(), moved = nlohmann::json::array();
+             for (const auto& w : planned.windows) items.push_back(maintenance_window_json(w));
+             for (const auto& m : planned.moved) {
+               moved.push_back({{"rental_id", m.rental_id},
+                                {"from_node_id", m.from_node_id},
+                                {"to_node_id", m.to_node_id}});
+             }
+             return json_response(
+                 201, {{"items", items}, {"moved", moved}, {"notified", planned.notified}});
+           },
+       .platform_admin = true,
+       .summary =
+           "Plan maintenance windows {node_ids or site_id, start, end, reason}: each holds its "
+           "node's GPUs; the scheduled rentals in the way move to other GPUs, and "
+           "the tenants of those that stay are notified with choices (409 within "
+           "the notice lead time) (platform admins).",
+       .tag = "admin"});
   router.add({.method = Method::kGet,
               .pattern = "/v1/admin/maintenance",
               .handler =

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace gpurent::scheduler {
 namespace maintenance_pgtest {
 
@@ -110,6 +112,30 @@ TEST_F(MaintenanceTest, WithinTheNoticeAStartedRentalOrOneThatCannotMoveRefusesT
   EXPECT_EQ(rental(later).state, RentalState::kScheduled);
   EXPECT_EQ(held_by_windows(n1), 0);
   EXPECT_EQ(count("SELECT count(*) FROM allocations WHERE rental_id = '" + later + "'"), 2);
+}
+
+// A window on a site: every node of it that is not retired, planned in one transaction.
+TEST_F(MaintenanceTest, AWindowOnASiteHoldsEveryNodeOfItThatIsNotRetired) {
+  std::string n1 = node("n1");
+  std::string n2 = node("n2");
+  std::string gone = node("n3");
+  transact([&](Tx& tx) {
+    return nodes_.transition(tx, gone, inventory::NodeAction::kRetire, "end of life", std::nullopt);
+  });
+  auto planned =
+      maintenance_.plan_site(site_, from_now(H(48), H(50)), "site power work", std::nullopt);
+  ASSERT_EQ(planned.windows.size(), 2u);
+  std::set<std::string> covered;
+  for (const auto& w : planned.windows) covered.insert(w.node_id);
+  EXPECT_EQ(covered, (std::set<std::string>{n1, n2}));
+  EXPECT_EQ(held_by_windows(n1), 8);
+  EXPECT_EQ(held_by_windows(gone), 0);
+  try {
+    maintenance_.plan_site("sit_nosuchsite0000000000", from_now(H(48), H(50)), "x", std::nullopt);
+    ADD_FAILURE() << "an unknown site was planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  }
 }
 
 TEST_F(MaintenanceTest, CancellingFreesTheGpusAndBadRequestsAreNamed) {

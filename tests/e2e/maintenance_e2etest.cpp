@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace gpurent::testing::maintenance_e2e {
 
 using nlohmann::json;
@@ -144,6 +146,12 @@ TEST_F(MaintenanceE2E, BadPlansAreNamed) {
            {{{"node_ids", {n1}}, {"start", "soon"}, {"end", in_hours(1)}, {"reason", "x"}},
             "start"},
            {{{"node_ids", {n1}}, {"start", in_hours(1)}, {"end", in_hours(2)}}, "reason"},
+           {{{"node_ids", {n1}},
+             {"site_id", site_id_},
+             {"start", in_hours(1)},
+             {"end", in_hours(2)},
+             {"reason", "x"}},
+            "site_id"},
        }) {
     auto r = post("/v1/admin/maintenance", body, session(admin_));
     EXPECT_EQ(r.status, 400) << r.body;
@@ -156,6 +164,25 @@ TEST_F(MaintenanceE2E, BadPlansAreNamed) {
                        {"reason", "x"}},
                       session(admin_));
   EXPECT_EQ(unknown.status, 404) << unknown.body;
+  auto no_site = post(
+      "/v1/admin/maintenance",
+      {{"site_id", "sit_missing"}, {"start", in_hours(1)}, {"end", in_hours(2)}, {"reason", "x"}},
+      session(admin_));
+  EXPECT_EQ(no_site.status, 404) << no_site.body;
+
+  // A whole site: one window per node of it.
+  std::string n2 = add_node("gpu-2");
+  auto site = post("/v1/admin/maintenance",
+                   {{"site_id", site_id_},
+                    {"start", in_hours(1)},
+                    {"end", in_hours(2)},
+                    {"reason", "site power"}},
+                   session(admin_));
+  ASSERT_EQ(site.status, 201) << site.body;
+  std::set<std::string> nodes;
+  json windows = site.json()["items"];
+  for (const auto& w : windows) nodes.insert(w["node_id"].get<std::string>());
+  EXPECT_EQ(nodes, (std::set<std::string>{n1, n2}));
 }
 
 }  // namespace gpurent::testing::maintenance_e2e
