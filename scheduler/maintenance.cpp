@@ -316,6 +316,10 @@ RentalNotice Maintenance::choose(const std::string& org_id, const std::string& r
 }
 
 int Maintenance::apply_due(Timestamp now, int limit) {
+  if (!pool_.read("maintenance_any_due",
+                  [&](Tx& tx) { return notices_.any_due_unanswered(tx, now); })) {
+    return 0;
+  }
   return pool_.transact("maintenance_apply_due", [&](Tx& tx) {
     int applied = 0;
     for (const auto& n : notices_.due_unanswered(tx, now, limit)) {

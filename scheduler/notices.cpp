@@ -34,6 +34,10 @@ constexpr Statement kNoticeDue = {"notice_due",
                                   " FROM rental_notices WHERE kind = 'maintenance'"
                                   " AND applied_at IS NULL AND respond_by <= $1::timestamptz"
                                   " ORDER BY respond_by, id LIMIT $2 FOR UPDATE SKIP LOCKED"};
+constexpr Statement kNoticeAnyDue = {
+    "notice_any_due",
+    "SELECT EXISTS (SELECT 1 FROM rental_notices WHERE kind = 'maintenance'"
+    " AND applied_at IS NULL AND respond_by <= $1::timestamptz)"};
 constexpr Statement kNoticeApplied = {
     "notice_applied", "UPDATE rental_notices SET applied_at = $2::timestamptz WHERE id = $1"};
 constexpr Statement kNoticeOfWindow = {
@@ -157,6 +161,10 @@ std::vector<RentalNotice> NoticeStore::unanswered_of_window(Tx& tx,
   std::vector<RentalNotice> out;
   for (const auto& row : tx.exec(kNoticeOfWindow, maintenance_id)) out.push_back(notice_of(row));
   return out;
+}
+
+bool NoticeStore::any_due_unanswered(Tx& tx, Timestamp now) {
+  return tx.exec(kNoticeAnyDue, sql_timestamp(now))[0][0].as<bool>();
 }
 
 void NoticeStore::mark_applied(Tx& tx, const std::string& notice_id, Timestamp now) {

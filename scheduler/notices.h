@@ -63,6 +63,8 @@ class NoticeStore {
   // Maintenance notices unanswered by their respond_by, up to `now`, oldest first, locked
   // (rows another transaction holds skipped).
   std::vector<RentalNotice> due_unanswered(Tx& tx, Timestamp now, int limit);
+  // Whether any is due: one indexed read, so an idle fleet's runs open no transaction.
+  bool any_due_unanswered(Tx& tx, Timestamp now);
   void mark_applied(Tx& tx, const std::string& notice_id, Timestamp now);
   // The window's notices still unanswered, locked.
   std::vector<RentalNotice> unanswered_of_window(Tx& tx, const std::string& maintenance_id);
