@@ -4,6 +4,7 @@
 #include "bmc/redfish_client.h"
 
 #include "core/crypto.h"
+#include "core/outbound_http.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -179,15 +180,8 @@ struct RedfishClient::Impl {
     }
   }
 
-  // Runs the io_context until `done` or the deadline; false on the deadline.
   static bool run_until(asio::io_context& ioc, const bool& done, Clock::time_point deadline) {
-    ioc.restart();
-    while (!done) {
-      auto now = Clock::now();
-      if (now >= deadline) return false;
-      if (ioc.run_one_for(deadline - now) == 0 && ioc.stopped()) break;
-    }
-    return done;
+    return outbound_http::run_until(ioc, done, deadline);
   }
 
   [[noreturn]] void timed_out(const std::string& step) const {
@@ -276,13 +270,8 @@ struct RedfishClient::Impl {
     } else {
       tls_stream.set_verify_callback(asio::ssl::host_name_verification(url.host));
     }
-    bool shaken = false;
-    tls_stream.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) {
-      ec = e;
-      shaken = true;
-    });
-    if (!run_until(ioc, shaken, deadline)) {
-      beast::get_lowest_layer(tls_stream).socket().close(ec);
+    if (outbound_http::handshake(ioc, tls_stream, deadline, ec) ==
+        outbound_http::Handshake::kTimedOut) {
       timed_out("TLS handshake");
     }
     if (pin_mismatch) {
@@ -306,46 +295,32 @@ struct RedfishClient::Impl {
   template <typename Stream>
   Answer talk(asio::io_context& ioc, Stream& stream, http::request<http::string_body>& req,
               Clock::time_point deadline) {
-    beast::error_code ec;
-    bool written = false;
-    http::async_write(stream, req, [&](beast::error_code e, std::size_t) {
-      ec = e;
-      written = true;
-    });
-    if (!run_until(ioc, written, deadline)) {
-      beast::get_lowest_layer(stream).socket().close(ec);
-      timed_out("sending the request");
+    outbound_http::Exchange x;
+    outbound_http::exchange(ioc, stream, req, deadline, kMaxRedfishBodyBytes, x);
+    switch (x.ending) {
+      case outbound_http::Ending::kWriteTimedOut:
+        timed_out("sending the request");
+      case outbound_http::Ending::kWriteFailed:
+        unreachable("could not send the request: " + x.error.message());
+      case outbound_http::Ending::kReadTimedOut:
+        timed_out("waiting for the response");
+      case outbound_http::Ending::kReadFailed:
+        if (x.error == http::error::body_limit) {
+          throw RedfishFailure(RedfishFailureKind::kMalformed,
+                               "BMC " + options.base_url + ": an answer over 1 MiB, refused",
+                               static_cast<int>(x.parser.get().result_int()));
+        }
+        if (x.parser.is_header_done()) {
+          throw RedfishFailure(
+              RedfishFailureKind::kMalformed,
+              "BMC " + options.base_url + ": a broken answer: " + x.error.message(),
+              static_cast<int>(x.parser.get().result_int()));
+        }
+        unreachable("no HTTP answer: " + x.error.message());
+      case outbound_http::Ending::kAnswered:
+        break;
     }
-    if (ec) unreachable("could not send the request: " + ec.message());
-
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(kMaxRedfishBodyBytes);
-    bool read = false;
-    http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) {
-      ec = e;
-      read = true;
-    });
-    if (!run_until(ioc, read, deadline)) {
-      beast::get_lowest_layer(stream).socket().close(ec);
-      timed_out("waiting for the response");
-    }
-    if (ec == http::error::body_limit) {
-      throw RedfishFailure(RedfishFailureKind::kMalformed,
-                           "BMC " + options.base_url + ": an answer over 1 MiB, refused",
-                           static_cast<int>(parser.get().result_int()));
-    }
-    if (ec) {
-      if (parser.is_header_done()) {
-        throw RedfishFailure(RedfishFailureKind::kMalformed,
-                             "BMC " + options.base_url + ": a broken answer: " + ec.message(),
-                             static_cast<int>(parser.get().result_int()));
-      }
-      unreachable("no HTTP answer: " + ec.message());
-    }
-    beast::error_code ignored;
-    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    auto& res = parser.get();
+    auto& res = x.parser.get();
     Answer answer;
     answer.status = static_cast<int>(res.result_int());
     answer.body = std::move(res.body());

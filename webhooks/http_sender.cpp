@@ -2,6 +2,8 @@
 // one deadline. The only translation unit of the webhooks that includes Beast and Asio.
 #include "webhooks/sender.h"
 
+#include "core/outbound_http.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -156,16 +158,8 @@ class HttpSender final : public Sender {
   }
 
  private:
-  // Runs the io_context until `done` or the deadline; false on the deadline (the caller's
-  // socket is then closed, which cancels what is pending).
   static bool run_until(asio::io_context& ioc, const bool& done, Clock::time_point deadline) {
-    ioc.restart();
-    while (!done) {
-      auto now = Clock::now();
-      if (now >= deadline) return false;
-      if (ioc.run_one_for(deadline - now) == 0 && ioc.stopped()) break;
-    }
-    return done;
+    return outbound_http::run_until(ioc, done, deadline);
   }
 
   SendResult exchange(const WebhookUrl& url, const std::string& body,
@@ -222,53 +216,40 @@ class HttpSender final : public Sender {
       return {std::nullopt, "could not set the TLS server name"};
     }
     tls.set_verify_callback(asio::ssl::host_name_verification(url.host));
-    bool shaken = false;
-    tls.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) {
-      ec = e;
-      shaken = true;
-    });
-    if (!run_until(ioc, shaken, deadline)) {
-      beast::get_lowest_layer(tls).socket().close(ec);
-      return {std::nullopt, "timed out in the TLS handshake"};
+    switch (outbound_http::handshake(ioc, tls, deadline, ec)) {
+      case outbound_http::Handshake::kTimedOut:
+        return {std::nullopt, "timed out in the TLS handshake"};
+      case outbound_http::Handshake::kFailed:
+        return {std::nullopt, "TLS handshake failed: " + ec.message()};
+      case outbound_http::Handshake::kDone:
+        break;
     }
-    if (ec) return {std::nullopt, "TLS handshake failed: " + ec.message()};
     return talk(ioc, tls, req, deadline);
   }
 
   template <typename Stream>
   static SendResult talk(asio::io_context& ioc, Stream& stream,
                          http::request<http::string_body>& req, Clock::time_point deadline) {
-    beast::error_code ec;
-    bool written = false;
-    http::async_write(stream, req, [&](beast::error_code e, std::size_t) {
-      ec = e;
-      written = true;
-    });
-    if (!run_until(ioc, written, deadline)) {
-      beast::get_lowest_layer(stream).socket().close(ec);
-      return {std::nullopt, "timed out sending the request"};
-    }
-    if (ec) return {std::nullopt, "could not send the request: " + ec.message()};
-
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(kResponseBodyLimit);
-    bool read = false;
-    http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) {
-      ec = e;
-      read = true;
-    });
-    if (!run_until(ioc, read, deadline)) {
-      beast::get_lowest_layer(stream).socket().close(ec);
-      return {std::nullopt, "timed out waiting for the response"};
+    outbound_http::Exchange x;
+    outbound_http::exchange(ioc, stream, req, deadline, kResponseBodyLimit, x);
+    switch (x.ending) {
+      case outbound_http::Ending::kWriteTimedOut:
+        return {std::nullopt, "timed out sending the request"};
+      case outbound_http::Ending::kWriteFailed:
+        return {std::nullopt, "could not send the request: " + x.error.message()};
+      case outbound_http::Ending::kReadTimedOut:
+        return {std::nullopt, "timed out waiting for the response"};
+      case outbound_http::Ending::kAnswered:
+      case outbound_http::Ending::kReadFailed:
+        break;
     }
     // A status line was read even when the body broke a limit: the status is the answer.
-    if (parser.is_header_done()) {
+    if (x.parser.is_header_done()) {
       beast::error_code ignored;
       beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
-      return {static_cast<int>(parser.get().result_int()), ""};
+      return {static_cast<int>(x.parser.get().result_int()), ""};
     }
-    return {std::nullopt, "no HTTP response: " + ec.message()};
+    return {std::nullopt, "no HTTP response: " + x.error.message()};
   }
 
   HttpSenderOptions options_;
