@@ -123,22 +123,31 @@ class GpuBlocks {
   std::bitset<kMaxNvlinkGpus> seen_;
 };
 
-class StatusParser {
+// What both parsers do line by line: each trimmed line to the derived parser's line(), the
+// line's number kept for its errors, the GPU blocks finished at the end.
+template <typename Derived, typename Gpu>
+class BlockParser {
  public:
-  std::vector<NvlinkGpuStatus> run(std::string_view text) {
+  std::vector<Gpu> run(std::string_view text, const char* command) {
     t::LineReader reader(text);
     for (std::string_view raw; reader.next(raw);) {
       index_ = reader.index();
-      line(t::trim(raw));
+      static_cast<Derived*>(this)->line(t::trim(raw));
     }
-    return blocks_.finish("nvidia-smi nvlink -s");
+    return blocks_.finish(command);
   }
 
- private:
+ protected:
   [[noreturn]] void fail(const std::string& what) const {
     throw ParseError(t::at_line(index_) + what);
   }
 
+  GpuBlocks<Gpu> blocks_;
+  std::size_t index_ = 0;
+};
+
+class StatusParser : public BlockParser<StatusParser, NvlinkGpuStatus> {
+ public:
   void line(std::string_view s) {
     if (auto h = header_of(s)) {
       blocks_.open(*h, index_);
@@ -149,6 +158,7 @@ class StatusParser {
     }
   }
 
+ private:
   void link(const LinkLine& l) {
     auto& g = blocks_.for_new_link(l.link, index_);
     if (g.all_inactive || g.unsupported) {
@@ -175,9 +185,6 @@ class StatusParser {
     }
     (a == Answer::kAllInactive ? g->all_inactive : g->unsupported) = true;
   }
-
-  GpuBlocks<NvlinkGpuStatus> blocks_;
-  std::size_t index_ = 0;
 };
 
 // "Replay Errors" -> "replay", "Link recovery successful events" ->
@@ -199,22 +206,8 @@ std::string counter_key(std::string_view name) {
   return key;
 }
 
-class ErrorsParser {
+class ErrorsParser : public BlockParser<ErrorsParser, NvlinkGpuErrors> {
  public:
-  std::vector<NvlinkGpuErrors> run(std::string_view text) {
-    t::LineReader reader(text);
-    for (std::string_view raw; reader.next(raw);) {
-      index_ = reader.index();
-      line(t::trim(raw));
-    }
-    return blocks_.finish("nvidia-smi nvlink -e");
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ParseError(t::at_line(index_) + what);
-  }
-
   // The one-line answers leave a GPU without links and are skipped like other lines.
   void line(std::string_view s) {
     if (auto h = header_of(s)) {
@@ -224,6 +217,7 @@ class ErrorsParser {
     }
   }
 
+ private:
   void link(const LinkLine& l) {
     auto colon = l.rest.rfind(':');
     if (colon == std::string_view::npos) fail("a link line is not 'Link N: COUNTER: COUNT'");
@@ -251,21 +245,18 @@ class ErrorsParser {
            key + " counter twice");
     }
   }
-
-  GpuBlocks<NvlinkGpuErrors> blocks_;
-  std::size_t index_ = 0;
 };
 
 }  // namespace
 
 std::vector<NvlinkGpuStatus> parse_nvlink_status(std::string_view text) {
   t::check_size(text, "nvidia-smi nvlink -s");
-  return StatusParser().run(text);
+  return StatusParser().run(text, "nvidia-smi nvlink -s");
 }
 
 std::vector<NvlinkGpuErrors> parse_nvlink_errors(std::string_view text) {
   t::check_size(text, "nvidia-smi nvlink -e");
-  return ErrorsParser().run(text);
+  return ErrorsParser().run(text, "nvidia-smi nvlink -e");
 }
 
 }  // namespace gpurent::burn_in
