@@ -23,8 +23,9 @@ constexpr Statement kLiveOnNode = {"lifecycle_live_on_node",
                                    " AND state = ANY ($2::text[])"};
 
 // Whether a run has anything to do: one statement outside any transaction, so an idle fleet
-// costs every replica one round trip per interval rather than three transactions. Whatever
-// becomes due just after it is the next run's.
+// costs every replica one round trip per interval rather than three transactions (and one
+// more for the maintenance defaults' own check, Maintenance::apply_due). Whatever becomes due
+// just after it is the next run's.
 constexpr Statement kNodeStateShared = {"lifecycle_node_state",
                                         "SELECT state FROM nodes WHERE id = $1 FOR SHARE"};
 
